@@ -1,0 +1,349 @@
+/*
+ * memest.h — the one public header of libmemest.
+ *
+ * libmemest estimates per-GPU memory for LLM training before a GPU is booked:
+ * model states (parameters, gradients, optimizer per ZeRO stage) and 4D-parallel
+ * pretraining (DP/TP/PP/CP with sequence parallelism, recomputation, Llama and GPT).
+ *
+ * Conventions (all functions):
+ *  - Every entry point returns a memest_status. MEMEST_OK (0) is success.
+ *  - On failure, memest_last_error() (thread-local) describes what went wrong and
+ *    memest_last_error_field() names the offending request field ("parallel.tp").
+ *  - Out-parameters are left untouched on failure (the JSON entry point is the one
+ *    documented exception: its error document is the answer).
+ *  - Request structs carry `struct_size` first; call the matching `_init` function
+ *    before filling fields so that fields appended in later versions get defaults.
+ *  - No C++ exception ever crosses this boundary; nothing here is allocated for the
+ *    caller except strings returned by memest_request_json (free with memest_string_free).
+ *  - Sizes are in bytes, as double (the papers' formulas yield fractional bytes before
+ *    rounding; a double holds every realistic size exactly enough, up to 2^53).
+ */
+#ifndef MEMEST_MEMEST_H
+#define MEMEST_MEMEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Section: export macro and versions                                        */
+/* ======================================================================== */
+
+#if defined(MEMEST_STATIC)
+#define MEMEST_API
+#elif defined(_WIN32)
+#if defined(MEMEST_BUILDING)
+#define MEMEST_API __declspec(dllexport)
+#else
+#define MEMEST_API __declspec(dllimport)
+#endif
+#else
+#define MEMEST_API __attribute__((visibility("default")))
+#endif
+
+#define MEMEST_VERSION_MAJOR 0
+#define MEMEST_VERSION_MINOR 1
+#define MEMEST_VERSION_PATCH 0
+#define MEMEST_VERSION_NUMBER \
+  (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
+#define MEMEST_VERSION_STRING "0.1.0"
+
+/** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
+MEMEST_API uint32_t memest_version_number(void);
+
+/** Returns the library's version as a static string such as "0.1.0". Never NULL. */
+MEMEST_API const char *memest_version_string(void);
+
+/* ======================================================================== */
+/* Section: status codes and errors                                          */
+/* ======================================================================== */
+
+typedef enum memest_status {
+  MEMEST_OK = 0,
+  MEMEST_ERR_INVALID_ARGUMENT = 1, /* a value is out of range or inconsistent */
+  MEMEST_ERR_MISSING_FIELD = 2,    /* a required field was not given */
+  MEMEST_ERR_TYPE = 3,             /* a JSON field has the wrong type */
+  MEMEST_ERR_PARSE = 4,            /* the request is not valid JSON */
+  MEMEST_ERR_UNKNOWN_PRESET = 5,   /* no model or GPU preset has that id */
+  MEMEST_ERR_UNKNOWN_FIELD = 6,    /* a JSON object holds a field memest does not know */
+  MEMEST_ERR_UNSUPPORTED = 7,      /* valid input that this version cannot model */
+  MEMEST_ERR_OVERFLOW = 8,         /* sizes so large the result would not be finite */
+  MEMEST_ERR_STRUCT_SIZE = 9,      /* struct_size is smaller than this version needs */
+  MEMEST_ERR_NULL_POINTER = 10,    /* a required pointer argument was NULL */
+  MEMEST_ERR_OUT_OF_RANGE = 11,    /* an index argument is past the end of a list */
+  MEMEST_ERR_NO_MEMORY = 12,       /* allocation failed */
+  MEMEST_ERR_INTERNAL = 13         /* a bug in memest: please report it */
+} memest_status;
+
+/** Returns a static, lower-case name for a status ("invalid_argument"); "unknown" if out of range. */
+MEMEST_API const char *memest_status_name(memest_status status);
+
+/** Returns the message of the last failure on this thread ("" if none). Valid until the
+ *  next memest call on this thread. */
+MEMEST_API const char *memest_last_error(void);
+
+/** Returns the request field the last failure on this thread is about ("parallel.tp"),
+ *  or "" when the failure is not about one field. Valid until the next memest call. */
+MEMEST_API const char *memest_last_error_field(void);
+
+/** Returns the status of the last failure on this thread (MEMEST_OK if none). */
+MEMEST_API memest_status memest_last_error_code(void);
+
+/* ======================================================================== */
+/* Section: models                                                           */
+/* ======================================================================== */
+
+/** Architecture family: picks the activation model (4D paper for Llama, Korthikanti et
+ *  al. for GPT) and default conventions. */
+typedef enum memest_family {
+  MEMEST_FAMILY_LLAMA = 0, /* RMSNorm, SwiGLU, rotary, no dropout (Llama, Mistral, Qwen2, Gemma) */
+  MEMEST_FAMILY_GPT = 1    /* LayerNorm, GeLU MLP, dropout (GPT-2/3, OPT, BLOOM, NeoX, CodeGen) */
+} memest_family;
+
+typedef enum memest_norm_type {
+  MEMEST_NORM_RMS = 0,  /* weight only: h parameters */
+  MEMEST_NORM_LAYER = 1 /* weight and bias: 2h parameters */
+} memest_norm_type;
+
+/** A decoder-only transformer's dimensions (names follow Hugging Face config.json).
+ *  Fill with memest_model_init, memest_model_from_preset or memest_model_from_config_json.
+ *  A model with num_parameters > 0 and hidden_size == 0 is a bare parameter count,
+ *  accepted only by the model-states mode. */
+typedef struct memest_model {
+  uint32_t struct_size;
+  char name[64];                    /* display name, NUL-terminated */
+  int32_t family;                   /* memest_family */
+  int64_t hidden_size;              /* h */
+  int64_t num_hidden_layers;        /* L */
+  int64_t num_attention_heads;      /* a */
+  int64_t num_key_value_heads;      /* k (GQA groups; = a for MHA, 1 for MQA) */
+  int64_t head_dim;                 /* 0 means hidden_size / num_attention_heads */
+  int64_t intermediate_size;        /* h_ffn */
+  int64_t vocab_size;               /* v */
+  int64_t max_position_embeddings;  /* longest sequence the model supports; 0 = unbounded */
+  int64_t learned_position_rows;    /* rows of a learned position table; 0 for rotary/ALiBi */
+  int32_t tie_word_embeddings;      /* 1: LM head shares the input embedding */
+  int32_t gated_mlp;                /* 1: SwiGLU/GeGLU (3 matrices), 0: 2 matrices */
+  int32_t norm_type;                /* memest_norm_type */
+  int32_t norms_per_layer;          /* 2 usually; 1 for parallel-residual CodeGen/GPT-J */
+  int32_t attention_qkv_bias;       /* biases on Q, K, V projections */
+  int32_t attention_out_bias;       /* bias on the attention output projection */
+  int32_t mlp_bias;                 /* biases on the MLP projections */
+  int32_t embedding_norm;           /* a LayerNorm right after the embedding (BLOOM) */
+  int32_t final_norm;               /* a norm before the LM head (1 for all presets) */
+  int32_t lm_head_bias;             /* a bias on the LM head (CodeGen) */
+  double num_parameters;            /* > 0 with hidden_size == 0: a bare count */
+} memest_model;
+
+/** Parameter counts of a model, by part. */
+typedef struct memest_param_count {
+  uint32_t struct_size;
+  double total;            /* every parameter, tied embeddings counted once */
+  double embedding;        /* word embeddings (+ learned positions, + embedding norm) */
+  double per_layer;        /* one transformer layer */
+  double lm_head;          /* LM head + final norm (0 for the head weights when tied) */
+} memest_param_count;
+
+/** Fills *model with defaults (Llama conventions, all sizes 0). Returns MEMEST_OK. */
+MEMEST_API memest_status memest_model_init(memest_model *model);
+
+/** Looks up a built-in model preset by id ("llama-3.1-8b"). Fails with
+ *  MEMEST_ERR_UNKNOWN_PRESET when there is none. */
+MEMEST_API memest_status memest_model_from_preset(const char *id, memest_model *model);
+
+/** Reads a Hugging Face config.json text (Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX,
+ *  OPT, BLOOM, CodeGen, BioGPT, GPT-BigCode, GPT-Neo) into *model. */
+MEMEST_API memest_status memest_model_from_config_json(const char *config_json,
+                                                       memest_model *model);
+
+/** Checks a model's dimensions; fails with the offending field named. */
+MEMEST_API memest_status memest_model_validate(const memest_model *model);
+
+/** Counts a model's parameters by part from its dimensions. */
+MEMEST_API memest_status memest_model_parameter_count(const memest_model *model,
+                                                      memest_param_count *count);
+
+/** Number of built-in model presets. */
+MEMEST_API uint32_t memest_model_preset_count(void);
+
+/** Returns the id of model preset `index` (static string), or NULL past the end. */
+MEMEST_API const char *memest_model_preset_id(uint32_t index);
+
+/* ======================================================================== */
+/* Section: GPUs                                                             */
+/* ======================================================================== */
+
+/** A GPU kind. memory_bytes is the capacity the verdict compares against. */
+typedef struct memest_gpu {
+  uint32_t struct_size;
+  char name[64];                 /* display name, NUL-terminated */
+  double memory_bytes;           /* capacity per GPU */
+  int32_t gpus_per_node;         /* GPUs linked by NVLink/xGMI in one node */
+  double peak_bf16_tflops;       /* dense BF16 peak, TFLOP/s (0 if unknown) */
+} memest_gpu;
+
+/** Fills *gpu with defaults (no capacity, 8 GPUs per node). Returns MEMEST_OK. */
+MEMEST_API memest_status memest_gpu_init(memest_gpu *gpu);
+
+/** Looks up a built-in GPU preset by id ("a100-40gb"). */
+MEMEST_API memest_status memest_gpu_from_preset(const char *id, memest_gpu *gpu);
+
+/** Number of built-in GPU presets. */
+MEMEST_API uint32_t memest_gpu_preset_count(void);
+
+/** Returns the id of GPU preset `index` (static string), or NULL past the end. */
+MEMEST_API const char *memest_gpu_preset_id(uint32_t index);
+
+/* ======================================================================== */
+/* Section: common enums                                                     */
+/* ======================================================================== */
+
+typedef enum memest_recompute {
+  MEMEST_RECOMPUTE_NONE = 0,
+  MEMEST_RECOMPUTE_SELECTIVE = 1, /* recompute attention scores only (Korthikanti §5) */
+  MEMEST_RECOMPUTE_FULL = 2       /* keep only each layer's input */
+} memest_recompute;
+
+/** Verdict bands of the 4D paper on the estimate: fits <= 80 % of capacity,
+ *  tight <= 100 %, oom above. */
+typedef enum memest_verdict {
+  MEMEST_VERDICT_FITS = 0,
+  MEMEST_VERDICT_TIGHT = 1,
+  MEMEST_VERDICT_OOM = 2,
+  MEMEST_VERDICT_UNKNOWN = 3 /* no GPU capacity was given */
+} memest_verdict;
+
+/** Returns "fits", "tight", "oom" or "unknown". */
+MEMEST_API const char *memest_verdict_name(memest_verdict verdict);
+
+typedef enum memest_activation_model {
+  MEMEST_ACTIVATIONS_AUTO = 0,  /* by the model's family */
+  MEMEST_ACTIVATIONS_LLAMA = 1, /* 4D paper, Eqs. 11-17 */
+  MEMEST_ACTIVATIONS_GPT = 2    /* Korthikanti et al., Table 2 */
+} memest_activation_model;
+
+/* ======================================================================== */
+/* Section: model-states mode (ZeRO)                                         */
+/* ======================================================================== */
+
+/** Request for model-state memory per GPU under pure data parallelism with ZeRO. */
+typedef struct memest_model_states_request {
+  uint32_t struct_size;
+  memest_model model;      /* dimensions, or a bare num_parameters */
+  memest_gpu gpu;          /* optional: memory_bytes 0 gives verdict UNKNOWN */
+  int64_t gpus;            /* data-parallel degree N_d */
+  int32_t zero;            /* 0: none, 1: P_os, 2: P_os+g, 3: P_os+g+p */
+  double param_bytes;      /* bytes per weight (default 2, bf16) */
+  double grad_bytes;       /* bytes per gradient (default 4, fp32 accumulation) */
+  double optimizer_bytes;  /* K: bytes of optimizer state per parameter (default 12, Adam) */
+} memest_model_states_request;
+
+typedef struct memest_model_states_result {
+  uint32_t struct_size;
+  double num_parameters;
+  double weights_bytes;     /* per GPU */
+  double gradients_bytes;   /* per GPU */
+  double optimizer_bytes;   /* per GPU */
+  double estimate_bytes;    /* sum of the three: the ZeRO paper's per-device number */
+  double capacity_bytes;    /* 0 when no GPU was given */
+  int32_t verdict;          /* memest_verdict */
+} memest_model_states_result;
+
+/** Fills defaults: 1 GPU, zero 0, bf16 weights, fp32 gradients, Adam (18 bytes/param). */
+MEMEST_API memest_status memest_model_states_request_init(memest_model_states_request *request);
+
+/** Computes model-state memory per GPU. */
+MEMEST_API memest_status memest_model_states(const memest_model_states_request *request,
+                                             memest_model_states_result *result);
+
+/* ======================================================================== */
+/* Section: pretraining mode (4D parallelism)                                */
+/* ======================================================================== */
+
+typedef struct memest_pretrain_request {
+  uint32_t struct_size;
+  memest_model model;
+  memest_gpu gpu;             /* memory_bytes must be > 0 */
+  /* parallel layout: data-parallel size d = gpus / (tp * cp * pp) */
+  int64_t gpus;
+  int64_t tp;
+  int64_t cp;
+  int64_t pp;
+  int64_t vpp;                /* virtual stages per device (interleaved 1F1B); 1 = plain 1F1B */
+  int32_t sequence_parallel;  /* 1 (default): SP on with TP */
+  int32_t zero;               /* 1 (default): distributed optimizer over d*cp */
+  /* training */
+  int64_t seq_len;
+  int64_t micro_batch;
+  int64_t global_batch;       /* 0: not given (pipeline assumed full) */
+  int32_t recompute;          /* memest_recompute */
+  int32_t flash_attention;    /* 1 (default) */
+  int32_t activation_model;   /* memest_activation_model */
+  double param_bytes;         /* default 2 (bf16) */
+  double grad_bytes;          /* default 4 (fp32 gradient accumulation) */
+  double optimizer_bytes;     /* default 12 (Adam: fp32 master, momentum, variance) */
+} memest_pretrain_request;
+
+/** Memory of one pipeline stage (one GPU of that stage). */
+typedef struct memest_stage {
+  uint32_t struct_size;
+  int32_t index;               /* 0 = first stage (embedding) */
+  int64_t layers;              /* transformer layers held by this stage */
+  double microbatches_in_flight; /* activations kept, in micro-batches (1F1B: p - index) */
+  double parameters;           /* parameters held by one GPU of this stage (after TP) */
+  double weights_bytes;
+  double gradients_bytes;
+  double optimizer_bytes;
+  double activations_bytes;
+  double total_bytes;
+} memest_stage;
+
+typedef struct memest_pretrain_result {
+  uint32_t struct_size;
+  double num_parameters;     /* whole model */
+  int64_t dp;                /* data-parallel size */
+  int64_t num_microbatches;  /* per iteration, 0 when global_batch was not given */
+  double estimate_bytes;     /* 4D paper Eq. 18: first stage, whole model when pp = 1 */
+  double peak_bytes;         /* the most loaded stage */
+  int32_t peak_stage;
+  double capacity_bytes;
+  double usage_fraction;     /* estimate_bytes / capacity_bytes */
+  int32_t verdict;           /* memest_verdict, paper bands on estimate_bytes */
+  int32_t stage_count;       /* = pp */
+  int32_t activation_model;  /* the one used: memest_activation_model */
+} memest_pretrain_result;
+
+/** Fills defaults: 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048, micro batch 1,
+ *  no recompute, FlashAttention on, bf16 weights + fp32 gradients + Adam. */
+MEMEST_API memest_status memest_pretrain_request_init(memest_pretrain_request *request);
+
+/** Estimates per-GPU memory for pretraining. Writes *result and up to `stage_capacity`
+ *  stages into `stages` (which may be NULL when stage_capacity is 0); result->stage_count
+ *  tells how many exist. */
+MEMEST_API memest_status memest_pretrain(const memest_pretrain_request *request,
+                                         memest_pretrain_result *result,
+                                         memest_stage *stages, uint32_t stage_capacity);
+
+/* ======================================================================== */
+/* Section: JSON entry point                                                 */
+/* ======================================================================== */
+
+/** Answers a JSON request (see README: "mode" is "pretrain" or "model_states") with a
+ *  JSON response. On success returns MEMEST_OK and sets *response_json to {"ok": true, ...}.
+ *  On a bad request returns its status AND sets *response_json to
+ *  {"ok": false, "error": {"code", "field", "message"}}. The caller frees *response_json
+ *  with memest_string_free. *response_json is left untouched only when response_json is
+ *  NULL or memory runs out. */
+MEMEST_API memest_status memest_request_json(const char *request_json, char **response_json);
+
+/** Frees a string returned by memest. NULL is accepted. */
+MEMEST_API void memest_string_free(char *string);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMEST_MEMEST_H */

@@ -1,0 +1,31 @@
+// Internal error type: thrown inside the C++ core, turned into a status code and a
+// thread-local message at the C API boundary (capi/capi.cpp). Never crosses that boundary.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "memest/memest.h"
+
+namespace memest {
+
+class Error : public std::runtime_error {
+ public:
+  Error(memest_status status, std::string field, const std::string& message)
+      : std::runtime_error(message), status_(status), field_(std::move(field)) {}
+
+  memest_status status() const { return status_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  memest_status status_;
+  std::string field_;
+};
+
+// Shorthand for the common case: a value out of range, with the field named.
+[[noreturn]] inline void fail(const std::string& field, const std::string& message,
+                              memest_status status = MEMEST_ERR_INVALID_ARGUMENT) {
+  throw Error(status, field, field.empty() ? message : field + ": " + message);
+}
+
+}  // namespace memest

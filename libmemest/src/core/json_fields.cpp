@@ -1,0 +1,162 @@
+#include "core/json_fields.hpp"
+
+#include <string>
+
+namespace memest {
+
+namespace {
+
+const char* type_name(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_float:
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+std::string format_int(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+JsonFields::JsonFields(const json& object, std::string path)
+    : object_(object), path_(std::move(path)) {
+  if (!object_.is_object()) {
+    throw Error(MEMEST_ERR_TYPE, path_,
+                (path_.empty() ? std::string("request") : path_) + ": expected an object, got " +
+                    type_name(object_));
+  }
+}
+
+std::string JsonFields::path_of(const char* key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + key;
+}
+
+bool JsonFields::has(const char* key) const {
+  auto it = object_.find(key);
+  return it != object_.end() && !it->is_null();
+}
+
+std::optional<int64_t> JsonFields::integer(const char* key, int64_t min, int64_t max) const {
+  if (!has(key)) return std::nullopt;
+  const json& v = object_.at(key);
+  const std::string field = path_of(key);
+  if (!v.is_number()) {
+    throw Error(MEMEST_ERR_TYPE, field, field + ": expected an integer, got " + type_name(v));
+  }
+  int64_t result = 0;
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(max)) {
+      fail(field, "must be at most " + format_int(max) + ", got " + std::to_string(u));
+    }
+    result = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    result = v.get<int64_t>();
+  } else {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || std::floor(d) != d) {
+      throw Error(MEMEST_ERR_TYPE, field, field + ": expected an integer, got " + v.dump());
+    }
+    if (d > static_cast<double>(max) || d < static_cast<double>(min)) {
+      fail(field, "must be between " + format_int(min) + " and " + format_int(max) + ", got " +
+                      v.dump());
+    }
+    result = static_cast<int64_t>(d);
+  }
+  if (result < min || result > max) {
+    fail(field, "must be between " + format_int(min) + " and " + format_int(max) + ", got " +
+                    format_int(result));
+  }
+  return result;
+}
+
+int64_t JsonFields::integer_or(const char* key, int64_t fallback, int64_t min, int64_t max) const {
+  return integer(key, min, max).value_or(fallback);
+}
+
+int64_t JsonFields::required_integer(const char* key, int64_t min, int64_t max) const {
+  auto v = integer(key, min, max);
+  if (!v) throw Error(MEMEST_ERR_MISSING_FIELD, path_of(key), path_of(key) + ": missing");
+  return *v;
+}
+
+std::optional<double> JsonFields::number(const char* key, double min, double max) const {
+  if (!has(key)) return std::nullopt;
+  const json& v = object_.at(key);
+  const std::string field = path_of(key);
+  if (!v.is_number()) {
+    throw Error(MEMEST_ERR_TYPE, field, field + ": expected a number, got " + type_name(v));
+  }
+  double d = v.get<double>();
+  if (!std::isfinite(d) || d < min || d > max) {
+    fail(field, "must be between " + json(min).dump() + " and " + json(max).dump() + ", got " +
+                    v.dump());
+  }
+  return d;
+}
+
+std::optional<bool> JsonFields::boolean(const char* key) const {
+  if (!has(key)) return std::nullopt;
+  const json& v = object_.at(key);
+  if (!v.is_boolean()) {
+    const std::string field = path_of(key);
+    throw Error(MEMEST_ERR_TYPE, field, field + ": expected true or false, got " + type_name(v));
+  }
+  return v.get<bool>();
+}
+
+std::optional<std::string> JsonFields::string(const char* key) const {
+  if (!has(key)) return std::nullopt;
+  const json& v = object_.at(key);
+  if (!v.is_string()) {
+    const std::string field = path_of(key);
+    throw Error(MEMEST_ERR_TYPE, field, field + ": expected a string, got " + type_name(v));
+  }
+  return v.get<std::string>();
+}
+
+std::optional<std::string> JsonFields::choice(const char* key,
+                                              std::initializer_list<const char*> choices) const {
+  auto s = string(key);
+  if (!s) return s;
+  std::string listed;
+  for (const char* c : choices) {
+    if (*s == c) return s;
+    listed += listed.empty() ? "" : ", ";
+    listed += c;
+  }
+  fail(path_of(key), "must be one of " + listed + ", got \"" + *s + "\"");
+}
+
+const json* JsonFields::object(const char* key) const {
+  if (!has(key)) return nullptr;
+  return &object_.at(key);
+}
+
+void JsonFields::reject_unknown(std::initializer_list<const char*> allowed) const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    bool known = false;
+    for (const char* a : allowed) known = known || it.key() == a;
+    if (!known) {
+      std::string listed;
+      for (const char* a : allowed) listed += (listed.empty() ? "" : ", ") + std::string(a);
+      const std::string field = path_of(it.key().c_str());
+      throw Error(MEMEST_ERR_UNKNOWN_FIELD, field,
+                  field + ": unknown field (known: " + listed + ")");
+    }
+  }
+}
+
+const char* JsonFields::first_present(std::initializer_list<const char*> keys) const {
+  for (const char* k : keys)
+    if (has(k)) return k;
+  return nullptr;
+}
+
+}  // namespace memest

@@ -1,0 +1,13 @@
+// Units used in messages and formatting. The 4D paper's "GB" are GiB (2^30 bytes);
+// the ZeRO table in the lecture uses decimal GB (10^9 bytes).
+#pragma once
+
+namespace memest {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGB = 1e9;
+
+// The 4D paper's bands: estimates at or below 80 % of capacity never went out of memory.
+constexpr double kFitsFraction = 0.80;
+
+}  // namespace memest

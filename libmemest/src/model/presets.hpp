@@ -1,0 +1,32 @@
+// Built-in model and GPU presets, parsed once from the JSON files in libmemest/data/
+// (embedded into the library at build time: no file access at run time).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "memest/memest.h"
+
+namespace memest {
+
+struct ModelPreset {
+  std::string id;
+  std::string source;           // where the config.json numbers come from
+  double published_params = 0;  // the real checkpoint's published parameter count
+  memest_model model;
+};
+
+struct GpuPreset {
+  std::string id;
+  std::string source;
+  memest_gpu gpu;
+};
+
+const std::vector<ModelPreset>& model_presets();
+const std::vector<GpuPreset>& gpu_presets();
+
+// Throw MEMEST_ERR_UNKNOWN_PRESET (naming `field` and the known ids) when absent.
+const ModelPreset& find_model_preset(const std::string& id, const std::string& field);
+const GpuPreset& find_gpu_preset(const std::string& id, const std::string& field);
+
+}  // namespace memest

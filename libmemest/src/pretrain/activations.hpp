@@ -1,0 +1,60 @@
+// Activation memory of one micro-batch on one GPU, by family.
+//
+// Both families use one shape of formula; only the coefficients differ. Per transformer
+// layer, in units of s*b*h bytes (16-bit activations) before any parallelism:
+//   replicated  parts tensor parallelism cannot split, only sequence parallelism can
+//               (norm inputs, attention/MLP inputs, dropout masks)
+//   sharded     parts tensor parallelism splits by t
+//   scores      coefficient of a*s^2*b: attention scores kept without FlashAttention
+//
+// Llama (4D paper, Eqs. 11-12, FlashAttention): replicated 8 (X 2, FFN input 2, two
+//   RMSNorm inputs 4); sharded 4 + 4k/a + 8h_ffn/h (Q, attention output, K and V, four
+//   h_ffn-wide tensors of SwiGLU); total 12 + 4k/a + 8h_ffn/h. Without FlashAttention the
+//   softmax output (2as^2b; Llama has no attention dropout) is kept too.
+// GPT (Korthikanti et al. Sec. 4.1, Eq. 1): replicated 10 (LayerNorm inputs 4, attention
+//   and MLP inputs 4, two dropout masks 2); sharded 24 (Q, K, V, projection input 8,
+//   GeLU input and fc2 input 16); scores 5 (softmax output, dropout mask and output):
+//   sbh(34 + 5as/h). With GQA or a non-4h MLP the sharded part uses k/a and h_ffn/h.
+//
+// With t-way TP, c-way CP and sequence parallelism (Korthikanti Table 2; 4D paper Eq. 17):
+//   per layer = sbh/c * (replicated/(SP ? t : 1) + sharded/t) + scores*a*s^2*b/(t*c)
+// Selective recomputation drops the scores term; full recomputation keeps only the
+// layer input, 2sbh/c (/t with SP). The embedding keeps E*sbh per micro-batch in flight
+// (Llama: 8, 4D paper Eq. 13; GPT: 1, the embedding dropout mask, Korthikanti Sec. 4.3)
+// and the LM head 4sbh(1 + v/h) (Eq. 14: final norm input, output-layer input, fp32 logits).
+#pragma once
+
+#include "memest/memest.h"
+
+namespace memest {
+
+struct ActivationCoefficients {
+  double replicated = 0;
+  double sharded = 0;
+  double scores = 0;
+  double embedding = 0;
+};
+
+ActivationCoefficients activation_coefficients(const memest_model& m,
+                                               memest_activation_model which);
+
+struct ActivationLayout {
+  double seq_len = 0;
+  double micro_batch = 0;
+  double tp = 1;
+  double cp = 1;
+  bool sequence_parallel = true;
+  bool flash_attention = true;
+  memest_recompute recompute = MEMEST_RECOMPUTE_NONE;
+};
+
+// Bytes for one transformer layer, one micro-batch, one GPU.
+double layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                              const ActivationLayout& x);
+// Bytes the embedding keeps per micro-batch in flight (first stage).
+double embedding_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                                  const ActivationLayout& x);
+// Bytes of the LM head: final norm input, output-layer input, fp32 logits (last stage).
+double head_activation_bytes(const memest_model& m, const ActivationLayout& x);
+
+}  // namespace memest
