@@ -97,8 +97,9 @@ Plan make_plan(const memest_pretrain_request& r) {
                     json_number(product));
   }
   if (r.pp > m.num_hidden_layers) {
-    fail("parallel.pp", "pp=" + str(r.pp) + " is larger than num_hidden_layers=" +
-                            str(m.num_hidden_layers));
+    throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
+                "parallel.pp=" + str(r.pp) + " is larger than num_hidden_layers=" +
+                    str(m.num_hidden_layers));
   }
   if (r.vpp > 1 && r.pp < 2) fail("parallel.vpp", "the interleaved schedule (vpp > 1) needs pp >= 2");
   check_divides(r.vpp > 1 ? "parallel.pp*vpp" : "parallel.pp", r.pp * r.vpp, "num_hidden_layers",

@@ -1,0 +1,177 @@
+#include "format.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace memest_cli {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string on_off(bool v) { return v ? "on" : "off"; }
+
+std::string csv_cell(const ojson& v) {
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string quoted = "\"";
+    for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+  }
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  return v.dump();
+}
+
+std::string csv_line(const std::vector<ojson>& cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + csv_cell(cells[i]);
+  return line + "\n";
+}
+
+std::string verdict_note(const std::string& verdict) {
+  if (verdict == "fits") return "fits (<= 80 % of capacity)";
+  if (verdict == "tight") return "tight (80-100 %: may OOM from buffers and fragmentation)";
+  if (verdict == "oom") return "oom (above capacity)";
+  return verdict;
+}
+
+}  // namespace
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+
+std::string pretrain_table(const ojson& r) {
+  const ojson& m = r["model"];
+  const ojson& g = r["gpu"];
+  const ojson& l = r["layout"];
+  const ojson& t = r["training"];
+  std::string out;
+  out += fmt::format("{} | {:.2f} B parameters | {} activation model\n",
+                     m["name"].get<std::string>(), m["num_parameters"].get<double>() / 1e9,
+                     t["activation_model"].get<std::string>());
+  out += fmt::format("{} x {} ({}) | dp {} | tp {} | cp {} | pp {} | vpp {} | SP {} | ZeRO {}\n",
+                     l["gpus"].get<int64_t>(), g["name"].get<std::string>(),
+                     gib(g["memory_bytes"].get<double>()), l["dp"].get<int64_t>(),
+                     l["tp"].get<int64_t>(), l["cp"].get<int64_t>(), l["pp"].get<int64_t>(),
+                     l["vpp"].get<int64_t>(), on_off(l["sp"].get<bool>()), l["zero"].get<int>());
+  std::string batch = fmt::format("micro-batch {}", t["micro_batch"].get<int64_t>());
+  if (t["global_batch"].get<int64_t>() > 0) {
+    batch += fmt::format(" | global batch {} ({} micro-batches)", t["global_batch"].get<int64_t>(),
+                         t["num_microbatches"].get<int64_t>());
+  }
+  out += fmt::format("seq {} | {} | recompute {} | FlashAttention {}\n\n",
+                     t["seq_len"].get<int64_t>(), batch, t["recompute"].get<std::string>(),
+                     on_off(t["flash_attention"].get<bool>()));
+  out += fmt::format("{:>5} {:>6} {:>9} {:>11} {:>11} {:>11} {:>12} {:>11}\n", "stage", "layers",
+                     "in-flight", "weights", "gradients", "optimizer", "activations", "total");
+  for (const ojson& s : r["stages"]) {
+    out += fmt::format("{:>5} {:>6} {:>9.2f} {:>11} {:>11} {:>11} {:>12} {:>11}\n",
+                       s["stage"].get<int>(), s["layers"].get<int64_t>(),
+                       s["microbatches_in_flight"].get<double>(),
+                       gib(s["weights_bytes"].get<double>()),
+                       gib(s["gradients_bytes"].get<double>()),
+                       gib(s["optimizer_bytes"].get<double>()),
+                       gib(s["activations_bytes"].get<double>()),
+                       gib(s["total_bytes"].get<double>()));
+  }
+  out += fmt::format("\nestimate (4D paper Eq. 18, first stage): {} of {} = {:.1f} %\n",
+                     gib(r["estimate_bytes"].get<double>()), gib(r["capacity_bytes"].get<double>()),
+                     100.0 * r["usage_fraction"].get<double>());
+  out += fmt::format("peak (most loaded stage): stage {}, {}\n", r["peak_stage"].get<int>(),
+                     gib(r["peak_bytes"].get<double>()));
+  out += fmt::format("verdict: {}\n", verdict_note(r["verdict"].get<std::string>()));
+  return out;
+}
+
+std::string pretrain_csv(const ojson& r) {
+  std::string out =
+      "stage,layers,microbatches_in_flight,parameters,weights_bytes,gradients_bytes,"
+      "optimizer_bytes,activations_bytes,total_bytes,estimate_bytes,capacity_bytes,verdict\n";
+  for (const ojson& s : r["stages"]) {
+    out += csv_line({s["stage"], s["layers"], s["microbatches_in_flight"], s["parameters"],
+                     s["weights_bytes"], s["gradients_bytes"], s["optimizer_bytes"],
+                     s["activations_bytes"], s["total_bytes"], r["estimate_bytes"],
+                     r["capacity_bytes"], r["verdict"]});
+  }
+  return out;
+}
+
+std::string model_states_table(const ojson& r) {
+  const ojson& t = r["training"];
+  const double per_param = t["param_bytes"].get<double>() + t["grad_bytes"].get<double>() +
+                           t["optimizer_bytes"].get<double>();
+  std::string out;
+  out += fmt::format("{} | {:.4g} B parameters | {} GPUs data parallel | ZeRO stage {}\n",
+                     r["model"]["name"].get<std::string>(),
+                     r["model"]["num_parameters"].get<double>() / 1e9,
+                     r["layout"]["gpus"].get<int64_t>(), r["layout"]["zero"].get<int>());
+  out += fmt::format("{:g} bytes/param before sharding (weights {:g}, gradients {:g}, optimizer {:g})\n\n",
+                     per_param, t["param_bytes"].get<double>(), t["grad_bytes"].get<double>(),
+                     t["optimizer_bytes"].get<double>());
+  out += fmt::format("{:>12} {:>12} {:>12} {:>12} {:>14}\n", "weights", "gradients", "optimizer",
+                     "total", "total (GB)");
+  out += fmt::format("{:>12} {:>12} {:>12} {:>12} {:>14.2f}\n", gib(r["weights_bytes"].get<double>()),
+                     gib(r["gradients_bytes"].get<double>()), gib(r["optimizer_bytes"].get<double>()),
+                     gib(r["estimate_bytes"].get<double>()), r["estimate_gb"].get<double>());
+  if (r.contains("capacity_bytes")) {
+    out += fmt::format("\n{} of {} ({}) = {:.1f} %\nverdict: {}\n",
+                       gib(r["estimate_bytes"].get<double>()), gib(r["capacity_bytes"].get<double>()),
+                       r["gpu"]["name"].get<std::string>(), 100.0 * r["usage_fraction"].get<double>(),
+                       verdict_note(r["verdict"].get<std::string>()));
+  }
+  return out;
+}
+
+std::string model_states_csv(const ojson& r) {
+  std::string out =
+      "num_parameters,gpus,zero,weights_bytes,gradients_bytes,optimizer_bytes,estimate_bytes,"
+      "capacity_bytes,verdict\n";
+  out += csv_line({r["model"]["num_parameters"], r["layout"]["gpus"], r["layout"]["zero"],
+                   r["weights_bytes"], r["gradients_bytes"], r["optimizer_bytes"],
+                   r["estimate_bytes"], r.value("capacity_bytes", ojson(0.0)), r["verdict"]});
+  return out;
+}
+
+std::string list_table(const ojson& rows) {
+  if (rows.empty()) return "";
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : rows[0].items()) keys.push_back(k);
+  auto cell = [](const ojson& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
+    return v.dump();
+  };
+  std::vector<std::size_t> width(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    width[i] = keys[i].size();
+    for (const ojson& row : rows) width[i] = std::max(width[i], cell(row[keys[i]]).size());
+  }
+  std::string out;
+  for (std::size_t i = 0; i < keys.size(); ++i) out += fmt::format("{:<{}}  ", keys[i], width[i]);
+  out.erase(out.find_last_not_of(' ') + 1);
+  out += "\n";
+  for (const ojson& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < keys.size(); ++i) line += fmt::format("{:<{}}  ", cell(row[keys[i]]), width[i]);
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string list_csv(const ojson& rows) {
+  if (rows.empty()) return "";
+  std::vector<ojson> header;
+  for (const auto& [k, v] : rows[0].items()) header.emplace_back(k);
+  std::string out = csv_line(header);
+  for (const ojson& row : rows) {
+    std::vector<ojson> cells;
+    for (const auto& [k, v] : row.items()) cells.push_back(v);
+    out += csv_line(cells);
+  }
+  return out;
+}
+
+}  // namespace memest_cli

@@ -1,0 +1,25 @@
+// Renders memest's JSON responses for people (table) and spreadsheets (CSV).
+// Only presentation lives here: every number comes from the library's response.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace memest_cli {
+
+using ojson = nlohmann::ordered_json;
+
+std::string pretrain_table(const ojson& response);
+std::string pretrain_csv(const ojson& response);
+std::string model_states_table(const ojson& response);
+std::string model_states_csv(const ojson& response);
+
+// Lists of presets: `rows` is an array of flat objects; columns are taken from the first.
+std::string list_table(const ojson& rows);
+std::string list_csv(const ojson& rows);
+
+// "27.20 GiB"
+std::string gib(double bytes);
+
+}  // namespace memest_cli

@@ -1,0 +1,27 @@
+# Runs one CLI golden case: ${CASE}.args (one argument per line), optional ${CASE}.stdin;
+# compares stdout with ${CASE}.out and the exit code with ${CASE}.rc.
+# With the environment variable MEMEST_UPDATE_GOLDEN=1 it rewrites .out and .rc instead.
+file(STRINGS "${CASE}.args" args)
+set(input_args)
+if(EXISTS "${CASE}.stdin")
+  set(input_args INPUT_FILE "${CASE}.stdin")
+endif()
+execute_process(COMMAND "${MEMEST}" ${args} ${input_args}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if("$ENV{MEMEST_UPDATE_GOLDEN}" STREQUAL "1")
+  file(WRITE "${CASE}.out" "${out}")
+  file(WRITE "${CASE}.rc" "${rc}\n")
+  return()
+endif()
+file(READ "${CASE}.out" expected_out)
+file(STRINGS "${CASE}.rc" expected_rc)
+if(NOT rc STREQUAL expected_rc)
+  message(FATAL_ERROR "exit code ${rc}, expected ${expected_rc}\nstderr: ${err}\nstdout: ${out}")
+endif()
+if(NOT out STREQUAL expected_out)
+  file(WRITE "${CASE}.actual" "${out}")
+  message(FATAL_ERROR "stdout differs from ${CASE}.out (written to ${CASE}.actual)\nstderr: ${err}")
+endif()
+if(NOT rc EQUAL 0 AND err STREQUAL "")
+  message(FATAL_ERROR "failed without a message on stderr")
+endif()

@@ -1,0 +1,190 @@
+// The `memest` executable against the same references as the library: 4D paper Table 2
+// through `memest pretrain` and `memest request`, the invalid-request list (exit code 2,
+// the field named, nothing partial on stdout), and flag-level errors.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Run {
+  int rc;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp_path(const char* name) {
+  return std::string("/tmp/memest_cli_test_") + std::to_string(::getpid()) + "_" + name;
+}
+
+// Runs `memest ARGS` (ARGS already shell-quoted), optionally with `stdin_text` on stdin.
+Run run(const std::string& args, const std::string* stdin_text = nullptr) {
+  const std::string err_path = temp_path("stderr");
+  std::string cmd = std::string("'") + MEMEST_CLI + "' " + args + " 2>'" + err_path + "'";
+  if (stdin_text) {
+    const std::string in_path = temp_path("stdin");
+    std::ofstream(in_path) << *stdin_text;
+    cmd += " <'" + in_path + "'";
+  }
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, read_file(err_path)};
+}
+
+json load(const char* name) { return json::parse(read_file(std::string(MEMEST_TEST_DATA) + "/" + name)); }
+
+}  // namespace
+
+TEST_CASE("4D paper Table 2 through `memest pretrain` and `memest request`: 147 cells") {
+  const json ref = load("llama31-8b-a100-table2-3.json");
+  int cells = 0;
+  for (const auto& row : ref["rows"]) {
+    CAPTURE(row.dump());
+    const double paper = row["paper_estimate_gib"];
+    std::ostringstream args;
+    args << "pretrain --model llama-3.1-8b --gpu a100-40gb --gpus " << row["gpus"] << " --tp "
+         << row["tp"] << " --cp " << row["cp"] << " --pp " << row["pp"] << " --mbs " << row["mbs"]
+         << " --seq 8192 --global-batch 1024 --format json";
+    const Run cli = run(args.str());
+    REQUIRE(cli.rc == 0);
+    CHECK(std::fabs(json::parse(cli.out)["estimate_gib"].get<double>() - paper) <= 0.005);
+
+    const std::string request =
+        json{{"mode", "pretrain"},
+             {"model", "llama-3.1-8b"},
+             {"gpu", "a100-40gb"},
+             {"parallel", {{"gpus", row["gpus"]}, {"tp", row["tp"]}, {"cp", row["cp"]}, {"pp", row["pp"]}}},
+             {"training", {{"seq_len", 8192}, {"micro_batch", row["mbs"]}, {"global_batch", 1024}}}}
+            .dump();
+    const Run req = run("request", &request);
+    REQUIRE(req.rc == 0);
+    const json body = json::parse(req.out);
+    CHECK(std::fabs(body["estimate_gib"].get<double>() - paper) <= 0.005);
+    // The CLI's flags and the JSON request are one computation: identical bytes.
+    CHECK(body["estimate_bytes"] == json::parse(cli.out)["estimate_bytes"]);
+    ++cells;
+  }
+  CHECK(cells == 147);
+}
+
+TEST_CASE("Invalid requests through `memest request`: exit 2, the error document, the field") {
+  const json data = load("invalid_requests.json");
+  for (const auto& c : data["cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    const std::string text =
+        c["request"].is_string() ? c["request"].get<std::string>() : c["request"].dump();
+    const Run r = run("request", &text);
+    CHECK(r.rc == 2);
+    const json body = json::parse(r.out);
+    CHECK(body["ok"] == false);
+    CHECK(body.size() == 2);
+    CHECK(body["error"]["code"] == c["code"]);
+    CHECK(body["error"]["field"] == c["field"]);
+    // One line on stderr, naming the field.
+    CHECK(r.err.rfind("memest: error: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(c["field"].get<std::string>()) != std::string::npos);
+  }
+}
+
+TEST_CASE("Flag-level errors: exit 2, a message on stderr, nothing on stdout") {
+  const char* cases[][2] = {
+      {"pretrain --tp 3 --gpus 12 --pp 1", "parallel.tp=3 does not divide num_attention_heads=32"},
+      {"pretrain --gpus 12", "parallel.gpus=12 is not divisible by tp*cp*pp=8"},
+      {"pretrain --model llama-9", "unknown model preset \"llama-9\""},
+      {"pretrain --gpu tpu-v5", "unknown GPU preset \"tpu-v5\""},
+      {"pretrain --seq 0", "training.seq_len"},
+      {"pretrain --mbs -2", "training.micro_batch"},
+      {"pretrain --tp x", "--tp"},
+      {"pretrain --recompute sometimes", "--recompute"},
+      {"pretrain --format xml", "--format"},
+      {"pretrain --config /nonexistent/config.json", "--config"},
+      {"pretrain --model llama-3.1-8b --config /etc/hostname", "--config"},
+      {"pretrain --pp 64 --gpus 64 --tp 1", "parallel.pp=64 is larger than num_hidden_layers=32"},
+      {"model-states --zero 5", "--zero"},
+      {"model-states --params -3", "--params"},
+      {"model-states --params 1e30", "model.num_parameters"},
+      {"frobnicate", "frobnicate"},
+      {"", "subcommand"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c[0]);
+    const Run r = run(c[0]);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(c[1]) != std::string::npos);
+  }
+}
+
+TEST_CASE("--config reads a real Hugging Face config.json") {
+  const std::string path = temp_path("config.json");
+  std::ofstream(path) << R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral",
+    "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+    "max_position_embeddings": 32768, "sliding_window": 4096, "rope_theta": 10000.0,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16"})";
+  const Run from_file = run("pretrain --config '" + path + "' --format json");
+  const Run preset = run("pretrain --model mistral-7b --format json");
+  REQUIRE(from_file.rc == 0);
+  REQUIRE(preset.rc == 0);
+  const json a = json::parse(from_file.out);
+  const json b = json::parse(preset.out);
+  CHECK(a["model"]["num_parameters"].get<double>() == 7241732096.0);
+  CHECK(a["estimate_bytes"] == b["estimate_bytes"]);
+}
+
+TEST_CASE("--help on every subcommand, --version, exit 0") {
+  for (const char* cmd : {"--help", "pretrain --help", "model-states --help", "request --help",
+                          "models --help", "gpus --help"}) {
+    CAPTURE(cmd);
+    const Run r = run(cmd);
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("Usage") != std::string::npos);
+  }
+  const Run v = run("--version");
+  CHECK(v.rc == 0);
+  CHECK(v.out.find("memest 0.1.0") != std::string::npos);
+}
+
+TEST_CASE("CSV and JSON carry the same numbers") {
+  const Run j = run("pretrain --format json");
+  const Run c = run("pretrain --format csv");
+  REQUIRE(j.rc == 0);
+  REQUIRE(c.rc == 0);
+  const json body = json::parse(j.out);
+  std::istringstream lines(c.out);
+  std::string header, first;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  CHECK(header.rfind("stage,layers,", 0) == 0);
+  // Column 9 is total_bytes of stage 0.
+  std::istringstream cells(first);
+  std::string cell;
+  for (int i = 0; i < 9; ++i) std::getline(cells, cell, ',');
+  CHECK(std::stod(cell) == body["stages"][0]["total_bytes"].get<double>());
+}

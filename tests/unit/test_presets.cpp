@@ -1,0 +1,101 @@
+// Presets: parameter counts from the dimensions of each real config.json must match the
+// real checkpoints' published counts.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "helpers.hpp"
+
+namespace {
+
+double preset_params(const char* id) {
+  memest_model m;
+  REQUIRE(memest_model_from_preset(id, &m) == MEMEST_OK);
+  memest_param_count c;
+  REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
+  return c.total;
+}
+
+}  // namespace
+
+TEST_CASE("Published parameter counts, within 0.5 % (exact where the checkpoint index gives it)") {
+  struct Published {
+    const char* id;
+    double params;
+    bool exact;  // an exact count is published (safetensors index)
+  };
+  const Published kPublished[] = {
+      {"llama-3.1-8b", 8030261248.0, true},     // model.safetensors.index.json / 2 bytes
+      {"llama-3.1-70b", 70553706496.0, true},
+      {"llama-3.1-405b", 405853388800.0, true},
+      {"llama-2-7b", 6738415616.0, true},
+      {"gpt3-175b", 175e9, false},              // GPT-3 paper Table 2.1: "175.0B"
+  };
+  for (const auto& p : kPublished) {
+    CAPTURE(p.id);
+    const double n = preset_params(p.id);
+    CHECK(std::fabs(n / p.params - 1) < 0.005);
+    if (p.exact) CHECK(n == p.params);
+  }
+}
+
+TEST_CASE("Every preset in data/models.json counts to its recorded published_params") {
+  std::ifstream in(std::string(MEMEST_PRESET_DATA) + "/models.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto doc = test::json::parse(ss.str());
+  std::set<std::string> ids;
+  for (const auto& entry : doc["models"]) {
+    const std::string id = entry["id"];
+    CAPTURE(id);
+    ids.insert(id);
+    const double published = entry["published_params"];
+    CHECK(std::fabs(preset_params(id.c_str()) / published - 1) < 0.005);
+    CHECK(!entry["source"].get<std::string>().empty());
+  }
+  // The required set.
+  for (const char* id : {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b",
+                         "llama-3.1-405b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b", "gpt3-175b",
+                         "opt-1.3b", "opt-2.7b", "bloom-1b1", "bloom-3b", "biogpt-large",
+                         "codegen-2b-nl", "gpt-bigcode-santacoder", "gpt-neo-1.3b", "llama-7b"}) {
+    CAPTURE(id);
+    CHECK(ids.count(id) == 1);
+  }
+  CHECK(memest_model_preset_count() == ids.size());
+}
+
+TEST_CASE("OPT-1.3b by hand: learned positions with OPT's offset of 2, LayerNorm, biases") {
+  // embeddings 50272*2048 = 102957056; positions (2048 + 2)*2048 = 4198400;
+  // per layer: attention 4*(2048^2 + 2048) = 16785408, MLP 2*2048*8192 + 8192 + 2048 = 33564672,
+  // two LayerNorms 8192: 50358272 * 24 = 1208598528; final LayerNorm 4096; tied head.
+  memest_model m;
+  REQUIRE(memest_model_from_preset("opt-1.3b", &m) == MEMEST_OK);
+  memest_param_count c;
+  REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
+  CHECK(c.embedding == 102957056.0 + 4198400.0);
+  CHECK(c.per_layer == 50358272.0);
+  CHECK(c.lm_head == 4096.0);
+  CHECK(c.total == 1315758080.0);
+}
+
+TEST_CASE("GPU presets: the issue's set, nominal GiB capacities") {
+  const std::pair<const char*, double> kGpus[] = {
+      {"v100-16gb", 16}, {"v100-32gb", 32}, {"a100-40gb", 40},  {"a100-80gb", 80},
+      {"h100-80gb", 80}, {"h100-94gb", 94}, {"h200-141gb", 141}};
+  for (const auto& [id, gib] : kGpus) {
+    CAPTURE(id);
+    memest_gpu g;
+    REQUIRE(memest_gpu_from_preset(id, &g) == MEMEST_OK);
+    CHECK(g.memory_bytes == gib * test::kGiB);
+    CHECK(g.gpus_per_node >= 1);
+  }
+  memest_gpu g;
+  REQUIRE(memest_gpu_from_preset("h100-94gb", &g) == MEMEST_OK);
+  CHECK(g.gpus_per_node == 4);  // the 4D paper's H100 94GB x 4 nodes
+  CHECK(memest_gpu_preset_count() >= 10);
+  CHECK(memest_gpu_preset_id(memest_gpu_preset_count()) == nullptr);
+}
