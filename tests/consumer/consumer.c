@@ -1,0 +1,25 @@
+/* A scheduler-style consumer: reject a layout that would not fit. Prints the estimate. */
+#include <memest/memest.h>
+#include <stdio.h>
+
+int main(void) {
+  memest_pretrain_request r;
+  memest_pretrain_result out;
+  memest_pretrain_request_init(&r);
+  if (memest_model_from_preset("llama-3.1-8b", &r.model) != MEMEST_OK ||
+      memest_gpu_from_preset("a100-40gb", &r.gpu) != MEMEST_OK) {
+    fprintf(stderr, "%s\n", memest_last_error());
+    return 1;
+  }
+  r.gpus = 8;
+  r.tp = 4;
+  r.pp = 2;
+  r.seq_len = 8192;
+  if (memest_pretrain(&r, &out, NULL, 0) != MEMEST_OK) {
+    fprintf(stderr, "%s\n", memest_last_error());
+    return 1;
+  }
+  printf("%.2f GiB %s\n", out.estimate_bytes / 1073741824.0,
+         memest_verdict_name((memest_verdict)out.verdict));
+  return out.verdict == MEMEST_VERDICT_FITS ? 0 : 1;
+}
