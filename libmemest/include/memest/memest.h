@@ -136,6 +136,8 @@ typedef struct memest_model {
   int32_t final_norm;               /* a norm before the LM head (1 for all presets) */
   int32_t lm_head_bias;             /* a bias on the LM head (CodeGen) */
   double num_parameters;            /* > 0 with hidden_size == 0: a bare count */
+  int32_t fused_qkv;                /* Q, K, V stored as one tensor (BLOOM, GPT-2, CodeGen, NeoX) */
+  int32_t logits_fp32;              /* the HF model casts logits to fp32 before the loss */
 } memest_model;
 
 /** Parameter counts of a model, by part. */
@@ -183,9 +185,12 @@ typedef struct memest_gpu {
   double memory_bytes;           /* capacity per GPU */
   int32_t gpus_per_node;         /* GPUs linked by NVLink/xGMI in one node */
   double peak_bf16_tflops;       /* dense BF16 peak, TFLOP/s (0 if unknown) */
+  double context_bytes;          /* CUDA context + framework/allocator init (LLMem's m_base) */
+  double page_bytes;             /* allocator page the fine-tuning mode rounds to (2 MiB) */
 } memest_gpu;
 
-/** Fills *gpu with defaults (no capacity, 8 GPUs per node). Returns MEMEST_OK. */
+/** Fills *gpu with defaults (no capacity, 8 GPUs per node, 2 MiB pages, 512 MiB context).
+ *  Returns MEMEST_OK. */
 MEMEST_API memest_status memest_gpu_init(memest_gpu *gpu);
 
 /** Looks up a built-in GPU preset by id ("a100-40gb"). */

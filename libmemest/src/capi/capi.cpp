@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "json/request.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
@@ -185,6 +186,8 @@ memest_status memest_gpu_init(memest_gpu* gpu) {
     std::memset(gpu, 0, sizeof *gpu);
     gpu->struct_size = sizeof *gpu;
     gpu->gpus_per_node = 8;
+    gpu->context_bytes = 512 * memest::kMiB;
+    gpu->page_bytes = 2 * memest::kMiB;
   });
 }
 

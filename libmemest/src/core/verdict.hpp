@@ -33,6 +33,12 @@ inline double validate_capacity(const memest_gpu& gpu, const char* field, bool r
   if (!std::isfinite(c) || c < 0 || c > 1e15) {
     fail(std::string(field) + ".memory_gib", "must be between 0 and about 931000 GiB");
   }
+  if (!std::isfinite(gpu.context_bytes) || gpu.context_bytes < 0 || gpu.context_bytes > 1e13) {
+    fail(std::string(field) + ".context_mib", "must be between 0 and about 9.5e6 MiB");
+  }
+  if (!std::isfinite(gpu.page_bytes) || gpu.page_bytes < 1 || gpu.page_bytes > 1e12) {
+    fail(std::string(field) + ".page_mib", "must be positive and at most about 9.5e5 MiB");
+  }
   if (gpu.gpus_per_node < 1 || gpu.gpus_per_node > 1024) {
     fail(std::string(field) + ".gpus_per_node", "must be between 1 and 1024");
   }

@@ -127,7 +127,9 @@ ojson gpu_json(const memest_gpu& g) {
   return {{"name", g.name},
           {"memory_bytes", g.memory_bytes},
           {"gpus_per_node", g.gpus_per_node},
-          {"peak_bf16_tflops", g.peak_bf16_tflops}};
+          {"peak_bf16_tflops", g.peak_bf16_tflops},
+          {"context_bytes", g.context_bytes},
+          {"page_bytes", g.page_bytes}};
 }
 
 const char* recompute_name(int32_t r) {
@@ -225,7 +227,8 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
     throw Error(MEMEST_ERR_TYPE, field, field + ": expected a preset id or an object");
   }
   JsonFields f(value, field);
-  f.reject_unknown({"preset", "name", "memory_gib", "gpus_per_node", "peak_bf16_tflops"});
+  f.reject_unknown({"preset", "name", "memory_gib", "gpus_per_node", "peak_bf16_tflops",
+                    "context_mib", "page_mib"});
   memest_gpu g;
   memest_gpu_init(&g);
   if (auto preset = f.string("preset")) g = find_gpu_preset(*preset, f.path_of("preset")).gpu;
@@ -234,6 +237,8 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
   if (auto gib = f.number("memory_gib", 1e-3, 1e6)) g.memory_bytes = *gib * kGiB;
   g.gpus_per_node = static_cast<int32_t>(f.integer_or("gpus_per_node", g.gpus_per_node, 1, 1024));
   if (auto tf = f.number("peak_bf16_tflops", 0, 1e6)) g.peak_bf16_tflops = *tf;
+  if (auto c = f.number("context_mib", 0, 1e7)) g.context_bytes = *c * kMiB;
+  if (auto p = f.number("page_mib", 1.0 / 1024, 1e6)) g.page_bytes = *p * kMiB;
   if (g.memory_bytes <= 0) {
     throw Error(MEMEST_ERR_MISSING_FIELD, f.path_of("memory_gib"),
                 f.path_of("memory_gib") + ": missing (or give \"preset\")");

@@ -26,23 +26,25 @@ struct Convention {
   int position_offset;  // OPT and BioGPT keep 2 extra rows in their position table
   bool tied_default;    // tie_word_embeddings when the file does not say
   bool multi_query_default;
+  bool fused_qkv;    // one Q/K/V tensor (matters for per-tensor page rounding)
+  bool logits_fp32;  // the modeling code casts logits to fp32 before the loss (LLMem's B)
 };
 
 constexpr Convention kConventions[] = {
-    // type          family               gated  norm               n/l  qkv    out    mlp    head   embN   learned off tied  mq
-    {"llama",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, false, false},
-    {"mistral",     MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, false, false},
-    {"qwen2",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, true,  false, false, false, false, false, 0, false, false},
-    {"gemma",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, true,  false},
-    {"gpt2",        MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  0, true,  false},
-    {"gpt_bigcode", MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  0, true,  true},
-    {"gpt_neo",     MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, false, true,  true,  false, false, true,  0, true,  false},
-    {"gpt_neox",    MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, false, 0, false, false},
-    {"opt",         MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  2, true,  false},
-    {"biogpt",      MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  2, true,  false},
-    {"bloom",       MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, true,  false, 0, true,  false},
-    {"codegen",     MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 1, false, false, true,  true,  false, false, 0, false, false},
-    {"gptj",        MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 1, false, false, true,  true,  false, false, 0, false, false},
+    // type          family               gated  norm               n/l  qkv    out    mlp    head   embN   learned off tied  mq  fused  fp32
+    {"llama",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, false, false, false, true},
+    {"mistral",     MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, false, false, false, true},
+    {"qwen2",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, true,  false, false, false, false, false, 0, false, false, false, true},
+    {"gemma",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, true,  false, false, true},
+    {"gpt2",        MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  0, true,  false, true,  false},
+    {"gpt_bigcode", MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  0, true,  true, true,  false},
+    {"gpt_neo",     MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, false, true,  true,  false, false, true,  0, true,  false, false, true},
+    {"gpt_neox",    MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, false, 0, false, false, true,  false},
+    {"opt",         MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  2, true,  false, false, false},
+    {"biogpt",      MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  2, true,  false, false, false},
+    {"bloom",       MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, true,  false, 0, true,  false, true,  false},
+    {"codegen",     MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 1, false, false, true,  true,  false, false, 0, false, false, true,  true},
+    {"gptj",        MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 1, false, false, true,  true,  false, false, 0, false, false, false, true},
 };
 
 // architectures[0] → model_type, for files that lack model_type.
@@ -152,6 +154,8 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   m.mlp_bias = c->mlp_bias;
   m.lm_head_bias = c->lm_head_bias;
   m.embedding_norm = c->embedding_norm;
+  m.fused_qkv = c->fused_qkv;
+  m.logits_fp32 = c->logits_fp32;
 
   m.hidden_size = need(f, {"hidden_size", "n_embd", "n_embed", "d_model"}, 1, big);
   m.num_hidden_layers = need(f, {"num_hidden_layers", "n_layer", "num_layers"}, 1, big);

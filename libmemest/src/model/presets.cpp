@@ -45,6 +45,8 @@ std::vector<GpuPreset> load_gpus() {
     p.gpu.memory_bytes = entry.at("memory_gib").get<double>() * kGiB;
     p.gpu.gpus_per_node = entry.at("gpus_per_node").get<int32_t>();
     p.gpu.peak_bf16_tflops = entry.at("peak_bf16_tflops").get<double>();
+    p.gpu.context_bytes = entry.at("context_mib").get<double>() * kMiB;
+    p.gpu.page_bytes = entry.at("page_mib").get<double>() * kMiB;
     out.push_back(p);
   }
   return out;
