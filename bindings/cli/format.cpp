@@ -134,6 +134,97 @@ std::string model_states_csv(const ojson& r) {
   return out;
 }
 
+namespace {
+
+const char* kFinetuneTerms[][2] = {
+    {"m_base", "CUDA context, framework"}, {"m_p", "fp16 + fp32 parameters"},
+    {"m_os", "momentum + variance"},       {"m_out", "kept outputs"},
+    {"m_lm", "logits, loss, LM head"},     {"m_back", "TP backward buffer"}};
+
+std::string finetune_methods_table(const ojson& r) {
+  std::string out = fmt::format("{:<12} {:>4} {:>4} {:>10} {:>8} {:>16}\n", "method", "tp", "dp",
+                                "max batch", "score", "peak at max");
+  for (const ojson& m : r["methods"]) {
+    if (!m["applicable"].get<bool>()) {
+      out += fmt::format("{:<12} not applicable: {}\n", m["method"].get<std::string>(),
+                         m["reason"].get<std::string>());
+      continue;
+    }
+    out += fmt::format("{:<12} {:>4} {:>4} {:>10} {:>8g} {:>16}\n", m["method"].get<std::string>(),
+                       m["tp"].get<int64_t>(), m["dp"].get<int64_t>(), m["max_batch"].get<int64_t>(),
+                       m["score"].get<double>(), gib(m["peak_bytes"].get<double>()));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string finetune_table(const ojson& r) {
+  const ojson& m = r["model"];
+  const ojson& g = r["gpu"];
+  std::string out = fmt::format("{} | {:.2f} B parameters | fine-tuning (LLMem) on {} x {} ({})\n",
+                                m["name"].get<std::string>(), m["num_parameters"].get<double>() / 1e9,
+                                r.contains("layout") ? r["layout"]["gpus"].get<int64_t>() : 0,
+                                g["name"].get<std::string>(), gib(g["memory_bytes"].get<double>()));
+  const bool automatic = r["method"] == "auto";
+  if (automatic) {
+    out += "\nAlgorithm 1: the largest batch per method that avoids OOM, and its score\n";
+    out += finetune_methods_table(r);
+    out += fmt::format("\nselected: {}", r["selected"].get<std::string>());
+    if (r["selected"] == "cpu_offload") {
+      out += fmt::format(" (no method fits batch 1; the smallest GPU-only peak is {})\n",
+                         gib(r["estimate_bytes"].get<double>()));
+      return out;
+    }
+    out += fmt::format(" with batch {} per GPU\n\n", r["max_batch"].get<int64_t>());
+  }
+  const ojson& t = r["training"];
+  const ojson& e = r["environment"];
+  const ojson& l = r["layout"];
+  out += fmt::format("{}: tp {} | dp {} | seq {} | batch {} per GPU | gradient checkpointing {}\n",
+                     automatic ? r["selected"].get<std::string>() : r["method"].get<std::string>(),
+                     l["tp"].get<int64_t>(), l["dp"].get<int64_t>(), t["seq_len"].get<int64_t>(),
+                     t["batch"].get<int64_t>(), on_off(t["gradient_checkpointing"].get<bool>()));
+  out += fmt::format("chunks: {:.0f} elements x {:.0f} ({:.2f} MiB of chunk space unused)\n\n",
+                     e["chunk_elements"].get<double>(), e["chunk_count"].get<double>(),
+                     e["chunk_waste_bytes"].get<double>() / (1024.0 * 1024.0));
+  out += fmt::format("{:<8} {:<24} {:>14} {:>14}\n", "term", "", "single GPU", "per GPU");
+  for (const auto& term : kFinetuneTerms) {
+    out += fmt::format("{:<8} {:<24} {:>14} {:>14}\n", term[0], term[1],
+                       gib(r["parts"][term[0]].get<double>()), gib(r["per_gpu"][term[0]].get<double>()));
+  }
+  out += fmt::format("\npeak (LLMem): {} of {} = {:.1f} %\nverdict: {}\n",
+                     gib(r["peak_bytes"].get<double>()), gib(r["capacity_bytes"].get<double>()),
+                     100.0 * r["usage_fraction"].get<double>(),
+                     r["verdict"] == "fits" ? "fits (peak <= capacity)" : "oom (peak above capacity)");
+  return out;
+}
+
+std::string finetune_csv(const ojson& r) {
+  if (r["method"] == "auto") {
+    std::string out = "method,applicable,tp,dp,max_batch,score,peak_bytes,selected\n";
+    for (const ojson& m : r["methods"]) {
+      const bool ok = m["applicable"].get<bool>();
+      out += csv_line({m["method"], m["applicable"], ok ? m["tp"] : ojson(""), ok ? m["dp"] : ojson(""),
+                       ok ? m["max_batch"] : ojson(""), ok ? m["score"] : ojson(""),
+                       ok ? m["peak_bytes"] : ojson(""), m["method"] == r["selected"]});
+    }
+    return out;
+  }
+  std::string out = "method,tp,dp,batch,seq_len";
+  std::vector<ojson> cells = {r["method"], r["layout"]["tp"], r["layout"]["dp"],
+                              r["training"]["batch"], r["training"]["seq_len"]};
+  for (const auto& term : kFinetuneTerms) {
+    out += fmt::format(",{}", term[0]);
+    cells.push_back(r["per_gpu"][term[0]]);
+  }
+  out += ",peak_bytes,capacity_bytes,verdict\n";
+  cells.push_back(r["peak_bytes"]);
+  cells.push_back(r["capacity_bytes"]);
+  cells.push_back(r["verdict"]);
+  return out + csv_line(cells);
+}
+
 std::string list_table(const ojson& rows) {
   if (rows.empty()) return "";
   std::vector<std::string> keys;

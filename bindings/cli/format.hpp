@@ -15,6 +15,9 @@ std::string pretrain_csv(const ojson& response);
 std::string model_states_table(const ojson& response);
 std::string model_states_csv(const ojson& response);
 
+std::string finetune_table(const ojson& response);
+std::string finetune_csv(const ojson& response);
+
 // Lists of presets: `rows` is an array of flat objects; columns are taken from the first.
 std::string list_table(const ojson& rows);
 std::string list_csv(const ojson& rows);

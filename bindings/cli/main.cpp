@@ -141,6 +141,9 @@ int print_response(const ojson& response, const std::string& format) {
   const std::string mode = response["mode"].get<std::string>();
   if (format == "json") {
     std::cout << response.dump(2) << "\n";
+  } else if (mode == "finetune") {
+    std::cout << (format == "csv" ? memest_cli::finetune_csv(response)
+                                  : memest_cli::finetune_table(response));
   } else if (mode == "pretrain") {
     std::cout << (format == "csv" ? memest_cli::pretrain_csv(response)
                                   : memest_cli::pretrain_table(response));
@@ -287,6 +290,38 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_format_option(*states, ms_format, "table");
 
+  // ---- memest finetune ----
+  auto* finetune = app.add_subcommand(
+      "finetune", "LLMem peak memory for fine-tuning (CDP, ZeRO-3, 1D TP, DP+TP) and the method choice");
+  ModelChoice ft_model{"opt-1.3b", "", 0};
+  GpuChoice ft_gpu{"v100-16gb", 0, 0};
+  int64_t ft_gpus = 4, ft_tp = 0, ft_batch = 1, ft_seq = 512;
+  std::string ft_method = "auto", ft_format, ft_dtype = "fp16";
+  bool ft_no_checkpointing = false, ft_flash = false;
+  double ft_base_mib = -1, ft_page_mib = 0, ft_chunk_bytes = 0;
+  add_model_options(*finetune, ft_model, false);
+  add_gpu_options(*finetune, ft_gpu);
+  finetune->add_option("-n,--gpus", ft_gpus, "Number of GPUs (gpu_n)")->capture_default_str();
+  finetune->add_option("--method", ft_method,
+                       "cdp, zero3 (advanced DP), tp (1D TP over all GPUs), dp+tp, or auto (Algorithm 1)")
+      ->check(CLI::IsMember({"cdp", "zero3", "tp", "dp+tp", "auto"}))
+      ->capture_default_str();
+  finetune->add_option("--tp", ft_tp, "Tensor-parallel size for dp+tp (auto: best when 0)")
+      ->capture_default_str();
+  finetune->add_option("-b,--batch", ft_batch, "Batch size per GPU (ignored by auto)")->capture_default_str();
+  finetune->add_option("-s,--seq,--seq-len", ft_seq, "Sequence length")->capture_default_str();
+  finetune->add_flag("--no-gradient-checkpointing", ft_no_checkpointing,
+                     "Keep every layer's activations (LLMem assumes checkpointing)");
+  finetune->add_flag("--flash-attention", ft_flash, "Without checkpointing: attention scores not kept");
+  finetune->add_option("--dtype", ft_dtype, "16-bit parameter type")
+      ->check(CLI::IsMember({"fp16", "bf16"}))
+      ->capture_default_str();
+  finetune->add_option("--base-mib", ft_base_mib, "m_base in MiB (default: the GPU preset's)");
+  finetune->add_option("--page-mib", ft_page_mib, "CUDA page size in MiB (default: 2)")->check(positive);
+  finetune->add_option("--chunk-bytes", ft_chunk_bytes, "Chunk size x 2 bytes (default: searched)")
+      ->check(positive);
+  add_format_option(*finetune, ft_format, "table");
+
   // ---- memest request ----
   auto* request = app.add_subcommand(
       "request", "Answer a JSON request (file or stdin) with the JSON response, as the C API does");
@@ -309,7 +344,7 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
       return input_error(std::string("unknown subcommand \"") + argv[1] +
-                         "\" (pretrain, model-states, request, models, gpus; see memest --help)");
+                         "\" (pretrain, finetune, model-states, request, models, gpus; see memest --help)");
     }
   }
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -342,7 +377,24 @@ int main(int argc, char** argv) {
     } else {
       std::string error;
       ojson req;
-      if (pretrain->parsed()) {
+      if (finetune->parsed()) {
+        ojson model;
+        if (!model_value(ft_model, model, error)) return input_error(error);
+        ojson options = {{"method", ft_method}, {"batch", ft_batch},
+                         {"gradient_checkpointing", !ft_no_checkpointing},
+                         {"flash_attention", ft_flash}, {"dtype", ft_dtype}};
+        if (ft_tp > 0) options["tp"] = ft_tp;
+        if (ft_base_mib >= 0) options["base_bytes"] = ft_base_mib * 1024 * 1024;
+        if (ft_page_mib > 0) options["page_bytes"] = ft_page_mib * 1024 * 1024;
+        if (ft_chunk_bytes > 0) options["chunk_bytes"] = ft_chunk_bytes;
+        req = {{"mode", "finetune"},
+               {"model", model},
+               {"gpu", gpu_value(ft_gpu)},
+               {"parallel", {{"gpus", ft_gpus}}},
+               {"training", {{"seq_len", ft_seq}}},
+               {"finetune", options}};
+        format = ft_format;
+      } else if (pretrain->parsed()) {
         ojson model;
         if (!model_value(pre_model, model, error)) return input_error(error);
         req = {{"mode", "pretrain"},

@@ -129,6 +129,10 @@ TEST_CASE("Flag-level errors: exit 2, a message on stderr, nothing on stdout") {
       {"model-states --zero 5", "--zero"},
       {"model-states --params -3", "--params"},
       {"model-states --params 1e30", "model.num_parameters"},
+      {"finetune --method dp+tp --tp 3", "finetune.tp=3 does not divide parallel.gpus=4"},
+      {"finetune --batch 0 --method cdp", "finetune.batch"},
+      {"finetune --model opt-1.3b --seq 4096", "max_position_embeddings=2048"},
+      {"finetune --method fsdp", "--method"},
       {"frobnicate", "frobnicate"},
       {"", "subcommand"},
   };
@@ -159,7 +163,7 @@ TEST_CASE("--config reads a real Hugging Face config.json") {
 }
 
 TEST_CASE("--help on every subcommand, --version, exit 0") {
-  for (const char* cmd : {"--help", "pretrain --help", "model-states --help", "request --help",
+  for (const char* cmd : {"--help", "pretrain --help", "finetune --help", "model-states --help", "request --help",
                           "models --help", "gpus --help"}) {
     CAPTURE(cmd);
     const Run r = run(cmd);

@@ -333,10 +333,105 @@ MEMEST_API memest_status memest_pretrain(const memest_pretrain_request *request,
                                          memest_stage *stages, uint32_t stage_capacity);
 
 /* ======================================================================== */
+/* Section: fine-tuning mode (LLMem)                                         */
+/* ======================================================================== */
+
+/** Distributed fine-tuning methods of LLMem (Kim et al.), with its Algorithm 1 as AUTO. */
+typedef enum memest_finetune_method {
+  MEMEST_FINETUNE_CDP = 0,         /* conventional data parallelism: whole model per GPU */
+  MEMEST_FINETUNE_ZERO3 = 1,       /* advanced DP (ZeRO-3): params gathered for compute */
+  MEMEST_FINETUNE_TP = 2,          /* 1D tensor parallelism over every GPU */
+  MEMEST_FINETUNE_DP_TP = 3,       /* ZeRO-3 data parallelism across TP groups */
+  MEMEST_FINETUNE_CPU_OFFLOAD = 4, /* only as a selection: nothing fits on the GPUs */
+  MEMEST_FINETUNE_AUTO = 5         /* request only: run Algorithm 1 */
+} memest_finetune_method;
+
+/** Returns "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto", or "unknown". */
+MEMEST_API const char *memest_finetune_method_name(memest_finetune_method method);
+
+typedef struct memest_finetune_request {
+  uint32_t struct_size;
+  memest_model model;
+  memest_gpu gpu;                 /* capacity; context_bytes and page_bytes are m_base, cu_p */
+  int64_t gpus;                   /* gpu_n */
+  int32_t method;                 /* memest_finetune_method */
+  int64_t tp;                     /* DP+TP: tensor-parallel size (0 = best for AUTO) */
+  int64_t batch;                  /* per-GPU batch size bs (ignored by AUTO) */
+  int64_t seq_len;                /* sl */
+  int32_t gradient_checkpointing; /* 1 (default): keep layer and embedding outputs only */
+  int32_t flash_attention;        /* without checkpointing: 0 (default) keeps attention scores */
+  double param_bytes;             /* B16: 2 for fp16 or bf16 */
+  double base_bytes;              /* m_base override; < 0 (default) uses gpu.context_bytes */
+  double page_bytes;              /* cu_p override; 0 (default) uses gpu.page_bytes */
+  double chunk_bytes;             /* chunk size x B16 override; 0 (default) searches */
+} memest_finetune_request;
+
+/** LLMem's terms, in bytes per GPU for the method at hand (Sec. 4.2 and 5). */
+typedef struct memest_finetune_parts {
+  double base;            /* m_base: CUDA context and framework init */
+  double params;          /* m_p: fp16 + fp32 parameters (chunked transformer + embedding) */
+  double params_fp16;     /* m_p,16 */
+  double params_fp32;     /* m_p,32 */
+  double optimizer;       /* m_os: fp32 momentum + variance, per Embedding/Linear tensor */
+  double outputs;         /* m_out: kept layer/embedding outputs */
+  double lm_head;         /* m_lm: logits, shifted logits, loss, LM head weights */
+  double backward_buffer; /* m_back^tp: TP backward all-gather buffer */
+} memest_finetune_parts;
+
+typedef struct memest_finetune_result {
+  uint32_t struct_size;
+  int32_t method;            /* memest_finetune_method */
+  int64_t tp;
+  int64_t dp;
+  int64_t batch;
+  double num_parameters;
+  memest_finetune_parts parts;   /* LLMem's single-GPU terms (before any division by gpu_n) */
+  memest_finetune_parts per_gpu; /* what each term adds on one GPU under the method; peak_bytes
+                                    = base + params + optimizer + outputs + lm_head +
+                                    backward_buffer (params_fp16/_fp32 itemise params) */
+  double peak_bytes;         /* LLMem's peak for the method: the estimate */
+  double capacity_bytes;
+  double usage_fraction;
+  int32_t verdict;           /* FITS when peak <= capacity, else OOM (LLMem's own test) */
+  double chunk_elements;     /* cs, as searched or given */
+  double chunk_count;        /* chunks the transformer parameters are packed into */
+  double chunk_waste_bytes;  /* fp16 + fp32 bytes of chunk space holding no parameter */
+} memest_finetune_result;
+
+typedef struct memest_finetune_option {
+  int32_t method;      /* memest_finetune_method */
+  int32_t applicable;  /* 0 when the GPU count or heads rule the method out */
+  int64_t tp;
+  int64_t dp;
+  int64_t max_batch;   /* largest batch that fits (0: even batch 1 does not) */
+  double score;        /* Algorithm 1's performance score */
+  double peak_bytes;   /* at max_batch (at batch 1 when max_batch is 0) */
+} memest_finetune_option;
+
+typedef struct memest_finetune_choice {
+  uint32_t struct_size;
+  int32_t selected;                  /* a method, or MEMEST_FINETUNE_CPU_OFFLOAD */
+  int64_t batch;                     /* the selected method's max batch (0 for offload) */
+  memest_finetune_option options[4]; /* CDP, ZeRO-3, TP, DP+TP, in Algorithm 1's order */
+} memest_finetune_choice;
+
+/** Fills defaults: 1 GPU, method CDP, batch 1, sequence 512, checkpointing on, fp16. */
+MEMEST_API memest_status memest_finetune_request_init(memest_finetune_request *request);
+
+/** LLMem's peak for one method at the request's batch. AUTO is refused here; use
+ *  memest_finetune_select. */
+MEMEST_API memest_status memest_finetune(const memest_finetune_request *request,
+                                         memest_finetune_result *result);
+
+/** LLMem Algorithm 1: the largest batch per method, the scores, and the method chosen. */
+MEMEST_API memest_status memest_finetune_select(const memest_finetune_request *request,
+                                                memest_finetune_choice *choice);
+
+/* ======================================================================== */
 /* Section: JSON entry point                                                 */
 /* ======================================================================== */
 
-/** Answers a JSON request (see README: "mode" is "pretrain" or "model_states") with a
+/** Answers a JSON request (see README: "mode" is "pretrain", "model_states" or "finetune") with a
  *  JSON response. On success returns MEMEST_OK and sets *response_json to {"ok": true, ...}.
  *  On a bad request returns its status AND sets *response_json to
  *  {"ok": false, "error": {"code", "field", "message"}}. The caller frees *response_json

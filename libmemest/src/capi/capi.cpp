@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "finetune/llmem.hpp"
 #include "json/request.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
@@ -276,6 +277,58 @@ memest_status memest_pretrain(const memest_pretrain_request* request, memest_pre
     require(result, "result");
     if (stage_capacity > 0) require(stages, "stages");
     *result = memest::compute_pretrain(*request, stages, stage_capacity);
+  });
+}
+
+/* ---- fine-tuning mode ---- */
+
+const char* memest_finetune_method_name(memest_finetune_method method) {
+  switch (method) {
+    case MEMEST_FINETUNE_CDP: return "cdp";
+    case MEMEST_FINETUNE_ZERO3: return "zero3";
+    case MEMEST_FINETUNE_TP: return "tp";
+    case MEMEST_FINETUNE_DP_TP: return "dp+tp";
+    case MEMEST_FINETUNE_CPU_OFFLOAD: return "cpu_offload";
+    case MEMEST_FINETUNE_AUTO: return "auto";
+  }
+  return "unknown";
+}
+
+memest_status memest_finetune_request_init(memest_finetune_request* request) {
+  return guarded([&] {
+    require(request, "request");
+    std::memset(request, 0, sizeof *request);
+    request->struct_size = sizeof *request;
+    request->model = memest::default_model();
+    memest_gpu_init(&request->gpu);
+    request->gpus = 1;
+    request->method = MEMEST_FINETUNE_CDP;
+    request->tp = 0;
+    request->batch = 1;
+    request->seq_len = 512;  // LLMem's experiments
+    request->gradient_checkpointing = 1;
+    request->flash_attention = 0;
+    request->param_bytes = 2;
+    request->base_bytes = -1;  // the GPU's context_bytes
+    request->page_bytes = 0;   // the GPU's page_bytes
+    request->chunk_bytes = 0;  // search
+  });
+}
+
+memest_status memest_finetune(const memest_finetune_request* request, memest_finetune_result* result) {
+  return guarded([&] {
+    require(request, "request");
+    require(result, "result");
+    *result = memest::compute_finetune(*request);
+  });
+}
+
+memest_status memest_finetune_select(const memest_finetune_request* request,
+                                     memest_finetune_choice* choice) {
+  return guarded([&] {
+    require(request, "request");
+    require(choice, "choice");
+    *choice = memest::select_finetune_method(*request);
   });
 }
 

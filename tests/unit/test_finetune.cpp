@@ -1,0 +1,225 @@
+// Fine-tuning mode (LLMem, Kim et al.): every term worked by hand for OPT-1.3b and LLaMA-7B,
+// page rounding, chunk packing and search, the four methods, and Algorithm 1.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+
+#include "finetune/chunks.hpp"
+#include "finetune/llmem.hpp"
+#include "helpers.hpp"
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+memest_finetune_request request(const char* model, int64_t gpus, int64_t batch, int64_t seq,
+                                double chunk_elements) {
+  memest_finetune_request r;
+  REQUIRE(memest_finetune_request_init(&r) == MEMEST_OK);
+  REQUIRE(memest_model_from_preset(model, &r.model) == MEMEST_OK);
+  REQUIRE(memest_gpu_from_preset("v100-16gb", &r.gpu) == MEMEST_OK);
+  r.gpus = gpus;
+  r.batch = batch;
+  r.seq_len = seq;
+  r.base_bytes = 512 * kMiB;
+  r.chunk_bytes = chunk_elements * 2;  // B16 bytes per element
+  return r;
+}
+
+memest_finetune_result run(memest_finetune_request r, memest_finetune_method method, int64_t tp = 0) {
+  r.method = method;
+  r.tp = tp;
+  memest_finetune_result out;
+  const memest_status st = memest_finetune(&r, &out);
+  INFO(memest_last_error());
+  REQUIRE(st == MEMEST_OK);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Chunk packing: a tensor never straddles chunks; waste is the unused space") {
+  // sizes 3, 3, 2 into chunks of 5: [3] [3 2] -> 2 chunks, waste 10 - 8 = 2.
+  const memest::ChunkPlan p = memest::pack_chunks({3, 3, 2}, 5);
+  CHECK(p.chunks == 2);
+  CHECK(p.waste_elements == 2);
+  // chunks of 6: [3 3] [2] -> waste 4; chunks of 8: [3 3 2] -> waste 0.
+  CHECK(memest::pack_chunks({3, 3, 2}, 6).waste_elements == 4);
+  CHECK(memest::pack_chunks({3, 3, 2}, 8).waste_elements == 0);
+  // The search starts at the largest tensor and keeps the least waste: candidates 3..9
+  // waste 3:1, 4:4, 5:2, 6:4, 7:6, 8:0, 9:1 -> 8.
+  memest::ChunkSearch s;
+  s.min_elements = 1;
+  s.range_elements = 6;
+  s.step_elements = 1;
+  const memest::ChunkPlan best = memest::search_chunk_size({3, 3, 2}, s);
+  CHECK(best.chunk_elements == 8);
+  CHECK(best.waste_elements == 0);
+}
+
+TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by hand") {
+  // embed_p = 50272 * 2048 = 102957056; other_p = 1315758080 - embed_p = 1212801024.
+  // m_p = ceil((embed_p + ceil(other_p/cs)*cs) * 6 / 2 MiB) * 2 MiB with ceil(...) = 29:
+  //   (102957056 + 29 * 41943040) * 6 = 7915831296 -> 3775 pages -> 7916748800.
+  // m_os: embeddings 393 + 17 pages, 24 layers * (4 * 16 + 2 * 64) pages = 5018 pages.
+  // m_out = ceil((2 + 24) * 4 * 500 * 2048 * 2 / 2 MiB) pages = 102 pages = 213909504.
+  // m_lm (fp16 logits, tied head): 4*500*50272*2 -> 96 pages, 2 * (4*499*50272*2 -> 96 pages).
+  // m_back (tp 4) = ceil(24 * 4 * 500 * 2048 * 3/4 * 2 / 2 MiB) = 71 pages = 148897792.
+  const memest_finetune_request r = request("opt-1.3b", 4, 4, 500, 40 * kMiB);
+  const memest_finetune_result cdp = run(r, MEMEST_FINETUNE_CDP);
+  CHECK(cdp.parts.base == 536870912.0);
+  CHECK(cdp.parts.params == 7916748800.0);
+  CHECK(cdp.parts.params_fp16 == 2640314368.0);
+  CHECK(cdp.parts.params_fp32 == 5278531584.0);
+  CHECK(cdp.parts.optimizer == 10523508736.0);
+  CHECK(cdp.parts.outputs == 213909504.0);
+  CHECK(cdp.parts.lm_head == 603979776.0);
+  CHECK(cdp.peak_bytes == 19795017728.0);
+  CHECK(cdp.verdict == MEMEST_VERDICT_OOM);
+  CHECK(cdp.chunk_elements == 40 * kMiB);
+
+  const memest_finetune_result zero3 = run(r, MEMEST_FINETUNE_ZERO3);
+  CHECK(zero3.peak_bytes == 7945584640.0);  // m_base + m_p16 + (m_p32 + m_os)/4 + m_out + m_lm
+  CHECK(zero3.verdict == MEMEST_VERDICT_FITS);
+  const memest_finetune_result tp = run(r, MEMEST_FINETUNE_TP);
+  CHECK(tp.parts.backward_buffer == 148897792.0);
+  CHECK(tp.peak_bytes == 6113722368.0);  // m_base + (m_p + m_os)/4 + m_out + m_lm + m_back
+  const memest_finetune_result hybrid = run(r, MEMEST_FINETUNE_DP_TP, 2);
+  CHECK(hybrid.parts.backward_buffer == 98566144.0);  // (tp - 1)/tp = 1/2
+  CHECK(hybrid.peak_bytes == 6723993600.0);           // m_peak^dp - m_p16 * 2/4 + m_back
+  CHECK(hybrid.dp == 2);
+  // The per-GPU parts add up to the peak.
+  const auto& g = hybrid.per_gpu;
+  CHECK(g.base + g.params + g.optimizer + g.outputs + g.lm_head + g.backward_buffer == hybrid.peak_bytes);
+}
+
+TEST_CASE("LLaMA-7B, 4 GPUs, bs 2, sl 512, cs = 48 Mi elements: fp32 logits, untied head") {
+  // embed_p = 32000 * 4096 = 131072000; other_p = 6476271616; ceil(other_p/cs) = 129.
+  // m_lm = pages(2*512*32000*4) + 2 * pages(2*511*32000*4) + lm_p * 2 (untied head,
+  //        32000 * 4096 * 2 bytes) = 125 + 2 * 125 pages + 262144000 = 658505728.
+  // m_out = ceil((1 + 32) * 2 * 512 * 4096 * 2 / 2 MiB) = 132 pages = 276824064.
+  const memest_finetune_request r = request("llama-7b", 4, 2, 512, 48 * kMiB);
+  const memest_finetune_result cdp = run(r, MEMEST_FINETUNE_CDP);
+  CHECK(cdp.parts.params == 39743127552.0);
+  CHECK(cdp.parts.params_fp16 == 13247709184.0);
+  CHECK(cdp.parts.params_fp32 == 26495418368.0);
+  CHECK(cdp.parts.optimizer == 52856619008.0);
+  CHECK(cdp.parts.outputs == 276824064.0);
+  CHECK(cdp.parts.lm_head == 658505728.0);
+  CHECK(cdp.peak_bytes == 94071947264.0);
+  CHECK(run(r, MEMEST_FINETUNE_ZERO3).peak_bytes == 34557919232.0);
+  CHECK(run(r, MEMEST_FINETUNE_TP).peak_bytes == 24823463936.0);
+  CHECK(run(r, MEMEST_FINETUNE_DP_TP, 2).peak_bytes == 28068282368.0);
+}
+
+TEST_CASE("The chunk size is searched as a chunk manager would, and reported") {
+  memest_finetune_request r = request("opt-1.3b", 1, 1, 512, 0);
+  r.chunk_bytes = 0;  // search
+  const memest_finetune_result out = run(r, MEMEST_FINETUNE_CDP);
+  CHECK(out.chunk_elements >= 32 * kMiB);
+  CHECK(out.chunk_count > 0);
+  // No candidate of the search space wastes less than the one chosen.
+  std::vector<double> sizes;
+  {
+    memest_finetune_request probe = r;
+    probe.chunk_bytes = out.chunk_elements * 2;
+    CHECK(run(probe, MEMEST_FINETUNE_CDP).chunk_waste_bytes == out.chunk_waste_bytes);
+  }
+  for (double cs = 32 * kMiB; cs <= 64 * kMiB; cs += 1024 * 257) {
+    memest_finetune_request probe = r;
+    probe.chunk_bytes = cs * 2;
+    CHECK(run(probe, MEMEST_FINETUNE_CDP).chunk_waste_bytes >= out.chunk_waste_bytes);
+  }
+}
+
+TEST_CASE("Without gradient checkpointing every layer keeps its activations") {
+  memest_finetune_request r = request("opt-1.3b", 1, 1, 512, 40 * kMiB);
+  const double with = run(r, MEMEST_FINETUNE_CDP).parts.outputs;
+  r.gradient_checkpointing = 0;
+  const double without = run(r, MEMEST_FINETUNE_CDP).parts.outputs;
+  // GPT activations (Korthikanti Eq. 1, 5as/h = 5*32*512/2048 = 40): sbh(34 + 40) per layer,
+  // 24 layers, plus 2 embedding outputs of 2sbh: sbh = 512 * 2048 = 1048576.
+  CHECK(without == doctest::Approx(24 * 74 * 1048576.0 + 2 * 2 * 1048576.0).epsilon(0.002));
+  CHECK(without > 20 * with);
+}
+
+TEST_CASE("Algorithm 1: CDP when it fits, TP when only TP fits, CPU offload when nothing fits") {
+  auto select = [](const char* model, double gib) {
+    memest_finetune_request r;
+    memest_finetune_request_init(&r);
+    REQUIRE(memest_model_from_preset(model, &r.model) == MEMEST_OK);
+    REQUIRE(memest_gpu_from_preset("v100-16gb", &r.gpu) == MEMEST_OK);
+    r.gpu.memory_bytes = gib * 1024 * kMiB;
+    r.gpus = 4;
+    r.method = MEMEST_FINETUNE_AUTO;
+    memest_finetune_choice c;
+    REQUIRE(memest_finetune_select(&r, &c) == MEMEST_OK);
+    return c;
+  };
+  // GPT-2 (124M) fits whole on each GPU: CDP's 1.5x score wins over ZeRO-3's.
+  const memest_finetune_choice small = select("gpt2", 16);
+  CHECK(small.selected == MEMEST_FINETUNE_CDP);
+  CHECK(small.options[0].max_batch > 0);
+  CHECK(small.options[0].score == small.options[0].max_batch * 4 * 1.5);
+  CHECK(small.batch == small.options[0].max_batch);
+  // BLOOM-3b on 12 GiB GPUs: neither data-parallel method nor DP+TP fits batch 1; TP does.
+  const memest_finetune_choice tp_only = select("bloom-3b", 12);
+  CHECK(tp_only.options[0].max_batch == 0);
+  CHECK(tp_only.options[1].max_batch == 0);
+  CHECK(tp_only.options[3].max_batch == 0);
+  CHECK(tp_only.options[2].max_batch > 0);
+  CHECK(tp_only.selected == MEMEST_FINETUNE_TP);
+  // LLaMA-7B on 4 x V100 16GB: nothing fits: CPU offloading with batch 0.
+  const memest_finetune_choice none = select("llama-7b", 16);
+  CHECK(none.selected == MEMEST_FINETUNE_CPU_OFFLOAD);
+  CHECK(none.batch == 0);
+  // Each max batch is the largest that fits: one more does not.
+  for (const auto& o : tp_only.options) {
+    if (!o.applicable || o.max_batch == 0) continue;
+    CHECK(o.peak_bytes <= 12 * 1024 * kMiB);
+  }
+}
+
+TEST_CASE("Algorithm 1 ties go to CDP, ADP, TP, DP+TP in that order") {
+  memest_finetune_choice c;
+  std::memset(&c, 0, sizeof c);
+  const memest_finetune_method order[4] = {MEMEST_FINETUNE_CDP, MEMEST_FINETUNE_ZERO3,
+                                           MEMEST_FINETUNE_TP, MEMEST_FINETUNE_DP_TP};
+  for (int i = 0; i < 4; ++i) c.options[i].method = order[i];
+  c.options[1].score = 8;  c.options[1].max_batch = 2;
+  c.options[2].score = 8;  c.options[2].max_batch = 8;
+  c.options[3].score = 8;  c.options[3].max_batch = 4;
+  memest::choose_method(c);
+  CHECK(c.selected == MEMEST_FINETUNE_ZERO3);
+  CHECK(c.batch == 2);
+  c.options[0].score = 8;  c.options[0].max_batch = 1;
+  memest::choose_method(c);
+  CHECK(c.selected == MEMEST_FINETUNE_CDP);
+  for (auto& o : c.options) o.score = 0;
+  memest::choose_method(c);
+  CHECK(c.selected == MEMEST_FINETUNE_CPU_OFFLOAD);
+  CHECK(c.batch == 0);
+}
+
+TEST_CASE("--method auto decides for all nine LLMem models on 4 x V100 16GB at sequence 512") {
+  for (const char* model : {"opt-1.3b", "opt-2.7b", "bloom-1b1", "bloom-3b", "biogpt-large",
+                            "codegen-2b-nl", "gpt-bigcode-santacoder", "gpt-neo-1.3b", "llama-7b"}) {
+    CAPTURE(model);
+    const test::Answer a = test::request(test::json{
+        {"mode", "finetune"}, {"model", model}, {"gpu", "v100-16gb"},
+        {"parallel", {{"gpus", 4}}}, {"training", {{"seq_len", 512}}},
+        {"finetune", {{"method", "auto"}}}});
+    REQUIRE(a.status == MEMEST_OK);
+    CHECK(a.body["methods"].size() == 4);
+    const std::string selected = a.body["selected"];
+    CHECK((selected == "cdp" || selected == "zero3" || selected == "tp" || selected == "dp+tp" ||
+           selected == "cpu_offload"));
+    if (selected != "cpu_offload") {
+      CHECK(a.body["max_batch"].get<int>() > 0);
+      CHECK(a.body["verdict"] == "fits");
+      CHECK(a.body["method"] == "auto");
+      CHECK(a.body["estimate_bytes"].get<double>() <= a.body["capacity_bytes"].get<double>());
+    }
+  }
+}
