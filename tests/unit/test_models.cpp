@@ -5,6 +5,7 @@
 #include <string>
 
 #include "helpers.hpp"
+#include "model/tensors.hpp"
 
 namespace {
 
@@ -140,5 +141,17 @@ TEST_CASE("Pipeline stages hold every parameter exactly once (tp = 1), tied copy
                                  ? static_cast<double>(r.model.vocab_size * r.model.hidden_size)
                                  : 0.0;
     CHECK(sum == c.total + tied_copy);
+  }
+}
+
+TEST_CASE("The tensors LLMem sees add up to the parameter count, for every preset") {
+  for (uint32_t i = 0; i < memest_model_preset_count(); ++i) {
+    const char* id = memest_model_preset_id(i);
+    CAPTURE(id);
+    memest_model m;
+    REQUIRE(memest_model_from_preset(id, &m) == MEMEST_OK);
+    double sum = 0;
+    for (const auto& t : memest::parameter_tensors(m)) sum += t.numel;
+    CHECK(sum == params(m));
   }
 }
