@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what memest needs to build and test, from Debian's packages. Idempotent: does
-# nothing when every package is already installed. Runs apt-get as root (sudo if needed).
+# Installs what memest needs to build and test, from Debian's packages: every package named in
+# scripts/deps/*.txt (one per line, # comments). Idempotent: does nothing when all are
+# installed. Runs apt-get as root (sudo if needed).
 set -euo pipefail
-packages=(build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev doctest-dev)
+cd "$(dirname "$0")"
+mapfile -t packages < <(cat deps/*.txt | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
