@@ -2,7 +2,10 @@
 // verdict bands. Expected values are worked by hand in the comments.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "helpers.hpp"
+#include "pretrain/pretrain.hpp"
 
 namespace {
 
@@ -144,4 +147,39 @@ TEST_CASE("GPT family by its own activation model; the user can override the fam
         12 * 114 * sbh + sbh + 4 * sbh + 4 * 1024.0 * 50257);
   req["training"]["activation_model"] = "llama";
   CHECK(ok(req)["training"]["activation_model"] == "llama");
+}
+
+TEST_CASE("The most loaded stage is always the first or the last (what the search relies on)") {
+  int checked = 0;
+  for (const char* model : {"llama-3.1-8b", "llama-3.1-70b", "gpt3-175b", "opt-1.3b", "bloom-3b"}) {
+    for (int64_t pp : {2, 3, 4, 6, 8}) {
+      for (int64_t vpp : {1, 2}) {
+        for (int64_t mbs : {1, 4}) {
+          for (int64_t gb : {0, 8, 512}) {
+            memest_pretrain_request r;
+            memest_pretrain_request_init(&r);
+            REQUIRE(memest_model_from_preset(model, &r.model) == MEMEST_OK);
+            REQUIRE(memest_gpu_from_preset("h100-80gb", &r.gpu) == MEMEST_OK);
+            r.gpus = 2 * pp;
+            r.tp = 2;
+            r.pp = pp;
+            r.vpp = vpp;
+            r.micro_batch = mbs;
+            r.global_batch = gb;
+            r.seq_len = 2048;
+            memest::LayoutCheck check;
+            if (memest::check_layout(r, check) != memest::LayoutIssue::None) continue;
+            const memest::Plan plan = memest::make_plan(r);
+            double loop_peak = 0;
+            for (int64_t i = 0; i < pp; ++i) {
+              loop_peak = std::max(loop_peak, memest::stage_memory(plan, i, true).total_bytes);
+            }
+            CHECK(memest::peak_memory(plan, nullptr) == loop_peak);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 100);
 }

@@ -42,18 +42,109 @@ void check_divides(const std::string& field, int64_t divisor, const char* what, 
   }
 }
 
-// Everything the stage loop needs, validated and converted once.
-struct Plan {
-  const memest_model* model;
-  int64_t tp, cp, pp, vpp, dp;
-  int64_t layers_per_stage;
-  int64_t num_microbatches;  // 0 = not known (global batch not given)
-  Precision precision;
-  int zero;
-  ActivationLayout layout;
-  ActivationCoefficients coefficients;
-  memest_activation_model activation_model;
-};
+
+}  // namespace
+
+LayoutIssue check_layout(const memest_pretrain_request& r, LayoutCheck& out) {
+  const memest_model& m = r.model;
+  if (m.num_attention_heads % r.tp != 0) return LayoutIssue::TpHeads;
+  if (m.num_key_value_heads % r.tp != 0) return LayoutIssue::TpKvHeads;
+  if (m.intermediate_size % r.tp != 0) return LayoutIssue::TpFfn;
+  // d = gpus / (t * c * p) (DESIGN note 3). tp, cp, pp <= 2^24 each: their product can pass
+  // 2^63, so compare in double first.
+  out.model_parallel =
+      static_cast<double>(r.tp) * static_cast<double>(r.cp) * static_cast<double>(r.pp);
+  if (out.model_parallel > static_cast<double>(r.gpus) || r.gpus % (r.tp * r.cp * r.pp) != 0) {
+    return LayoutIssue::GpusNotDivisible;
+  }
+  out.dp = r.gpus / (r.tp * r.cp * r.pp);
+  if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
+  if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
+  if (m.num_hidden_layers % (r.pp * r.vpp) != 0) return LayoutIssue::LayersNotDivisible;
+  if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
+  if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
+      r.seq_len > m.max_position_embeddings) {
+    return LayoutIssue::SequenceTooLong;
+  }
+  out.num_microbatches = 0;
+  if (r.global_batch > 0) {
+    const int64_t per_step = r.micro_batch * out.dp;
+    if (r.global_batch % per_step != 0) return LayoutIssue::GlobalBatch;
+    out.num_microbatches = r.global_batch / per_step;
+    if (r.vpp > 1 && out.num_microbatches % r.pp != 0) return LayoutIssue::InterleavedMicrobatches;
+  }
+  return LayoutIssue::None;
+}
+
+const char* layout_issue_name(LayoutIssue issue) {
+  switch (issue) {
+    case LayoutIssue::None: return "none";
+    case LayoutIssue::TpHeads: return "tp_heads";
+    case LayoutIssue::TpKvHeads: return "tp_kv_heads";
+    case LayoutIssue::TpFfn: return "tp_ffn";
+    case LayoutIssue::GpusNotDivisible: return "gpus_not_divisible";
+    case LayoutIssue::PpExceedsLayers: return "pp_exceeds_layers";
+    case LayoutIssue::VppNeedsPp: return "vpp_needs_pp";
+    case LayoutIssue::LayersNotDivisible: return "layers_not_divisible";
+    case LayoutIssue::CpSequence: return "cp_sequence";
+    case LayoutIssue::SequenceTooLong: return "sequence_too_long";
+    case LayoutIssue::GlobalBatch: return "global_batch";
+    case LayoutIssue::InterleavedMicrobatches: return "interleaved_microbatches";
+  }
+  return "unknown";
+}
+
+namespace {
+
+[[noreturn]] void throw_layout_issue(LayoutIssue issue, const memest_pretrain_request& r,
+                                     const LayoutCheck& check) {
+  const memest_model& m = r.model;
+  switch (issue) {
+    case LayoutIssue::TpHeads:
+      check_divides("parallel.tp", r.tp, "num_attention_heads", m.num_attention_heads);
+      break;
+    case LayoutIssue::TpKvHeads:
+      check_divides("parallel.tp", r.tp, "num_key_value_heads", m.num_key_value_heads);
+      break;
+    case LayoutIssue::TpFfn:
+      check_divides("parallel.tp", r.tp, "intermediate_size", m.intermediate_size);
+      break;
+    case LayoutIssue::GpusNotDivisible:
+      throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.gpus",
+                  "parallel.gpus=" + str(r.gpus) + " is not divisible by tp*cp*pp=" +
+                      json_number(check.model_parallel));
+    case LayoutIssue::PpExceedsLayers:
+      throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
+                  "parallel.pp=" + str(r.pp) + " is larger than num_hidden_layers=" +
+                      str(m.num_hidden_layers));
+    case LayoutIssue::VppNeedsPp:
+      fail("parallel.vpp", "the interleaved schedule (vpp > 1) needs pp >= 2");
+    case LayoutIssue::LayersNotDivisible:
+      check_divides(r.vpp > 1 ? "parallel.pp*vpp" : "parallel.pp", r.pp * r.vpp,
+                    "num_hidden_layers", m.num_hidden_layers);
+      break;
+    case LayoutIssue::CpSequence:
+      fail("training.seq_len", "seq_len=" + str(r.seq_len) + " is not divisible by 2*cp=" +
+                                   str(2 * r.cp) + " (context parallelism splits it in 2*cp chunks)");
+    case LayoutIssue::SequenceTooLong:
+      fail("training.seq_len", "seq_len=" + str(r.seq_len) +
+                                   " is longer than the model's learned positions "
+                                   "(max_position_embeddings=" + str(m.max_position_embeddings) + ")");
+    case LayoutIssue::GlobalBatch:
+      fail("training.global_batch", "global_batch=" + str(r.global_batch) +
+                                        " is not divisible by micro_batch*dp=" +
+                                        str(r.micro_batch * check.dp));
+    case LayoutIssue::InterleavedMicrobatches:
+      fail("training.global_batch", "the interleaved schedule needs the number of micro-batches (" +
+                                        str(r.global_batch / (r.micro_batch * check.dp)) +
+                                        ") to be a multiple of pp=" + str(r.pp));
+    case LayoutIssue::None:
+      break;
+  }
+  fail("", "internal: unexpected layout issue", MEMEST_ERR_INTERNAL);
+}
+
+}  // namespace
 
 Plan make_plan(const memest_pretrain_request& r) {
   if (r.struct_size < sizeof(memest_pretrain_request)) {
@@ -61,7 +152,6 @@ Plan make_plan(const memest_pretrain_request& r) {
          MEMEST_ERR_STRUCT_SIZE);
   }
   validate_model(r.model, "model", false);
-  const memest_model& m = r.model;
   check_range("parallel.gpus", r.gpus, 1, kMaxGpus);
   check_range("parallel.tp", r.tp, 1, kMaxGpus);
   check_range("parallel.cp", r.cp, 1, kMaxGpus);
@@ -84,59 +174,24 @@ Plan make_plan(const memest_pretrain_request& r) {
   const Precision precision{r.param_bytes, r.grad_bytes, r.optimizer_bytes};
   validate_precision(precision, "training");
 
-  check_divides("parallel.tp", r.tp, "num_attention_heads", m.num_attention_heads);
-  check_divides("parallel.tp", r.tp, "num_key_value_heads", m.num_key_value_heads);
-  check_divides("parallel.tp", r.tp, "intermediate_size", m.intermediate_size);
-  // Layout: d = gpus / (t * c * p) (DESIGN note 3).
-  // tp, cp, pp <= 2^24 each: their product can pass 2^63, so compare in double first.
-  const double product = static_cast<double>(r.tp) * static_cast<double>(r.cp) * static_cast<double>(r.pp);
-  const int64_t model_parallel = product <= static_cast<double>(r.gpus) ? r.tp * r.cp * r.pp : 0;
-  if (model_parallel == 0 || r.gpus % model_parallel != 0) {
-    throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.gpus",
-                "parallel.gpus=" + str(r.gpus) + " is not divisible by tp*cp*pp=" +
-                    json_number(product));
-  }
-  if (r.pp > m.num_hidden_layers) {
-    throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
-                "parallel.pp=" + str(r.pp) + " is larger than num_hidden_layers=" +
-                    str(m.num_hidden_layers));
-  }
-  if (r.vpp > 1 && r.pp < 2) fail("parallel.vpp", "the interleaved schedule (vpp > 1) needs pp >= 2");
-  check_divides(r.vpp > 1 ? "parallel.pp*vpp" : "parallel.pp", r.pp * r.vpp, "num_hidden_layers",
-                m.num_hidden_layers);
-  if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) {
-    fail("training.seq_len", "seq_len=" + str(r.seq_len) + " is not divisible by 2*cp=" +
-                                 str(2 * r.cp) + " (context parallelism splits it in 2*cp chunks)");
-  }
-  if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
-      r.seq_len > m.max_position_embeddings) {
-    fail("training.seq_len", "seq_len=" + str(r.seq_len) +
-                                 " is longer than the model's learned positions "
-                                 "(max_position_embeddings=" + str(m.max_position_embeddings) + ")");
-  }
+  LayoutCheck check;
+  const LayoutIssue issue = check_layout(r, check);
+  if (issue != LayoutIssue::None) throw_layout_issue(issue, r, check);
+  return make_plan_unchecked(r, check);
+}
 
+Plan make_plan_unchecked(const memest_pretrain_request& r, const LayoutCheck& check) {
+  const memest_model& m = r.model;
+  const Precision precision{r.param_bytes, r.grad_bytes, r.optimizer_bytes};
   Plan plan;
   plan.model = &m;
   plan.tp = r.tp;
   plan.cp = r.cp;
   plan.pp = r.pp;
   plan.vpp = r.vpp;
-  plan.dp = r.gpus / model_parallel;
+  plan.dp = check.dp;
   plan.layers_per_stage = m.num_hidden_layers / r.pp;
-  plan.num_microbatches = 0;
-  if (r.global_batch > 0) {
-    const int64_t per_step = r.micro_batch * plan.dp;
-    if (r.global_batch % per_step != 0) {
-      fail("training.global_batch", "global_batch=" + str(r.global_batch) +
-                                        " is not divisible by micro_batch*dp=" + str(per_step));
-    }
-    plan.num_microbatches = r.global_batch / per_step;
-    if (r.vpp > 1 && plan.num_microbatches % r.pp != 0) {
-      fail("training.global_batch", "the interleaved schedule needs the number of micro-batches (" +
-                                        str(plan.num_microbatches) + ") to be a multiple of pp=" +
-                                        str(r.pp));
-    }
-  }
+  plan.num_microbatches = check.num_microbatches;
   plan.precision = precision;
   plan.zero = r.zero;
   plan.layout.seq_len = static_cast<double>(r.seq_len);
@@ -155,6 +210,8 @@ Plan make_plan(const memest_pretrain_request& r) {
   return plan;
 }
 
+namespace {
+
 // Micro-batches of one stage's activations kept at once by stage i.
 // 1F1B (PipeDream-Flush, 4D paper Sec. 3.2.2): stage i keeps p - i micro-batches.
 // Interleaved 1F1B (Megatron-LM): device i keeps (p-i-1)*2 + (vpp-1)*p + 1 model chunks of
@@ -169,6 +226,8 @@ double microbatches_in_flight(const Plan& plan, int64_t i, bool cap) {
   if (cap && plan.num_microbatches > 0) chunks = std::min(chunks, m * v);
   return plan.vpp == 1 ? chunks : chunks / v;
 }
+
+}  // namespace
 
 memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const memest_model& m = *plan.model;
@@ -216,7 +275,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   return s;
 }
 
-}  // namespace
+double peak_memory(const Plan& plan, int32_t* peak_stage) {
+  // The most loaded stage is the first or the last: a middle stage holds the same layers as the
+  // first without the embedding, and fewer micro-batches in flight (both schedules keep fewer
+  // on later devices); only the last stage adds the LM head. So two stages suffice.
+  const double first = stage_memory(plan, 0, true).total_bytes;
+  const double last = plan.pp > 1 ? stage_memory(plan, plan.pp - 1, true).total_bytes : first;
+  if (peak_stage) *peak_stage = last > first ? static_cast<int32_t>(plan.pp - 1) : 0;
+  return last > first ? last : first;
+}
 
 memest_pretrain_result compute_pretrain(const memest_pretrain_request& r, memest_stage* stages,
                                         uint32_t stage_capacity) {

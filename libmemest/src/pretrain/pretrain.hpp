@@ -3,8 +3,58 @@
 #pragma once
 
 #include "memest/memest.h"
+#include "pretrain/activations.hpp"
+#include "states/model_states.hpp"
 
 namespace memest {
+
+// Everything the stage loop needs, validated and converted once.
+struct Plan {
+  const memest_model* model;
+  int64_t tp, cp, pp, vpp, dp;
+  int64_t layers_per_stage;
+  int64_t num_microbatches;  // 0 = not known (global batch not given)
+  Precision precision;
+  int zero;
+  ActivationLayout layout;
+  ActivationCoefficients coefficients;
+  memest_activation_model activation_model;
+};
+
+// Why a layout cannot run (the same checks make_plan reports as errors). The search counts
+// these instead of throwing.
+enum class LayoutIssue {
+  None,
+  TpHeads,
+  TpKvHeads,
+  TpFfn,
+  GpusNotDivisible,
+  PpExceedsLayers,
+  VppNeedsPp,
+  LayersNotDivisible,
+  CpSequence,
+  SequenceTooLong,
+  GlobalBatch,
+  InterleavedMicrobatches,
+};
+struct LayoutCheck {
+  double model_parallel = 0;  // tp * cp * pp
+  int64_t dp = 0;
+  int64_t num_microbatches = 0;
+};
+// Checks the layout of a request whose fields are each in range. Allocation-free.
+LayoutIssue check_layout(const memest_pretrain_request& r, LayoutCheck& out);
+const char* layout_issue_name(LayoutIssue issue);
+
+// Validates everything (throws memest::Error naming the field) and prepares the stage loop.
+Plan make_plan(const memest_pretrain_request& r);
+// Plan for a layout already known to pass check_layout, of a request validated before.
+Plan make_plan_unchecked(const memest_pretrain_request& r, const LayoutCheck& check);
+
+// Memory of stage i. `cap` limits micro-batches in flight to those an iteration has.
+memest_stage stage_memory(const Plan& plan, int64_t i, bool cap);
+// The most loaded stage's total (first or last stage), without allocating.
+double peak_memory(const Plan& plan, int32_t* peak_stage);
 
 // Validates the request (throws memest::Error naming the field), then computes the result
 // and up to `stage_capacity` stages.
