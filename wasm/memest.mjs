@@ -1,0 +1,223 @@
+// memest.mjs — the JavaScript face of libmemest's WebAssembly build.
+//
+// A thin bridge over the C API's JSON entry point (memest_request_json): every number comes from
+// the same C++ core as the CLI and the other bindings; nothing here re-implements a formula.
+//
+//   import { createMemest } from './memest.mjs';
+//   const memest = await createMemest();            // browser: fetches memest_core.wasm
+//   const r = memest.request({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-40gb' });
+//   r.estimate_bytes / 2 ** 30                       // GiB, the 4D paper's Eq. 18
+//
+// In Node, pass the module bytes (Debian's emscripten 3.1.6 loader cannot read files from an ES
+// module there): createMemest({ wasmBinary: fs.readFileSync(wasmPath) }), or use ./node.mjs.
+import createMemestCore from './build/memest_core.mjs';
+
+/**
+ * @typedef {object} MemestErrorInfo
+ * @property {string} code     status name, e.g. "invalid_argument", "unknown_preset"
+ * @property {string} field    the request field at fault, e.g. "parallel.tp" ("" when none)
+ * @property {string} message  the library's message, naming the field
+ */
+
+/**
+ * @typedef {object} ModelPreset
+ * @property {string} id
+ * @property {string} name
+ * @property {'llama'|'gpt'} family
+ * @property {number} num_parameters
+ * @property {number} num_hidden_layers
+ * @property {number} hidden_size
+ * @property {number} num_attention_heads
+ * @property {number} num_key_value_heads
+ * @property {number} intermediate_size
+ * @property {number} vocab_size
+ * @property {number} max_position_embeddings
+ * @property {boolean} tie_word_embeddings
+ */
+
+/**
+ * @typedef {object} GpuPreset
+ * @property {string} id
+ * @property {string} name
+ * @property {number} memory_bytes
+ * @property {number} gpus_per_node
+ * @property {number} peak_bf16_tflops
+ * @property {number} context_bytes
+ * @property {number} page_bytes
+ */
+
+/**
+ * A request of the JSON contract (README: "JSON request and response"): mode, model, gpu,
+ * parallel, training, finetune, search ...
+ * @typedef {Record<string, any>} MemestRequest
+ */
+
+/**
+ * A successful response ({ok: true, ...}); its fields depend on the mode.
+ * @typedef {Record<string, any> & {ok: true, mode: string}} MemestResponse
+ */
+
+/** Thrown by {@link Memest#request} when the library answers {ok: false}. */
+export class MemestError extends Error {
+  /**
+   * @param {MemestErrorInfo} info
+   * @param {number} status the C status code (memest_status)
+   */
+  constructor(info, status) {
+    super(info.message || info.code);
+    this.name = 'MemestError';
+    /** @type {string} */ this.code = info.code;
+    /** @type {string} */ this.field = info.field || '';
+    /** @type {number} */ this.status = status;
+  }
+}
+
+/** The library, loaded. Create with {@link createMemest}. */
+export class Memest {
+  /** @param {any} core the Emscripten module */
+  constructor(core) {
+    /** @private */ this.core = core;
+    /** @private @type {{models: ModelPreset[], gpus: GpuPreset[]} | null} */ this.presets = null;
+  }
+
+  /**
+   * Answers a request without throwing: the parsed {ok: true, ...} or {ok: false, error} document.
+   * @param {MemestRequest | string} request an object, or JSON text (sent as is)
+   * @returns {{ok: boolean, status: number, [key: string]: any}}
+   */
+  answer(request) {
+    const core = this.core;
+    const text = typeof request === 'string' ? request : JSON.stringify(request);
+    const size = core.lengthBytesUTF8(text) + 1;
+    const input = core._malloc(size);
+    const outSlot = core._malloc(4);
+    if (!input || !outSlot) {
+      core._free(input);
+      core._free(outSlot);
+      throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+    }
+    try {
+      core.stringToUTF8(text, input, size);
+      core.HEAPU32[outSlot >> 2] = 0;
+      const status = core._memest_request_json(input, outSlot);
+      const out = core.HEAPU32[outSlot >> 2];
+      if (!out) {
+        const message = core.UTF8ToString(core._memest_last_error());
+        throw new MemestError({ code: core.UTF8ToString(core._memest_status_name(status)),
+                                field: core.UTF8ToString(core._memest_last_error_field()),
+                                message }, status);
+      }
+      const json = core.UTF8ToString(out);
+      core._memest_string_free(out);
+      const doc = JSON.parse(json);
+      return Object.assign(doc, { status });
+    } finally {
+      core._free(input);
+      core._free(outSlot);
+    }
+  }
+
+  /**
+   * Answers a request: the response object, or throws a {@link MemestError} carrying the
+   * library's code, field and message when it answers {ok: false}.
+   * @param {MemestRequest | string} request
+   * @returns {MemestResponse}
+   */
+  request(request) {
+    const doc = this.answer(request);
+    if (!doc.ok) throw new MemestError(doc.error, doc.status);
+    delete doc.status;
+    return /** @type {MemestResponse} */ (doc);
+  }
+
+  /**
+   * Estimates a whole table of pretraining layouts in one call (typed, allocation-free path;
+   * ~100x faster than one request() per cell). `base` is a pretrain request whose model, gpu,
+   * parallel.{vpp, sp, zero} and training.{seq_len, global_batch, recompute, flash_attention}
+   * apply to every cell; each cell gives [gpus, tp, cp, pp, micro_batch].
+   * Throws a {@link MemestError} when the base model or GPU is bad; a bad cell is
+   * {ok: false, error} in its place.
+   * @param {MemestRequest} base
+   * @param {Array<[number, number, number, number, number]>} cells
+   * @returns {Array<{ok: true, estimate_bytes: number, peak_bytes: number, usage_fraction: number,
+   *   verdict: 'fits'|'tight'|'oom'|'unknown'} | {ok: false, error: MemestErrorInfo}>}
+   */
+  pretrainTable(base, cells) {
+    const doc = this.callText('_memest_wasm_pretrain_table', JSON.stringify({ ...base, cells }));
+    if (!doc.ok) throw new MemestError(doc.error, 1);
+    return doc.cells;
+  }
+
+  /**
+   * Calls a `char *f(const char *)` helper of wasm/src and parses its JSON answer.
+   * @private
+   * @param {string} fn
+   * @param {string} text
+   */
+  callText(fn, text) {
+    const core = this.core;
+    const size = core.lengthBytesUTF8(text) + 1;
+    const input = core._malloc(size);
+    if (!input) throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+    try {
+      core.stringToUTF8(text, input, size);
+      const out = core[fn](input);
+      if (!out) throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+      const json = core.UTF8ToString(out);
+      core._memest_string_free(out);
+      return JSON.parse(json);
+    } finally {
+      core._free(input);
+    }
+  }
+
+  /** @private */
+  loadPresets() {
+    if (!this.presets) {
+      const ptr = this.core._memest_wasm_presets_json();
+      if (!ptr) throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+      const text = this.core.UTF8ToString(ptr);
+      this.core._memest_string_free(ptr);
+      this.presets = JSON.parse(text);
+    }
+    return /** @type {{models: ModelPreset[], gpus: GpuPreset[]}} */ (this.presets);
+  }
+
+  /** The built-in model presets, in the library's order. @returns {ModelPreset[]} */
+  models() {
+    return this.loadPresets().models.map((m) => ({ ...m }));
+  }
+
+  /** The built-in GPU presets, in the library's order. @returns {GpuPreset[]} */
+  gpus() {
+    return this.loadPresets().gpus.map((g) => ({ ...g }));
+  }
+
+  /** The library's version string, e.g. "0.1.0". @returns {string} */
+  version() {
+    return this.core.UTF8ToString(this.core._memest_version_string());
+  }
+
+  /** MAJOR*10000 + MINOR*100 + PATCH. @returns {number} */
+  versionNumber() {
+    return this.core._memest_version_number() >>> 0;
+  }
+}
+
+/**
+ * Loads the WebAssembly module.
+ * @param {{wasmBinary?: ArrayBuffer | Uint8Array, locateFile?: (path: string, prefix: string) => string}} [options]
+ *   wasmBinary: the bytes of memest_core.wasm (required in Node); locateFile: where to fetch it.
+ * @returns {Promise<Memest>}
+ */
+export async function createMemest(options = {}) {
+  /** @type {Record<string, any>} */
+  const moduleArgs = {};
+  if (options.wasmBinary) moduleArgs.wasmBinary = options.wasmBinary;
+  if (options.locateFile) moduleArgs.locateFile = options.locateFile;
+  const core = await createMemestCore(moduleArgs);
+  return new Memest(core);
+}
+
+/** Bytes per GiB (2^30): the unit of the 4D paper's tables. */
+export const GiB = 1024 ** 3;
