@@ -1,0 +1,193 @@
+"""memest: will this LLM training run fit in GPU memory, and where does the memory go?
+
+Python bindings of libmemest. Every number comes from the C library (memest.h) through
+memest_request_json and the typed preset/config functions; nothing here re-implements a formula.
+
+    >>> import memest
+    >>> r = memest.pretrain(model="llama-3.1-8b", gpu="a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
+    >>> r.verdict, round(r.estimate_gib, 2), r.stages[0].layers
+    ('fits', 27.2, 16)
+
+Functions: pretrain, model_states, finetune, search, request (any mode, as a dict),
+load_config (a Hugging Face config.json), models, gpus. Arguments left as None are not sent,
+so the library's own defaults apply. `model` is a preset id, a config dict (load_config), or
+(model_states only) a bare parameter count; `gpu` is a preset id or {"memory_gib": 40, ...}.
+Errors raise a MemestError subclass with .code ("invalid_argument") and .field ("parallel.tp").
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from . import _native
+from ._errors import (FieldTypeError, InternalError, InvalidArgumentError, MemestError,
+                      MissingFieldError, NoMemoryError, NullPointerError, OutOfRangeError,
+                      ParseError, SizeOverflowError, StructSizeError, UnknownFieldError,
+                      UnknownPresetError, UnsupportedError)
+from ._results import (FinetuneMethod, FinetuneResult, GpuPreset, ModelPreset, ModelStatesResult,
+                       PretrainResult, Record, Result, SearchResult, Stage, _result)
+
+__version__: str = _native.version_string()
+"""The C library's version (memest_version_string)."""
+
+ModelSpec = Union[str, Mapping[str, Any], float, int]
+"""A preset id, a dict of Hugging Face config.json fields, or (model_states) a parameter count."""
+GpuSpec = Union[str, Mapping[str, Any]]
+"""A GPU preset id, or {"memory_gib": 40, "gpus_per_node": 8} / {"preset": ..., ...}."""
+
+__all__ = [
+    "__version__", "pretrain", "model_states", "finetune", "search", "request", "request_json",
+    "load_config", "describe_config", "models", "gpus", "version_number",
+    "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
+    "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
+    "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
+    "Record", "Result", "PretrainResult", "Stage", "ModelStatesResult", "FinetuneResult",
+    "FinetuneMethod", "SearchResult", "ModelPreset", "GpuPreset",
+]
+
+
+def version_number() -> int:
+    """The C library's version number, MAJOR*10000 + MINOR*100 + PATCH."""
+    return int(_native.version_number())
+
+
+def _model(model: ModelSpec) -> Any:
+    if isinstance(model, bool):
+        raise TypeError("model: expected a preset id, a config dict or a parameter count")
+    if isinstance(model, (int, float)):
+        return {"num_parameters": float(model)}
+    if isinstance(model, Mapping):
+        return dict(model)
+    return model
+
+
+def _section(**values: Any) -> Dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def request_json(request: str) -> str:
+    """Answers a JSON request text with the C library's memest_request_json and returns the
+    response text. Raises a MemestError subclass for a bad request."""
+    return _native.request_json(request)
+
+
+def request(req: Mapping[str, Any]) -> Result:
+    """Answers any request, given as a dict in the JSON request format (README: "JSON request
+    and response"), for every mode the library knows ("pretrain", "model_states", "finetune",
+    "search", ...). Returns the typed result for the mode (a Result for modes it does not know).
+    Raises a MemestError subclass for a bad request."""
+    text = json.dumps(req, allow_nan=False)
+    return _result(json.loads(_native.request_json(text)))
+
+
+def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
+             tp: Optional[int] = None, cp: Optional[int] = None, pp: Optional[int] = None,
+             vpp: Optional[int] = None, sp: Optional[bool] = None, zero: Optional[int] = None,
+             seq_len: Optional[int] = None, micro_batch: Optional[int] = None,
+             global_batch: Optional[int] = None, recompute: Optional[str] = None,
+             flash_attention: Optional[bool] = None, activation_model: Optional[str] = None,
+             param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
+             optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None
+             ) -> PretrainResult:
+    """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
+    optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
+
+    recompute: "none" | "selective" | "full"; activation_model: "auto" | "llama" | "gpt";
+    dtypes: "bf16" | "fp16" | "fp32" | "fp8"; optimizer: "adam" | "adamw" | "sgd_momentum" | "sgd".
+    Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
+    peak_stage, verdict ("fits" <= 80 %, "tight" <= 100 %, "oom"), stages[i].*_bytes.
+    """
+    req = {
+        "mode": "pretrain", "model": _model(model), "gpu": gpu,
+        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero),
+        "training": _section(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
+                             recompute=recompute, flash_attention=flash_attention,
+                             activation_model=activation_model, param_dtype=param_dtype,
+                             grad_dtype=grad_dtype, optimizer=optimizer,
+                             optimizer_bytes=optimizer_bytes),
+    }
+    return request(req)  # type: ignore[return-value]
+
+
+def model_states(model: ModelSpec, gpu: Optional[GpuSpec] = None, *, gpus: Optional[int] = None,
+                 zero: Optional[int] = None, param_dtype: Optional[str] = None,
+                 grad_dtype: Optional[str] = None, optimizer: Optional[str] = None,
+                 optimizer_bytes: Optional[float] = None) -> ModelStatesResult:
+    """Weights, gradients and optimizer states per GPU under data parallelism with ZeRO 0-3.
+    `model` may be a bare parameter count (7.5e9). The default is ZeRO 0 with 18 bytes/param.
+    Returns a ModelStatesResult (estimate_bytes, estimate_gb in decimal GB, verdict)."""
+    req: Dict[str, Any] = {
+        "mode": "model_states", "model": _model(model),
+        "parallel": _section(gpus=gpus, zero=zero),
+        "training": _section(param_dtype=param_dtype, grad_dtype=grad_dtype, optimizer=optimizer,
+                             optimizer_bytes=optimizer_bytes),
+    }
+    if gpu is not None:
+        req["gpu"] = gpu
+    return request(req)  # type: ignore[return-value]
+
+
+def finetune(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
+             seq_len: Optional[int] = None, method: str = "auto", tp: Optional[int] = None,
+             batch: Optional[int] = None, gradient_checkpointing: Optional[bool] = None,
+             flash_attention: Optional[bool] = None, dtype: Optional[str] = None,
+             base_bytes: Optional[float] = None, page_bytes: Optional[float] = None,
+             chunk_bytes: Optional[float] = None) -> FinetuneResult:
+    """LLMem's peak GPU memory for fine-tuning with method "cdp", "zero3", "tp" or "dp+tp"
+    at `batch`, or with method="auto" its Algorithm 1: `.selected` (a method or "cpu_offload"),
+    `.max_batch`, and `.methods` (max batch, score and peak per method)."""
+    req = {
+        "mode": "finetune", "model": _model(model), "gpu": gpu,
+        "parallel": _section(gpus=gpus),
+        "training": _section(seq_len=seq_len),
+        "finetune": _section(method=method, tp=tp, batch=batch,
+                             gradient_checkpointing=gradient_checkpointing,
+                             flash_attention=flash_attention, dtype=dtype, base_bytes=base_bytes,
+                             page_bytes=page_bytes, chunk_bytes=chunk_bytes),
+    }
+    return request(req)  # type: ignore[return-value]
+
+
+def search(model: ModelSpec, gpu: GpuSpec, *, parallel: Optional[Mapping[str, Any]] = None,
+           training: Optional[Mapping[str, Any]] = None, **fields: Any) -> SearchResult:
+    """Ranks parallel layouts that fit: request({"mode": "search", "model": ..., "gpu": ...,
+    "parallel": ..., "training": ..., **fields}). The fields are those of the library's search
+    mode (README); iterate the result, or use .layouts, for the ranked rows."""
+    req: Dict[str, Any] = {"mode": "search", "model": _model(model), "gpu": gpu}
+    if parallel is not None:
+        req["parallel"] = dict(parallel)
+    if training is not None:
+        req["training"] = dict(training)
+    req.update(fields)
+    return request(req)  # type: ignore[return-value]
+
+
+def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """Reads a Hugging Face config.json into a dict usable as `model=`. The file is checked
+    by the C library (memest_model_from_config_json); a bad one raises a MemestError."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    _native.model_from_config_json(text)
+    config = json.loads(text)
+    if not isinstance(config, dict):
+        raise FieldTypeError("config: expected a JSON object", field="model", code="wrong_type",
+                             status=3)
+    return config
+
+
+def describe_config(config: Union[Mapping[str, Any], str]) -> Record:
+    """The model memest reads from a config dict or config.json text: its dimensions and
+    parameter count (memest_model_from_config_json + memest_model_parameter_count)."""
+    text = config if isinstance(config, str) else json.dumps(dict(config))
+    return Record(_native.model_from_config_json(text))
+
+
+def models() -> List[ModelPreset]:
+    """The built-in model presets, with dimensions and parameter counts."""
+    return [ModelPreset({"id": i, **_native.model_from_preset(i)}) for i in _native.model_preset_ids()]
+
+
+def gpus() -> List[GpuPreset]:
+    """The built-in GPU presets (capacity in bytes; the 4D paper's nominal GiB)."""
+    return [GpuPreset({"id": i, **_native.gpu_from_preset(i)}) for i in _native.gpu_preset_ids()]

@@ -1,0 +1,128 @@
+// memest._native: the pybind11 bridge to libmemest's C API (memest.h). Thin on purpose: it
+// converts strings and structs and turns a failed status into a memest.MemestError subclass;
+// every number comes from the C library. The Python package (memest/) builds on this.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include <memest/memest.h>
+
+namespace py = pybind11;
+
+namespace {
+
+// Raises the memest.MemestError subclass for `status`, with the thread's last error field and
+// message (read right after the failing call, on the same thread).
+[[noreturn]] void raise_error(memest_status status) {
+  const std::string field = memest_last_error_field();
+  const std::string message = memest_last_error();
+  py::object make = py::module_::import("memest._errors").attr("_make_error");
+  py::object exc = make(static_cast<int>(status), memest_status_name(status), field, message);
+  PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw py::error_already_set();
+}
+
+void check(memest_status status) {
+  if (status != MEMEST_OK) raise_error(status);
+}
+
+py::dict model_dict(const memest_model &m) {
+  py::dict d;
+  d["name"] = std::string(m.name);
+  d["family"] = m.family == MEMEST_FAMILY_GPT ? "gpt" : "llama";
+  d["hidden_size"] = m.hidden_size;
+  d["num_hidden_layers"] = m.num_hidden_layers;
+  d["num_attention_heads"] = m.num_attention_heads;
+  d["num_key_value_heads"] = m.num_key_value_heads;
+  d["head_dim"] = m.head_dim;
+  d["intermediate_size"] = m.intermediate_size;
+  d["vocab_size"] = m.vocab_size;
+  d["max_position_embeddings"] = m.max_position_embeddings;
+  d["tie_word_embeddings"] = m.tie_word_embeddings == 1;
+  memest_param_count c;
+  c.struct_size = sizeof c;
+  if (m.hidden_size > 0) {
+    check(memest_model_parameter_count(&m, &c));
+    d["num_parameters"] = c.total;
+    d["parameters"] = py::dict(py::arg("embedding") = c.embedding,
+                               py::arg("per_layer") = c.per_layer,
+                               py::arg("lm_head") = c.lm_head);
+  } else {
+    d["num_parameters"] = m.num_parameters;
+  }
+  return d;
+}
+
+py::dict gpu_dict(const memest_gpu &g) {
+  py::dict d;
+  d["name"] = std::string(g.name);
+  d["memory_bytes"] = g.memory_bytes;
+  d["gpus_per_node"] = g.gpus_per_node;
+  d["peak_bf16_tflops"] = g.peak_bf16_tflops;
+  d["context_bytes"] = g.context_bytes;
+  d["page_bytes"] = g.page_bytes;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "Low-level bridge to libmemest's C API (use the memest package instead).";
+
+  m.def("version_string", [] { return std::string(memest_version_string()); },
+        "The C library's version string (memest_version_string).");
+  m.def("version_number", [] { return memest_version_number(); },
+        "The C library's version number (memest_version_number).");
+  m.def("status_name", [](int status) {
+    return std::string(memest_status_name(static_cast<memest_status>(status)));
+  }, "The lower-case name of a memest_status code.");
+
+  m.def("request_json", [](const std::string &request) {
+    char *response = nullptr;
+    memest_status status;
+    {
+      py::gil_scoped_release release;
+      status = memest_request_json(request.c_str(), &response);
+    }
+    if (status != MEMEST_OK) {
+      memest_string_free(response);
+      raise_error(status);
+    }
+    std::string text(response ? response : "");
+    memest_string_free(response);
+    return text;
+  }, py::arg("request"),
+  "Answers a JSON request with memest_request_json; raises MemestError on a bad request.");
+
+  m.def("model_preset_ids", [] {
+    py::list ids;
+    for (uint32_t i = 0; i < memest_model_preset_count(); ++i) ids.append(memest_model_preset_id(i));
+    return ids;
+  });
+  m.def("gpu_preset_ids", [] {
+    py::list ids;
+    for (uint32_t i = 0; i < memest_gpu_preset_count(); ++i) ids.append(memest_gpu_preset_id(i));
+    return ids;
+  });
+  m.def("model_from_preset", [](const std::string &id) {
+    memest_model model;
+    memest_model_init(&model);
+    check(memest_model_from_preset(id.c_str(), &model));
+    return model_dict(model);
+  }, py::arg("id"));
+  m.def("gpu_from_preset", [](const std::string &id) {
+    memest_gpu gpu;
+    memest_gpu_init(&gpu);
+    check(memest_gpu_from_preset(id.c_str(), &gpu));
+    return gpu_dict(gpu);
+  }, py::arg("id"));
+  m.def("model_from_config_json", [](const std::string &text) {
+    memest_model model;
+    memest_model_init(&model);
+    check(memest_model_from_config_json(text.c_str(), &model));
+    check(memest_model_validate(&model));
+    return model_dict(model);
+  }, py::arg("config_json"),
+  "Reads a Hugging Face config.json text with memest_model_from_config_json.");
+}

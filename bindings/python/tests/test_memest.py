@@ -1,0 +1,198 @@
+"""Tests of the installed memest package (run from a virtual environment holding the wheel,
+not from the source tree: see scripts/test.d/20-bindings.sh)."""
+import json
+import pathlib
+
+import pytest
+
+import memest
+
+LLAMA_CONFIG = {  # a Hugging Face config.json (Llama-3.1-8B's shape)
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}
+
+
+def test_installed_not_source_tree():
+    here = pathlib.Path(__file__).resolve().parent.parent
+    assert here not in pathlib.Path(memest.__file__).resolve().parents
+
+
+def test_version():
+    assert memest.__version__.count(".") == 2
+    major, minor, patch = map(int, memest.__version__.split("."))
+    assert memest.version_number() == major * 10000 + minor * 100 + patch
+
+
+def test_pretrain_default_example():
+    r = memest.pretrain(model="llama-3.1-8b", gpu="a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
+    assert isinstance(r, memest.PretrainResult)
+    assert r.mode == "pretrain"
+    assert r.verdict == "fits"
+    assert r.estimate_gib == pytest.approx(27.20, abs=0.005)
+    assert len(r.stages) == 2 and isinstance(r.stages[0], memest.Stage)
+    assert r.stages[0].layers == 16
+    assert r.stages[0].activations_bytes > r.stages[1].activations_bytes
+    assert r.peak_bytes >= r.estimate_bytes
+    assert r.layout.dp == 1 and r.model.num_parameters > 8e9
+    d = r.to_dict()
+    assert d["stages"][0]["activations_bytes"] == r.stages[0].activations_bytes
+    d["verdict"] = "changed"  # a copy
+    assert r.verdict == "fits"
+
+
+def test_result_equals_json_entry_point():
+    req = {"mode": "pretrain", "model": "llama-2-7b", "gpu": "a100-80gb",
+           "parallel": {"gpus": 16, "tp": 2, "pp": 2, "sp": False, "zero": 1},
+           "training": {"seq_len": 4096, "micro_batch": 2, "recompute": "selective"}}
+    r = memest.request(req)
+    assert r.to_dict() == json.loads(memest.request_json(json.dumps(req)))
+    kw = memest.pretrain("llama-2-7b", "a100-80gb", gpus=16, tp=2, pp=2, sp=False, zero=1,
+                         seq_len=4096, micro_batch=2, recompute="selective")
+    assert kw == r
+
+
+def test_none_arguments_use_library_defaults():
+    a = memest.pretrain("llama-2-7b", "a100-80gb")
+    b = memest.request({"mode": "pretrain", "model": "llama-2-7b", "gpu": "a100-80gb"})
+    assert a == b
+
+
+def test_model_states_bare_count_zero_table():
+    r = memest.model_states(7.5e9, gpus=64, zero=1, param_dtype="fp16", grad_dtype="fp16")
+    assert isinstance(r, memest.ModelStatesResult)
+    assert r.estimate_gb == pytest.approx(31.4, abs=0.05)  # ZeRO paper Table 1: 31.4 GB
+    assert r.verdict == "unknown" and r.capacity_bytes is None
+    g = memest.model_states("llama-2-7b", "a100-80gb", gpus=8, zero=3)
+    assert g.capacity_bytes == 80 * 2**30 and g.verdict in ("fits", "tight", "oom")
+
+
+def test_finetune_auto():
+    r = memest.finetune("opt-1.3b", "v100-16gb", gpus=4, method="auto")
+    assert isinstance(r, memest.FinetuneResult)
+    assert r.selected in ("cdp", "zero3", "tp", "dp+tp", "cpu_offload")
+    assert r.max_batch >= 1
+    assert [m.method for m in r.methods] == ["cdp", "zero3", "tp", "dp+tp"]
+    assert all(isinstance(m, memest.FinetuneMethod) for m in r.methods)
+    chosen = next(m for m in r.methods if m.method == r.selected)
+    assert chosen.max_batch >= r.max_batch
+
+
+def test_finetune_one_method():
+    r = memest.finetune("opt-1.3b", "v100-16gb", gpus=4, method="zero3", batch=8, seq_len=512)
+    assert r.method == "zero3" and r.selected is None
+    assert r.peak_bytes == r.estimate_bytes
+    assert r.per_gpu.m_base > 0 and r.parts.m_p > 0
+
+
+@pytest.mark.parametrize("kwargs, cls, code, field", [
+    (dict(tp=3, gpus=8), memest.InvalidArgumentError, "invalid_argument", "parallel.tp"),
+    (dict(gpus=8, recompute="sometimes"), memest.InvalidArgumentError, "invalid_argument",
+     "training.recompute"),
+])
+def test_pretrain_errors(kwargs, cls, code, field):
+    with pytest.raises(cls) as info:
+        memest.pretrain("llama-3.1-8b", "a100-40gb", **kwargs)
+    e = info.value
+    assert isinstance(e, memest.MemestError) and isinstance(e, ValueError)
+    assert e.code == code and e.field == field and field in str(e)
+
+
+def test_error_classes_per_status():
+    cases = [
+        ({"mode": "pretrain", "model": "no-such-model", "gpu": "a100-40gb"},
+         memest.UnknownPresetError, "model"),
+        ({"mode": "pretrain", "model": "llama-2-7b"}, memest.MissingFieldError, "gpu"),
+        ({"mode": "pretrain", "model": "llama-2-7b", "gpu": "a100-40gb", "parallel": {"tpp": 2}},
+         memest.UnknownFieldError, "parallel.tpp"),
+        ({"mode": "pretrain", "model": 7, "gpu": "a100-40gb"}, memest.FieldTypeError, "model"),
+    ]
+    for req, cls, field in cases:
+        with pytest.raises(cls) as info:
+            memest.request(req)
+        assert info.value.field == field, req
+        assert info.value.code == cls.code
+
+
+def test_parse_error():
+    with pytest.raises(memest.ParseError) as info:
+        memest.request_json("{not json")
+    assert info.value.code == "parse_error" and info.value.status == 4
+
+
+def test_error_class_codes_match_library():
+    from memest import _native
+    for cls in memest.MemestError.__subclasses__():
+        assert _native.status_name(cls.status) == cls.code, cls
+
+
+def test_models_and_gpus():
+    ms = memest.models()
+    ids = [m.id for m in ms]
+    assert "llama-3.1-8b" in ids and len(ids) == len(set(ids))
+    llama = ms[ids.index("llama-3.1-8b")]
+    assert llama.num_parameters == pytest.approx(8.03e9, rel=1e-3)
+    assert llama.num_key_value_heads == 8
+    gs = {g.id: g for g in memest.gpus()}
+    assert gs["a100-40gb"].memory_bytes == 40 * 2**30
+    assert memest.pretrain(ids[0], next(iter(gs))).verdict in ("fits", "tight", "oom")
+
+
+def test_load_config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA_CONFIG))
+    cfg = memest.load_config(path)
+    assert cfg["hidden_size"] == 4096
+    a = memest.pretrain(cfg, "a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
+    b = memest.pretrain("llama-3.1-8b", "a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
+    assert a.estimate_bytes == b.estimate_bytes and a.stages == b.stages
+    assert memest.describe_config(cfg).num_parameters == b.model.num_parameters
+
+
+def test_load_config_bad(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_CONFIG, "num_attention_heads": 0}))
+    with pytest.raises(memest.MemestError) as info:
+        memest.load_config(path)
+    assert info.value.field.endswith("num_attention_heads")
+
+
+def test_search():
+    try:
+        r = memest.search("llama-3.1-8b", "a100-40gb", parallel={"gpus": 8},
+                          training={"seq_len": 4096, "global_batch": 64})
+    except memest.MemestError as e:
+        if e.field == "mode":
+            pytest.skip("this libmemest has no search mode yet: " + str(e))
+        raise
+    assert isinstance(r, memest.SearchResult) and r.mode == "search"
+    rows = [row.to_dict() for row in r]
+    assert rows and all(isinstance(row, dict) for row in rows)
+
+
+def test_help_reads_well():
+    import pydoc
+    text = pydoc.render_doc(memest.pretrain, renderer=pydoc.plaintext)
+    assert "4D" in text and "recompute" in text
+    assert memest.__doc__ and "MemestError" in memest.__doc__
+
+
+def test_typed_package():
+    pkg = pathlib.Path(memest.__file__).parent
+    assert (pkg / "py.typed").exists()
+
+
+def test_threads_get_their_own_errors():
+    import concurrent.futures
+    def run(i):
+        if i % 2:
+            try:
+                memest.pretrain("llama-3.1-8b", "a100-40gb", gpus=8, tp=3)
+            except memest.InvalidArgumentError as e:
+                return e.field
+        return memest.pretrain("llama-3.1-8b", "a100-40gb", gpus=8, tp=4, pp=2).verdict
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        out = list(pool.map(run, range(32)))
+    assert out == ["fits" if i % 2 == 0 else "parallel.tp" for i in range(32)]
