@@ -1,0 +1,3 @@
+module memest/bindings/go
+
+go 1.19

@@ -1,0 +1,260 @@
+package memest
+
+/*
+#include <memest/memest.h>
+*/
+import "C"
+
+// Recompute choices (memest_recompute).
+const (
+	RecomputeNone      = int(C.MEMEST_RECOMPUTE_NONE)
+	RecomputeSelective = int(C.MEMEST_RECOMPUTE_SELECTIVE)
+	RecomputeFull      = int(C.MEMEST_RECOMPUTE_FULL)
+)
+
+// Fine-tuning methods (memest_finetune_method).
+const (
+	MethodCDP        = int(C.MEMEST_FINETUNE_CDP)
+	MethodZero3      = int(C.MEMEST_FINETUNE_ZERO3)
+	MethodTP         = int(C.MEMEST_FINETUNE_TP)
+	MethodDPTP       = int(C.MEMEST_FINETUNE_DP_TP)
+	MethodCPUOffload = int(C.MEMEST_FINETUNE_CPU_OFFLOAD)
+	MethodAuto       = int(C.MEMEST_FINETUNE_AUTO)
+)
+
+// MethodName is memest_finetune_method_name ("zero3", "dp+tp", ...).
+func MethodName(method int) string {
+	return C.GoString(C.memest_finetune_method_name(C.memest_finetune_method(method)))
+}
+
+// ---- pretraining --------------------------------------------------------
+
+// PretrainRequest is memest_pretrain_request. NewPretrainRequest fills the library's defaults.
+type PretrainRequest struct {
+	Model                                 *Model
+	GPU                                   *GPU
+	GPUs, TP, CP, PP, VPP                 int64
+	SequenceParallel                      bool
+	Zero                                  int
+	SeqLen, MicroBatch, GlobalBatch       int64
+	Recompute                             int
+	FlashAttention                        bool
+	ActivationModel                       int
+	ParamBytes, GradBytes, OptimizerBytes float64
+}
+
+// NewPretrainRequest returns a request holding memest_pretrain_request_init's defaults.
+func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
+	var c C.memest_pretrain_request
+	C.memest_pretrain_request_init(&c)
+	return &PretrainRequest{
+		Model: model, GPU: gpu, GPUs: int64(c.gpus), TP: int64(c.tp), CP: int64(c.cp),
+		PP: int64(c.pp), VPP: int64(c.vpp), SequenceParallel: c.sequence_parallel != 0,
+		Zero: int(c.zero), SeqLen: int64(c.seq_len), MicroBatch: int64(c.micro_batch),
+		GlobalBatch: int64(c.global_batch), Recompute: int(c.recompute),
+		FlashAttention: c.flash_attention != 0, ActivationModel: int(c.activation_model),
+		ParamBytes: float64(c.param_bytes), GradBytes: float64(c.grad_bytes),
+		OptimizerBytes: float64(c.optimizer_bytes),
+	}
+}
+
+// Stage is one pipeline stage (memest_stage).
+type Stage struct {
+	Index                                                                      int
+	Layers                                                                     int64
+	MicrobatchesInFlight, Parameters                                           float64
+	WeightsBytes, GradientsBytes, OptimizerBytes, ActivationsBytes, TotalBytes float64
+}
+
+// PretrainResult is memest_pretrain_result plus its stages.
+type PretrainResult struct {
+	NumParameters                float64
+	DP, NumMicrobatches          int64
+	EstimateBytes, PeakBytes     float64
+	PeakStage                    int
+	CapacityBytes, UsageFraction float64
+	Verdict                      string // "fits", "tight", "oom", "unknown"
+	Stages                       []Stage
+}
+
+// Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
+func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
+	var c C.memest_pretrain_request
+	C.memest_pretrain_request_init(&c)
+	if r.Model != nil {
+		c.model = r.Model.c
+	}
+	if r.GPU != nil {
+		c.gpu = r.GPU.c
+	}
+	c.gpus, c.tp, c.cp, c.pp, c.vpp = C.int64_t(r.GPUs), C.int64_t(r.TP), C.int64_t(r.CP), C.int64_t(r.PP), C.int64_t(r.VPP)
+	c.sequence_parallel, c.zero = boolInt(r.SequenceParallel), C.int32_t(r.Zero)
+	c.seq_len, c.micro_batch, c.global_batch = C.int64_t(r.SeqLen), C.int64_t(r.MicroBatch), C.int64_t(r.GlobalBatch)
+	c.recompute, c.flash_attention, c.activation_model = C.int32_t(r.Recompute), boolInt(r.FlashAttention), C.int32_t(r.ActivationModel)
+	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
+	n := r.PP
+	if n < 1 || n > 1<<17 {
+		n = 1
+	}
+	stages := make([]C.memest_stage, n)
+	var res C.memest_pretrain_result
+	if err := call(func() C.memest_status {
+		return C.memest_pretrain(&c, &res, &stages[0], C.uint32_t(len(stages)))
+	}); err != nil {
+		return nil, err
+	}
+	out := &PretrainResult{
+		NumParameters: float64(res.num_parameters), DP: int64(res.dp),
+		NumMicrobatches: int64(res.num_microbatches), EstimateBytes: float64(res.estimate_bytes),
+		PeakBytes: float64(res.peak_bytes), PeakStage: int(res.peak_stage),
+		CapacityBytes: float64(res.capacity_bytes), UsageFraction: float64(res.usage_fraction),
+		Verdict: verdictName(res.verdict),
+	}
+	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
+		s := stages[i]
+		out.Stages = append(out.Stages, Stage{
+			Index: int(s.index), Layers: int64(s.layers),
+			MicrobatchesInFlight: float64(s.microbatches_in_flight), Parameters: float64(s.parameters),
+			WeightsBytes: float64(s.weights_bytes), GradientsBytes: float64(s.gradients_bytes),
+			OptimizerBytes: float64(s.optimizer_bytes), ActivationsBytes: float64(s.activations_bytes),
+			TotalBytes: float64(s.total_bytes),
+		})
+	}
+	return out, nil
+}
+
+// ---- model states -------------------------------------------------------
+
+// ModelStatesRequest is memest_model_states_request (GPU optional).
+type ModelStatesRequest struct {
+	Model                                 *Model
+	GPU                                   *GPU
+	GPUs                                  int64
+	Zero                                  int
+	ParamBytes, GradBytes, OptimizerBytes float64
+}
+
+// NewModelStatesRequest returns memest_model_states_request_init's defaults.
+func NewModelStatesRequest(model *Model) *ModelStatesRequest {
+	var c C.memest_model_states_request
+	C.memest_model_states_request_init(&c)
+	return &ModelStatesRequest{Model: model, GPUs: int64(c.gpus), Zero: int(c.zero),
+		ParamBytes: float64(c.param_bytes), GradBytes: float64(c.grad_bytes),
+		OptimizerBytes: float64(c.optimizer_bytes)}
+}
+
+// ModelStatesResult is memest_model_states_result.
+type ModelStatesResult struct {
+	NumParameters, WeightsBytes, GradientsBytes, OptimizerBytes, EstimateBytes, CapacityBytes float64
+	Verdict                                                                                   string
+}
+
+// ModelStates computes weights, gradients and optimizer states per GPU (memest_model_states).
+func ModelStates(r *ModelStatesRequest) (*ModelStatesResult, error) {
+	var c C.memest_model_states_request
+	C.memest_model_states_request_init(&c)
+	if r.Model != nil {
+		c.model = r.Model.c
+	}
+	if r.GPU != nil {
+		c.gpu = r.GPU.c
+	}
+	c.gpus, c.zero = C.int64_t(r.GPUs), C.int32_t(r.Zero)
+	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
+	var res C.memest_model_states_result
+	if err := call(func() C.memest_status { return C.memest_model_states(&c, &res) }); err != nil {
+		return nil, err
+	}
+	return &ModelStatesResult{float64(res.num_parameters), float64(res.weights_bytes),
+		float64(res.gradients_bytes), float64(res.optimizer_bytes), float64(res.estimate_bytes),
+		float64(res.capacity_bytes), verdictName(res.verdict)}, nil
+}
+
+// ---- fine-tuning (LLMem) ------------------------------------------------
+
+// FinetuneRequest is memest_finetune_request.
+type FinetuneRequest struct {
+	Model                                        *Model
+	GPU                                          *GPU
+	GPUs                                         int64
+	Method                                       int
+	TP, Batch, SeqLen                            int64
+	GradientCheckpointing, FlashAttention        bool
+	ParamBytes, BaseBytes, PageBytes, ChunkBytes float64
+}
+
+// NewFinetuneRequest returns memest_finetune_request_init's defaults.
+func NewFinetuneRequest(model *Model, gpu *GPU) *FinetuneRequest {
+	var c C.memest_finetune_request
+	C.memest_finetune_request_init(&c)
+	return &FinetuneRequest{Model: model, GPU: gpu, GPUs: int64(c.gpus), Method: int(c.method),
+		TP: int64(c.tp), Batch: int64(c.batch), SeqLen: int64(c.seq_len),
+		GradientCheckpointing: c.gradient_checkpointing != 0, FlashAttention: c.flash_attention != 0,
+		ParamBytes: float64(c.param_bytes), BaseBytes: float64(c.base_bytes),
+		PageBytes: float64(c.page_bytes), ChunkBytes: float64(c.chunk_bytes)}
+}
+
+func (r *FinetuneRequest) toC() C.memest_finetune_request {
+	var c C.memest_finetune_request
+	C.memest_finetune_request_init(&c)
+	if r.Model != nil {
+		c.model = r.Model.c
+	}
+	if r.GPU != nil {
+		c.gpu = r.GPU.c
+	}
+	c.gpus, c.method, c.tp, c.batch, c.seq_len = C.int64_t(r.GPUs), C.int32_t(r.Method), C.int64_t(r.TP), C.int64_t(r.Batch), C.int64_t(r.SeqLen)
+	c.gradient_checkpointing, c.flash_attention = boolInt(r.GradientCheckpointing), boolInt(r.FlashAttention)
+	c.param_bytes, c.base_bytes, c.page_bytes, c.chunk_bytes = C.double(r.ParamBytes), C.double(r.BaseBytes), C.double(r.PageBytes), C.double(r.ChunkBytes)
+	return c
+}
+
+// FinetuneResult is the part of memest_finetune_result a scheduler needs.
+type FinetuneResult struct {
+	Method                                  string
+	TP, DP, Batch                           int64
+	PeakBytes, CapacityBytes, UsageFraction float64
+	Verdict                                 string
+}
+
+// Finetune is LLMem's peak for one method at the request's batch (memest_finetune).
+func Finetune(r *FinetuneRequest) (*FinetuneResult, error) {
+	c := r.toC()
+	var res C.memest_finetune_result
+	if err := call(func() C.memest_status { return C.memest_finetune(&c, &res) }); err != nil {
+		return nil, err
+	}
+	return &FinetuneResult{MethodName(int(res.method)), int64(res.tp), int64(res.dp), int64(res.batch),
+		float64(res.peak_bytes), float64(res.capacity_bytes), float64(res.usage_fraction),
+		verdictName(res.verdict)}, nil
+}
+
+// FinetuneOption is one method's row of Algorithm 1.
+type FinetuneOption struct {
+	Method           string
+	Applicable       bool
+	TP, DP, MaxBatch int64
+	Score, PeakBytes float64
+}
+
+// FinetuneChoice is LLMem Algorithm 1's answer.
+type FinetuneChoice struct {
+	Selected string // "cdp", "zero3", "tp", "dp+tp" or "cpu_offload"
+	Batch    int64
+	Options  []FinetuneOption
+}
+
+// FinetuneSelect runs LLMem's Algorithm 1 (memest_finetune_select).
+func FinetuneSelect(r *FinetuneRequest) (*FinetuneChoice, error) {
+	c := r.toC()
+	var ch C.memest_finetune_choice
+	if err := call(func() C.memest_status { return C.memest_finetune_select(&c, &ch) }); err != nil {
+		return nil, err
+	}
+	out := &FinetuneChoice{Selected: MethodName(int(ch.selected)), Batch: int64(ch.batch)}
+	for _, o := range ch.options {
+		out.Options = append(out.Options, FinetuneOption{MethodName(int(o.method)), o.applicable != 0,
+			int64(o.tp), int64(o.dp), int64(o.max_batch), float64(o.score), float64(o.peak_bytes)})
+	}
+	return out, nil
+}
