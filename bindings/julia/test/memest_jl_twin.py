@@ -1,0 +1,107 @@
+"""The Julia module bindings/julia/Memest.jl, replayed with Python ctypes (Julia cannot be
+installed on memest's machines). The ccall sites are READ FROM Memest.jl: every symbol, return
+type and argument type below comes from that file, and each function here follows the Julia
+function's calling sequence line by line. Run as a script, it is the "julia" front end of
+tests/crosslang (lines "name<TAB>request" in, "name<TAB>response" out).
+
+MEMEST_LIBRARY names libmemest.so (as for the Julia module)."""
+import ctypes
+import json
+import os
+import re
+import sys
+
+JL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Memest.jl")
+
+# Julia type -> ctypes type, for the types Memest.jl uses.
+JULIA_TO_CTYPES = {
+    "Cint": ctypes.c_int,
+    "UInt32": ctypes.c_uint32,
+    "Cstring": ctypes.c_char_p,
+    "Ptr{Cchar}": ctypes.c_void_p,
+    "Ref{Ptr{Cchar}}": ctypes.POINTER(ctypes.c_void_p),
+    "Cvoid": None,
+}
+
+CCALL = re.compile(r"ccall\(\(:(\w+), libmemest\), ([\w{}]+), \(([^)]*)\)")
+
+
+def ccall_signatures(path=JL):
+    """{symbol: (return type, [argument types])} of every ccall in Memest.jl (Julia spelling)."""
+    sigs = {}
+    for name, ret, args in CCALL.findall(open(path, encoding="utf-8").read()):
+        argv = [a.strip() for a in args.split(",") if a.strip()]
+        if name in sigs and sigs[name] != (ret, argv):
+            raise AssertionError(f"{name}: two different signatures in Memest.jl")
+        sigs[name] = (ret, argv)
+    return sigs
+
+
+class MemestError(Exception):
+    """Memest.MemestError: status, code, field, message."""
+
+    def __init__(self, status, code, field, message):
+        super().__init__(message)
+        self.status, self.code, self.field, self.message = status, code, field, message
+
+
+class Memest:
+    """Memest.jl's functions over ctypes."""
+
+    def __init__(self, library=None):
+        self.lib = ctypes.CDLL(library or os.environ.get("MEMEST_LIBRARY", "libmemest.so.0"))
+        self.sigs = ccall_signatures()
+        self.f = {}
+        for name, (ret, args) in self.sigs.items():
+            fn = getattr(self.lib, name)  # AttributeError: the symbol is not exported
+            fn.restype = JULIA_TO_CTYPES[ret]
+            fn.argtypes = [JULIA_TO_CTYPES[a] for a in args]
+            self.f[name] = fn
+
+    def version(self):
+        return self.f["memest_version_string"]().decode()
+
+    def version_number(self):
+        return int(self.f["memest_version_number"]())
+
+    def status_name(self, status):
+        return self.f["memest_status_name"](status).decode()
+
+    def last_error(self, status):
+        field = self.f["memest_last_error_field"]().decode()
+        message = self.f["memest_last_error"]().decode()
+        return MemestError(status, self.status_name(status), field, message)
+
+    def request(self, text):
+        out = ctypes.c_void_p(None)
+        status = self.f["memest_request_json"](text.encode(), ctypes.byref(out))
+        err = None if status == 0 else self.last_error(status)
+        answer = "" if not out.value else ctypes.string_at(out.value).decode()
+        self.f["memest_string_free"](out.value)
+        if err is not None:
+            raise err
+        return answer
+
+    def model_presets(self):
+        n = self.f["memest_model_preset_count"]()
+        return [self.f["memest_model_preset_id"](i).decode() for i in range(n)]
+
+    def gpu_presets(self):
+        n = self.f["memest_gpu_preset_count"]()
+        return [self.f["memest_gpu_preset_id"](i).decode() for i in range(n)]
+
+
+def main(path):
+    m = Memest()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            name, _, text = line.rstrip("\n").partition("\t")
+            try:
+                out = json.loads(m.request(text))
+            except MemestError as e:
+                out = {"ok": False, "error": {"code": e.code, "field": e.field, "message": e.message}}
+            print(name + "\t" + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Language bindings suite (issue 5): builds libmemest (Release, installed to a prefix, and
+# ASan+UBSan), then
+#   C      the cross-language runner + typed-API/bad-input checks under ASan/LSan/UBSan
+#   Python the wheel (pip, offline), installed into a fresh venv; pytest against the install
+#   Go     go vet + go test (cgo, pkg-config memest)
+#   Java   SWIG (bindings/swig/memest.i) + JNI library + the scheduler-style test
+#   Julia  Memest.jl's ccall sequence replayed with ctypes (pytest)
+#   all    tests/crosslang: the same requests through C, the CLI, Python, Java, Go and Julia's
+#          twin must give identical answers.
+# Self-contained: run from the repository root as `bash scripts/test.d/20-bindings.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+B=$ROOT/build-bindings
+PY=/usr/bin/python3
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$B"
+
+echo "-- libmemest (Release + CLI), installed to $B/prefix"
+cmake -S . -B "$B/release" -DCMAKE_BUILD_TYPE=Release -DMEMEST_BUILD_TESTS=OFF -DMEMEST_BUILD_CLI=ON > /dev/null
+cmake --build "$B/release" -j "$JOBS" > /dev/null
+rm -rf "$B/prefix"
+cmake --install "$B/release" --prefix "$B/prefix" > /dev/null
+PC=$(dirname "$(find "$B/prefix" -name memest.pc | head -1)")
+LIBDIR=$(cd "$PC/.." && pwd)
+export PKG_CONFIG_PATH="$PC"
+export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MEMEST_LIBRARY="$LIBDIR/libmemest.so.0"
+CLI="$B/release/bindings/cli/memest"
+
+echo "-- C: cross-language runner under ASan + UBSan + LSan"
+cmake -S . -B "$B/asan" -DCMAKE_BUILD_TYPE=Debug -DMEMEST_SANITIZE=ON -DMEMEST_BUILD_TESTS=OFF \
+  -DMEMEST_BUILD_CLI=OFF > /dev/null
+cmake --build "$B/asan" --target memest_static -j "$JOBS" > /dev/null
+SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+cc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g $SAN -DMEMEST_STATIC \
+  -I libmemest/include tests/crosslang/runner.c "$B/asan/libmemest/libmemest.a" -lstdc++ -lm \
+  -o "$B/runner-asan"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+"$B/runner-asan" --typed
+# The same runner against the installed shared library, found with pkg-config.
+cc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -O2 tests/crosslang/runner.c \
+  $(pkg-config --cflags --libs memest) -o "$B/runner"
+"$B/runner" --typed
+
+echo "-- Python: wheel, fresh venv, pytest"
+rm -rf "$B/wheel" "$B/venv"
+MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip wheel --no-build-isolation --no-deps --no-index \
+  -q -w "$B/wheel" bindings/python
+$PY -m venv --system-site-packages "$B/venv"
+"$B/venv/bin/python" -m pip install -q --no-index --no-deps "$B"/wheel/memest-*.whl
+(cd "$B" && "$B/venv/bin/python" -m pytest -p no:cacheprovider -q "$ROOT/bindings/python/tests")
+
+echo "-- Go: go vet, go test"
+export GOPATH="$B/go/path" GOCACHE="$B/go/cache" GOPROXY=off GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local
+(cd bindings/go && go vet ./... && go test -count=1 ./... && go build -o "$B/go/memest-crosslang" ./cmd/memest-crosslang)
+
+echo "-- Java: SWIG, JNI library, test"
+JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
+rm -rf "$B/java" && mkdir -p "$B/java/src" "$B/java/classes"
+swig -java -package org.memest.swig -outdir "$B/java/src" -I"$ROOT/libmemest/include" \
+  -o "$B/java/memest_wrap.c" bindings/swig/memest.i
+cc -shared -fPIC -O2 -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" "$B/java/memest_wrap.c" \
+  $(pkg-config --cflags --libs memest) -Wl,-rpath,"$LIBDIR" -o "$B/java/libmemest_jni.so"
+javac -nowarn -d "$B/java/classes" "$B"/java/src/*.java bindings/swig/java/org/memest/*.java \
+  bindings/swig/java/test/*.java 2>&1 | { grep -v '^Note:' || true; }
+JAVA=(java -ea -Dmemest.jni.library="$B/java/libmemest_jni.so" -cp "$B/java/classes")
+"${JAVA[@]}" MemestTest
+
+echo "-- Julia (ccall sequence replayed with ctypes): pytest"
+(cd "$B" && $PY -m pytest -p no:cacheprovider -q "$ROOT/bindings/julia/test")
+
+echo "-- cross-language golden test"
+$PY tests/crosslang/run.py \
+  --front-end "c=$B/runner-asan" \
+  --front-end "c-shared=$B/runner" \
+  --front-end "cli=stdin:$CLI request" \
+  --front-end "python=$B/venv/bin/python $ROOT/tests/crosslang/runner.py" \
+  --front-end "java=${JAVA[*]} CrossLang" \
+  --front-end "go=$B/go/memest-crosslang" \
+  --front-end "julia=$PY $ROOT/bindings/julia/test/memest_jl_twin.py"
