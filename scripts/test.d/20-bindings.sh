@@ -51,7 +51,7 @@ MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip wheel --no-build-isolation --no-d
   -q -w "$B/wheel" bindings/python
 $PY -m venv --system-site-packages "$B/venv"
 "$B/venv/bin/python" -m pip install -q --no-index --no-deps "$B"/wheel/memest-*.whl
-(cd "$B" && "$B/venv/bin/python" -m pytest -p no:cacheprovider -q "$ROOT/bindings/python/tests")
+(cd "$B" && "$B/venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$ROOT/bindings/python/tests")
 
 echo "-- Go: go vet, go test"
 export GOPATH="$B/go/path" GOCACHE="$B/go/cache" GOPROXY=off GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local
