@@ -136,14 +136,18 @@ export class Memest {
    * parallel.{vpp, sp, zero} and training.{seq_len, global_batch, recompute, flash_attention}
    * apply to every cell; each cell gives [gpus, tp, cp, pp, micro_batch].
    * Throws a {@link MemestError} when the base model or GPU is bad; a bad cell is
-   * {ok: false, error} in its place.
+   * {ok: false, error} in its place. With `{messages: false}`, a cell whose layout the library's
+   * layout check refuses is {ok: false, issue} without the message (much faster: no C++
+   * exception); ask for that one cell again to get the message.
    * @param {MemestRequest} base
    * @param {Array<[number, number, number, number, number]>} cells
+   * @param {{messages?: boolean}} [options]
    * @returns {Array<{ok: true, estimate_bytes: number, peak_bytes: number, usage_fraction: number,
-   *   verdict: 'fits'|'tight'|'oom'|'unknown'} | {ok: false, error: MemestErrorInfo}>}
+   *   verdict: 'fits'|'tight'|'oom'|'unknown'} | {ok: false, error?: MemestErrorInfo, issue?: string}>}
    */
-  pretrainTable(base, cells) {
-    const doc = this.callText('_memest_wasm_pretrain_table', JSON.stringify({ ...base, cells }));
+  pretrainTable(base, cells, options = {}) {
+    const messages = options.messages ?? true;
+    const doc = this.callText('_memest_wasm_pretrain_table', JSON.stringify({ ...base, cells, messages }));
     if (!doc.ok) throw new MemestError(doc.error, 1);
     return doc.cells;
   }

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "json/request.hpp"  // memest::resolve_model / resolve_gpu: the JSON contract's resolvers
 #include "memest/memest.h"
+#include "pretrain/pretrain.hpp"  // memest::check_layout: the estimator's own non-throwing layout checks
 
 namespace {
 
@@ -76,7 +77,8 @@ memest_pretrain_request base_request(const memest::json& spec) {
 extern "C" {
 
 /** Answers {"model", "gpu", "parallel": {vpp, sp, zero}, "training": {seq_len, global_batch,
- *  recompute, flash_attention}, "cells": [[gpus, tp, cp, pp, micro_batch], ...]} with
+ *  recompute, flash_attention}, "cells": [[gpus, tp, cp, pp, micro_batch], ...], "messages"}
+ *  with
  *  {"ok": true, "cells": [{"ok": true, "estimate_bytes", "peak_bytes", "usage_fraction",
  *  "verdict"} | {"ok": false, "error": {...}}, ...]}, or {"ok": false, "error"} when the base
  *  (model, gpu) is bad. Returns a malloc'd string (free with memest_string_free); NULL when
@@ -95,6 +97,12 @@ __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(co
     } catch (const memest::Error& e) {
       return to_c_string(error_json(e.status(), e.field(), e.what()).dump());
     }
+    // "messages": false skips the error text of cells whose layout the library's own
+    // check_layout refuses (an exception under JS exception handling costs ~0.1 ms a cell);
+    // such a cell answers {"ok": false, "issue": "<check name>"} and the caller asks for the
+    // message of one cell when it needs it.
+    const bool messages = !(spec.contains("messages") && spec.at("messages").is_boolean() &&
+                            !spec.at("messages").get<bool>());
     ojson cells = ojson::array();
     if (spec.contains("cells") && spec.at("cells").is_array()) {
       for (const auto& cell : spec.at("cells")) {
@@ -108,6 +116,15 @@ __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(co
         r.cp = at(2, r.cp);
         r.pp = at(3, r.pp);
         r.micro_batch = at(4, r.micro_batch);
+        if (!messages && r.gpus > 0 && r.tp > 0 && r.cp > 0 && r.pp > 0 && r.vpp > 0 &&
+            r.micro_batch > 0 && r.seq_len > 0 && r.global_batch >= 0) {
+          memest::LayoutCheck check;
+          const memest::LayoutIssue issue = memest::check_layout(r, check);
+          if (issue != memest::LayoutIssue::None) {
+            cells.push_back({{"ok", false}, {"issue", memest::layout_issue_name(issue)}});
+            continue;
+          }
+        }
         memest_pretrain_result res;
         if (memest_pretrain(&r, &res, nullptr, 0) != MEMEST_OK) {
           cells.push_back(last_error_json());

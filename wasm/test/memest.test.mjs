@@ -135,3 +135,16 @@ test('many requests do not leak (heap stays bounded)', () => {
   for (let i = 0; i < 2000; i++) { memest.answer(paper); memest.answer({ ...paper, gpu: 'x' }); }
   assert.equal(memest.core.HEAPU8.length, before);
 });
+
+test('pretrainTable({messages: false}) agrees on every cell, leaving out only refused layouts\' text', () => {
+  const cells = [];
+  for (const gpus of [4, 8, 12, 64]) for (const tp of [1, 2, 3, 4, 8]) for (const cp of [1, 2]) for (const pp of [1, 2, 3, 8]) cells.push([gpus, tp, cp, pp, 1]);
+  const full = memest.pretrainTable(paper, cells);
+  const fast = memest.pretrainTable(paper, cells, { messages: false });
+  assert.ok(full.some((c) => !c.ok) && full.some((c) => c.ok));
+  full.forEach((c, i) => {
+    assert.equal(fast[i].ok, c.ok, `cell ${cells[i]}`);
+    if (c.ok) assert.deepEqual(fast[i], c);
+    else if (!fast[i].error) assert.equal(typeof fast[i].issue, 'string');
+  });
+});

@@ -234,10 +234,11 @@ function renderGrid(req) {
   const t0 = performance.now();
   let out;
   try {
-    out = memest.pretrainTable(req, cells);
+    out = memest.pretrainTable(req, cells, { messages: false });
   } catch {
     return; // the base model/GPU is bad: the form shows why
   }
+  timings.gridLibMs = performance.now() - t0;
   const table = $('layout-table');
   const head = document.createElement('thead');
   const hr = document.createElement('tr');
@@ -266,7 +267,9 @@ function renderGrid(req) {
       } else {
         td.className = 'refused';
         td.textContent = '✕';
-        td.title = c.error.message;
+        td.dataset.layout = `${tp},${cp},${pp},${mbs},${gpus}`;
+        if (c.error) td.title = c.error.message;
+        else td.title = `refused (${c.issue}); hover for the library's message`;
       }
       tr.append(td);
     });
@@ -607,6 +610,18 @@ async function start() {
     const f = e.dataTransfer?.files?.[0];
     if (f) loadConfigText(await f.text());
     else if (e.dataTransfer?.getData('text')) loadConfigText(e.dataTransfer.getData('text'));
+  });
+
+  // a refused cell's message, asked of the library for that one cell when pointed at
+  $('layout-table').addEventListener('mouseover', (e) => {
+    const td = e.target.closest('td.refused[data-layout]');
+    if (!td || td.dataset.explained) return;
+    const [tp, cp, pp, mbs, gpus] = td.dataset.layout.split(',').map(Number);
+    try {
+      const [c] = memest.pretrainTable(pretrainRequest(state), [[gpus, tp, cp, pp, mbs]]);
+      if (!c.ok) td.title = c.error.message;
+      td.dataset.explained = '1';
+    } catch { /* the base request is bad: the form says why */ }
   });
 
   // paper-table cells load their layout

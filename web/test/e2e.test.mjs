@@ -176,6 +176,14 @@ test('band colours: verdict badge and table cells are green / yellow / red by th
   assert.ok(bandBg.fits[1] > bandBg.fits[0], 'fits cells are green');
   assert.ok(bandBg.oom[0] > bandBg.oom[1], 'oom cells are red');
   assert.ok(bandBg.tight[2] < bandBg.tight[0], 'tight cells are yellow');
+  // a refused cell explains itself with the library's message (asked for when pointed at)
+  const refused = page.locator('#layout-table td.refused[data-layout]').first();
+  const [rtp, rcp, rpp, rmbs, rgpus] = (await refused.getAttribute('data-layout')).split(',').map(Number);
+  await refused.hover();
+  const why = cli({ ...cases[0].request, parallel: { ...cases[0].request.parallel, tp: rtp, cp: rcp, pp: rpp, gpus: rgpus },
+    training: { ...cases[0].request.training, micro_batch: rmbs } });
+  assert.equal(why.ok, false);
+  assert.equal(await refused.getAttribute('title'), why.error.message);
   // a cell loads its layout into the form
   const target = cells.find((c) => c.verdict === 'tight');
   await page.click(`#layout-table button[data-layout="${target.layout}"]`);

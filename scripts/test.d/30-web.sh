@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Component suite: the WebAssembly build and the browser calculator (issue 6).
+#  1. wasm/: build the module with Debian's emscripten, check wasm/exports.txt against memest.h,
+#     run the wrapper's unit tests in Node (node:test).
+#  2. web/: npm ci (committed lockfile), vite build, the CLI for cross-checks, then the E2E tests
+#     in Debian's headless Chromium (playwright-core) against the page on 127.0.0.1.
+#  3. The size/timing benchmark (figures only, not a pass/fail gate).
+# Screenshots: web/test-results/*.png (CI artifacts). Run from anywhere:
+#   bash scripts/test.d/30-web.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export NODE_PATH="${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs"  # acorn for Debian's emscripten
+
+for tool in emcc node npm /usr/bin/chromium; do
+  command -v "$tool" > /dev/null || { echo "30-web: $tool not found (scripts/install-deps.sh installs scripts/deps/web.txt)" >&2; exit 1; }
+done
+
+echo "-- wasm: build"
+bash wasm/build.sh
+echo "-- wasm: exports.txt against memest.h"
+node wasm/check-exports.mjs
+echo "-- wasm: wrapper unit tests (node:test)"
+node --test --test-reporter=spec wasm/test/
+
+echo "-- web: npm ci, vite build"
+(cd web && npm ci --no-audit --no-fund --loglevel=error && npx --no-install vite build --logLevel warn)
+
+echo "-- web: memest CLI for the cross-checks"
+cmake -S . -B build-web-cli -DMEMEST_BUILD_TESTS=OFF > /dev/null
+cmake --build build-web-cli -j2 --target memest_cli > /dev/null
+export MEMEST_CLI="$PWD/build-web-cli/bindings/cli/memest"
+
+echo "-- web: end-to-end tests in headless Chromium"
+(cd web && node --test --test-reporter=spec test/e2e.test.mjs)
+
+echo "-- web: benchmark (figures, not assertions)"
+(cd web && node test/bench.mjs) || echo "30-web: benchmark failed to run (not a test failure)"
+echo "30-web: ok (screenshots in web/test-results/)"
