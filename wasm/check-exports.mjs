@@ -49,8 +49,9 @@ for (const [name, where] of exported) {
   if (name.startsWith('memest_wasm_') && new RegExp(`\\b${name}\\s*\\(`).test(wasmSources)) continue;
   problems.push(`${where}: ${name} is not a MEMEST_API function of memest.h nor a helper of wasm/src`);
 }
+// An exclusion may name a function ahead of the header (work in progress): a warning only.
 for (const name of excluded.keys()) {
-  if (!api.has(name)) problems.push(`exports.txt: excluded ${name} is not in memest.h (stale entry)`);
+  if (!api.has(name)) console.warn(`check-exports: warning: excluded ${name} is not in memest.h (yet?)`);
 }
 
 // The built module really exports them (names survive minification as Module["_name"]).
