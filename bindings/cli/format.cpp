@@ -64,36 +64,46 @@ std::string pretrain_table(const ojson& r) {
   out += fmt::format("seq {} | {} | recompute {} | FlashAttention {}\n\n",
                      t["seq_len"].get<int64_t>(), batch, t["recompute"].get<std::string>(),
                      on_off(t["flash_attention"].get<bool>()));
-  out += fmt::format("{:>5} {:>6} {:>9} {:>11} {:>11} {:>11} {:>12} {:>11}\n", "stage", "layers",
-                     "in-flight", "weights", "gradients", "optimizer", "activations", "total");
+  out += fmt::format("{:>5} {:>6} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}\n", "stage",
+                     "layers", "in-flight", "weights", "gradients", "optimizer", "activations",
+                     "total", "overhead", "peak");
   for (const ojson& s : r["stages"]) {
-    out += fmt::format("{:>5} {:>6} {:>9.2f} {:>11} {:>11} {:>11} {:>12} {:>11}\n",
+    out += fmt::format("{:>5} {:>6} {:>9.2f} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}\n",
                        s["stage"].get<int>(), s["layers"].get<int64_t>(),
                        s["microbatches_in_flight"].get<double>(),
                        gib(s["weights_bytes"].get<double>()),
                        gib(s["gradients_bytes"].get<double>()),
                        gib(s["optimizer_bytes"].get<double>()),
                        gib(s["activations_bytes"].get<double>()),
-                       gib(s["total_bytes"].get<double>()));
+                       gib(s["total_bytes"].get<double>()), gib(s["overhead_bytes"].get<double>()),
+                       gib(s["peak_bytes"].get<double>()));
   }
+  const ojson& o = r["overheads"];
   out += fmt::format("\nestimate (4D paper Eq. 18, first stage): {} of {} = {:.1f} %\n",
                      gib(r["estimate_bytes"].get<double>()), gib(r["capacity_bytes"].get<double>()),
                      100.0 * r["usage_fraction"].get<double>());
-  out += fmt::format("peak (most loaded stage): stage {}, {}\n", r["peak_stage"].get<int>(),
-                     gib(r["peak_bytes"].get<double>()));
   out += fmt::format("verdict: {}\n", verdict_note(r["verdict"].get<std::string>()));
+  out += fmt::format(
+      "\npeak with the overhead model: stage {}, {} -> {}\n"
+      "  overheads: context {}, comm buffers {}, bf16 logits {}, paper corrections {}, "
+      "fragmentation {}\n",
+      r["peak_stage"].get<int>(), gib(r["peak_bytes"].get<double>()),
+      r["oom_predicted"].get<bool>() ? "OOM predicted" : "fits", gib(o["context_bytes"].get<double>()),
+      gib(o["comm_buffer_bytes"].get<double>()), gib(o["logits_bytes"].get<double>()),
+      gib(o["activation_correction_bytes"].get<double>()), gib(o["fragmentation_bytes"].get<double>()));
   return out;
 }
 
 std::string pretrain_csv(const ojson& r) {
   std::string out =
       "stage,layers,microbatches_in_flight,parameters,weights_bytes,gradients_bytes,"
-      "optimizer_bytes,activations_bytes,total_bytes,estimate_bytes,capacity_bytes,verdict\n";
+      "optimizer_bytes,activations_bytes,total_bytes,overhead_bytes,peak_bytes,estimate_bytes,"
+      "capacity_bytes,verdict,oom_predicted\n";
   for (const ojson& s : r["stages"]) {
     out += csv_line({s["stage"], s["layers"], s["microbatches_in_flight"], s["parameters"],
                      s["weights_bytes"], s["gradients_bytes"], s["optimizer_bytes"],
-                     s["activations_bytes"], s["total_bytes"], r["estimate_bytes"],
-                     r["capacity_bytes"], r["verdict"]});
+                     s["activations_bytes"], s["total_bytes"], s["overhead_bytes"], s["peak_bytes"],
+                     r["estimate_bytes"], r["capacity_bytes"], r["verdict"], r["oom_predicted"]});
   }
   return out;
 }

@@ -172,7 +172,7 @@ TEST_CASE("The most loaded stage is always the first or the last (what the searc
             const memest::Plan plan = memest::make_plan(r);
             double loop_peak = 0;
             for (int64_t i = 0; i < pp; ++i) {
-              loop_peak = std::max(loop_peak, memest::stage_memory(plan, i, true).total_bytes);
+              loop_peak = std::max(loop_peak, memest::stage_memory(plan, i, true).peak_bytes);
             }
             CHECK(memest::peak_memory(plan, nullptr) == loop_peak);
             ++checked;

@@ -178,7 +178,10 @@ MEMEST_API const char *memest_model_preset_id(uint32_t index);
 /* Section: GPUs                                                             */
 /* ======================================================================== */
 
-/** A GPU kind. memory_bytes is the capacity the verdict compares against. */
+/** A GPU kind and its device profile. memory_bytes is the capacity the verdict compares
+ *  against; the other fields drive the overhead model (peak_bytes, oom_predicted) and the
+ *  throughput model of the search. Presets carry values calibrated on measured runs where the
+ *  project has data (A100 40GB) and documented defaults elsewhere; calibrate/ measures them. */
 typedef struct memest_gpu {
   uint32_t struct_size;
   char name[64];                 /* display name, NUL-terminated */
@@ -187,6 +190,18 @@ typedef struct memest_gpu {
   double peak_bf16_tflops;       /* dense BF16 peak, TFLOP/s (0 if unknown) */
   double context_bytes;          /* CUDA context + framework/allocator init (LLMem's m_base) */
   double page_bytes;             /* allocator page the fine-tuning mode rounds to (2 MiB) */
+  /* overhead model */
+  double cp_buffer_bytes;        /* extra runtime memory once context parallelism is on */
+  double fragmentation;          /* allocator reserve, as a fraction of the modelled bytes */
+  /* throughput model */
+  double gemm_efficiency;        /* ceiling of achieved / peak FLOP/s for large GEMMs */
+  double gemm_half_tokens;       /* GEMM rows per GPU at which half that ceiling is reached */
+  double attention_efficiency;   /* FlashAttention achieved / peak on causal attention FLOPs */
+  double cp_attention_penalty;   /* attention slowdown per extra context-parallel rank */
+  double tp_bandwidth_gbps;      /* effective TP/SP collective bandwidth inside a node, GB/s */
+  double intra_node_gbps;        /* data-parallel collective bandwidth inside a node, GB/s */
+  double inter_node_gbps;        /* per-GPU bandwidth across nodes, GB/s */
+  double pipeline_stage_seconds; /* fixed cost per extra pipeline stage per iteration, s */
 } memest_gpu;
 
 /** Fills *gpu with defaults (no capacity, 8 GPUs per node, 2 MiB pages, 512 MiB context).
@@ -303,7 +318,16 @@ typedef struct memest_stage {
   double gradients_bytes;
   double optimizer_bytes;
   double activations_bytes;
-  double total_bytes;
+  double total_bytes;          /* the papers' number for this stage: states + activations */
+  /* overhead model (what the 4D paper leaves to its 80 % margin), by part */
+  double context_bytes;        /* CUDA context, library workspaces, NCCL init */
+  double comm_buffer_bytes;    /* CP runtime buffers, TP/SP all-gather and PP send/recv buffers */
+  double logits_bytes;         /* bf16 logits beside the fp32 copy (last stage) */
+  double activation_correction_bytes; /* paper terms memest corrects (negative: fused SwiGLU
+                                         keeps 6 sbh_ffn, not 8; the embedding keeps token ids) */
+  double fragmentation_bytes;  /* allocator reserve */
+  double overhead_bytes;       /* sum of the five above */
+  double peak_bytes;           /* total_bytes + overhead_bytes */
 } memest_stage;
 
 typedef struct memest_pretrain_result {
@@ -312,13 +336,15 @@ typedef struct memest_pretrain_result {
   int64_t dp;                /* data-parallel size */
   int64_t num_microbatches;  /* per iteration, 0 when global_batch was not given */
   double estimate_bytes;     /* 4D paper Eq. 18: first stage, whole model when pp = 1 */
-  double peak_bytes;         /* the most loaded stage */
+  double peak_bytes;         /* the most loaded stage, overhead model included */
   int32_t peak_stage;
   double capacity_bytes;
   double usage_fraction;     /* estimate_bytes / capacity_bytes */
   int32_t verdict;           /* memest_verdict, paper bands on estimate_bytes */
   int32_t stage_count;       /* = pp */
   int32_t activation_model;  /* the one used: memest_activation_model */
+  int32_t oom_predicted;     /* 1 when peak_bytes exceeds capacity_bytes */
+  double paper_peak_bytes;   /* the most loaded stage by the papers' terms alone */
 } memest_pretrain_result;
 
 /** Fills defaults: 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048, micro batch 1,
@@ -331,6 +357,98 @@ MEMEST_API memest_status memest_pretrain_request_init(memest_pretrain_request *r
 MEMEST_API memest_status memest_pretrain(const memest_pretrain_request *request,
                                          memest_pretrain_result *result,
                                          memest_stage *stages, uint32_t stage_capacity);
+
+/* ======================================================================== */
+/* Section: layout search                                                    */
+/* ======================================================================== */
+
+/** One parallel layout of a pretraining run (the data-parallel size follows from the GPUs). */
+typedef struct memest_layout {
+  int64_t tp;
+  int64_t cp;
+  int64_t pp;
+  int64_t vpp;
+  int64_t micro_batch;
+  int32_t recompute;          /* memest_recompute */
+  int32_t zero;               /* 0..3 */
+} memest_layout;
+
+/** Why candidate layouts were dropped; counts are in memest_search_result.pruned. */
+typedef enum memest_prune_reason {
+  MEMEST_PRUNE_OOM = 0,                 /* predicted out of memory (overhead model) */
+  MEMEST_PRUNE_TP_ACROSS_NODES = 1,     /* tp larger than gpus_per_node (tp_within_node) */
+  MEMEST_PRUNE_TP_HEADS = 2,            /* tp does not divide the heads */
+  MEMEST_PRUNE_TP_KV_HEADS = 3,         /* tp does not divide the key/value heads */
+  MEMEST_PRUNE_TP_FFN = 4,              /* tp does not divide intermediate_size */
+  MEMEST_PRUNE_GPUS = 5,                /* tp*cp*pp does not divide the GPUs */
+  MEMEST_PRUNE_PP_LAYERS = 6,           /* pp larger than the layers */
+  MEMEST_PRUNE_VPP = 7,                 /* vpp > 1 without pp >= 2 */
+  MEMEST_PRUNE_LAYERS = 8,              /* pp*vpp does not divide the layers */
+  MEMEST_PRUNE_CP_SEQUENCE = 9,         /* 2*cp does not divide the sequence */
+  MEMEST_PRUNE_GLOBAL_BATCH = 10,       /* micro_batch*dp does not divide the global batch */
+  MEMEST_PRUNE_INTERLEAVED = 11,        /* interleaving needs micro-batches % pp == 0 */
+  MEMEST_PRUNE_REASON_COUNT = 12
+} memest_prune_reason;
+
+/** Returns a static name for a prune reason ("oom", "tp_heads", ...), "unknown" if out of range. */
+MEMEST_API const char *memest_prune_reason_name(memest_prune_reason reason);
+
+typedef struct memest_search_request {
+  uint32_t struct_size;
+  memest_pretrain_request base;  /* model, gpu, gpus, seq_len, global_batch (> 0), precision,
+                                    sequence_parallel, flash_attention; its layout fields unused */
+  /* the space to enumerate (ignored when `layouts` is given): every divisor of the GPUs up to
+     the maxima, micro-batches dividing global_batch / dp */
+  int64_t max_tp;                /* 0: gpus_per_node when tp_within_node, else gpus */
+  int64_t max_cp;                /* 0: no limit */
+  int64_t max_pp;                /* 0: no limit */
+  int64_t max_vpp;               /* default 4 */
+  int64_t max_micro_batch;       /* 0: no limit */
+  uint32_t recompute_mask;       /* bit (1 << memest_recompute) per allowed value; default all */
+  uint32_t zero_mask;            /* bit (1 << stage) per allowed ZeRO stage; default 1 << 1 */
+  int32_t tp_within_node;        /* default 1 */
+  /* or: exactly these layouts (caller-owned, read during the call only) */
+  const memest_layout *layouts;
+  uint32_t layout_count;
+  int32_t include_oom;           /* 1: rank predicted-OOM layouts too (after those that fit) */
+} memest_search_request;
+
+typedef struct memest_search_entry {
+  uint32_t struct_size;
+  memest_layout layout;
+  int64_t dp;
+  int64_t num_microbatches;
+  double estimate_bytes;     /* 4D paper Eq. 18 */
+  double peak_bytes;         /* overhead model, most loaded stage */
+  int32_t oom_predicted;
+  int32_t verdict;           /* paper bands on estimate_bytes */
+  double capacity_bytes;
+  double tflops_per_gpu;     /* predicted model TFLOP/s per GPU */
+  double tokens_per_s;       /* whole job */
+  double step_seconds;       /* per iteration */
+  double bubble_fraction;    /* (p - 1) / (vpp * m) */
+} memest_search_entry;
+
+typedef struct memest_search_result {
+  uint32_t struct_size;
+  uint64_t candidates;       /* layouts considered */
+  uint64_t evaluated;        /* layouts whose memory and throughput were estimated */
+  uint64_t pruned[MEMEST_PRUNE_REASON_COUNT]; /* by memest_prune_reason */
+  uint32_t count;            /* entries written, best first */
+  uint64_t ranked;           /* layouts that could be ranked (count is min(ranked, capacity)) */
+} memest_search_result;
+
+/** Fills defaults: the pretrain defaults for `base`, max_vpp 4, all recompute options,
+ *  ZeRO 1, tp within a node, no explicit layouts. */
+MEMEST_API memest_status memest_search_request_init(memest_search_request *request);
+
+/** Ranks layouts by predicted throughput among those predicted to fit; writes the best
+ *  `capacity` into `entries` (deterministic order: faster first, then less memory, then
+ *  smaller tp, cp, pp, vpp, micro-batch). Allocates nothing. A search with no layout that
+ *  fits succeeds with count 0; the pruned counts say why. */
+MEMEST_API memest_status memest_search(const memest_search_request *request,
+                                       memest_search_result *result, memest_search_entry *entries,
+                                       uint32_t capacity);
 
 /* ======================================================================== */
 /* Section: fine-tuning mode (LLMem)                                         */
@@ -431,7 +549,8 @@ MEMEST_API memest_status memest_finetune_select(const memest_finetune_request *r
 /* Section: JSON entry point                                                 */
 /* ======================================================================== */
 
-/** Answers a JSON request (see README: "mode" is "pretrain", "model_states" or "finetune") with a
+/** Answers a JSON request (see README: "mode" is "pretrain", "model_states", "finetune" or
+ *  "search") with a
  *  JSON response. On success returns MEMEST_OK and sets *response_json to {"ok": true, ...}.
  *  On a bad request returns its status AND sets *response_json to
  *  {"ok": false, "error": {"code", "field", "message"}}. The caller frees *response_json

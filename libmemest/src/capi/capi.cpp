@@ -10,10 +10,12 @@
 #include "core/units.hpp"
 #include "finetune/llmem.hpp"
 #include "json/request.hpp"
+#include "model/gpu_profile.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
 #include "model/presets.hpp"
 #include "pretrain/pretrain.hpp"
+#include "search/search.hpp"
 #include "states/model_states.hpp"
 
 namespace {
@@ -184,11 +186,7 @@ const char* memest_model_preset_id(uint32_t index) {
 memest_status memest_gpu_init(memest_gpu* gpu) {
   return guarded([&] {
     require(gpu, "gpu");
-    std::memset(gpu, 0, sizeof *gpu);
-    gpu->struct_size = sizeof *gpu;
-    gpu->gpus_per_node = 8;
-    gpu->context_bytes = 512 * memest::kMiB;
-    gpu->page_bytes = 2 * memest::kMiB;
+    *gpu = memest::default_gpu();
   });
 }
 
@@ -277,6 +275,51 @@ memest_status memest_pretrain(const memest_pretrain_request* request, memest_pre
     require(result, "result");
     if (stage_capacity > 0) require(stages, "stages");
     *result = memest::compute_pretrain(*request, stages, stage_capacity);
+  });
+}
+
+/* ---- layout search ---- */
+
+const char* memest_prune_reason_name(memest_prune_reason reason) {
+  switch (reason) {
+    case MEMEST_PRUNE_OOM: return "oom";
+    case MEMEST_PRUNE_TP_ACROSS_NODES: return "tp_across_nodes";
+    case MEMEST_PRUNE_TP_HEADS: return "tp_heads";
+    case MEMEST_PRUNE_TP_KV_HEADS: return "tp_kv_heads";
+    case MEMEST_PRUNE_TP_FFN: return "tp_ffn";
+    case MEMEST_PRUNE_GPUS: return "gpus_not_divisible";
+    case MEMEST_PRUNE_PP_LAYERS: return "pp_exceeds_layers";
+    case MEMEST_PRUNE_VPP: return "vpp_needs_pp";
+    case MEMEST_PRUNE_LAYERS: return "layers_not_divisible";
+    case MEMEST_PRUNE_CP_SEQUENCE: return "cp_sequence";
+    case MEMEST_PRUNE_GLOBAL_BATCH: return "global_batch";
+    case MEMEST_PRUNE_INTERLEAVED: return "interleaved_microbatches";
+    case MEMEST_PRUNE_REASON_COUNT: break;
+  }
+  return "unknown";
+}
+
+memest_status memest_search_request_init(memest_search_request* request) {
+  return guarded([&] {
+    require(request, "request");
+    std::memset(request, 0, sizeof *request);
+    request->struct_size = sizeof *request;
+    memest_pretrain_request_init(&request->base);
+    request->max_vpp = 4;
+    request->recompute_mask = 7;  // none, selective, full
+    request->zero_mask = 1u << 1; // the distributed optimizer
+    request->tp_within_node = 1;
+  });
+}
+
+memest_status memest_search(const memest_search_request* request, memest_search_result* result,
+                            memest_search_entry* entries, uint32_t capacity) {
+  return guarded([&] {
+    require(request, "request");
+    require(result, "result");
+    memest_search_result out;
+    memest::run_search(*request, out, entries, capacity);
+    *result = out;
   });
 }
 

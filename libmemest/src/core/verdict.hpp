@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "memest/memest.h"
+#include "model/gpu_profile.hpp"
 
 namespace memest {
 
@@ -33,11 +34,12 @@ inline double validate_capacity(const memest_gpu& gpu, const char* field, bool r
   if (!std::isfinite(c) || c < 0 || c > 1e15) {
     fail(std::string(field) + ".memory_gib", "must be between 0 and about 931000 GiB");
   }
-  if (!std::isfinite(gpu.context_bytes) || gpu.context_bytes < 0 || gpu.context_bytes > 1e13) {
-    fail(std::string(field) + ".context_mib", "must be between 0 and about 9.5e6 MiB");
-  }
-  if (!std::isfinite(gpu.page_bytes) || gpu.page_bytes < 1 || gpu.page_bytes > 1e12) {
-    fail(std::string(field) + ".page_mib", "must be positive and at most about 9.5e5 MiB");
+  for (const GpuProfileField& p : kGpuProfileFields) {
+    const double v = gpu.*p.member / p.scale;
+    if (!std::isfinite(v) || v < p.min || v > p.max) {
+      fail(std::string(field) + "." + p.key,
+           "must be between " + std::to_string(p.min) + " and " + std::to_string(p.max));
+    }
   }
   if (gpu.gpus_per_node < 1 || gpu.gpus_per_node > 1024) {
     fail(std::string(field) + ".gpus_per_node", "must be between 1 and 1024");

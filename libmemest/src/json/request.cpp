@@ -1,13 +1,17 @@
 #include "json/request.hpp"
 
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "core/units.hpp"
+#include "model/gpu_profile.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
 #include "finetune/llmem.hpp"
 #include "model/presets.hpp"
 #include "pretrain/pretrain.hpp"
+#include "search/search.hpp"
 #include "states/model_states.hpp"
 
 namespace memest {
@@ -133,6 +137,98 @@ memest_finetune_request parse_finetune(const JsonFields& top) {
   return r;
 }
 
+int32_t recompute_value(const std::string& name) {
+  return name == "full" ? MEMEST_RECOMPUTE_FULL
+         : name == "selective" ? MEMEST_RECOMPUTE_SELECTIVE : MEMEST_RECOMPUTE_NONE;
+}
+
+// A search request: the pretrain fields (minus the layout) and a "search" object.
+struct SearchRequest {
+  memest_search_request request;
+  std::vector<memest_layout> layouts;
+  uint32_t top = 10;
+};
+
+SearchRequest parse_search(const JsonFields& top) {
+  top.reject_unknown({"mode", "model", "gpu", "parallel", "training", "search"});
+  SearchRequest out;
+  memest_search_request& r = out.request;
+  memest_search_request_init(&r);
+  memest_pretrain_request& b = r.base;
+  b.model = resolve_model(require_object_field(top, "model"), "model", false);
+  b.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
+  const json none = empty_object();
+  constexpr int64_t big = int64_t{1} << 40;
+  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  parallel.reject_unknown({"gpus", "sp"});
+  b.gpus = parallel.integer_or("gpus", b.gpus, -big, big);
+  if (auto sp = parallel.boolean("sp")) b.sequence_parallel = *sp;
+  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
+  training.reject_unknown({"seq_len", "global_batch", "flash_attention", "activation_model",
+                           "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"});
+  b.seq_len = training.integer_or("seq_len", b.seq_len, -big, big);
+  b.global_batch = training.integer_or("global_batch", b.global_batch, -big, big);
+  if (auto fa = training.boolean("flash_attention")) b.flash_attention = *fa;
+  if (auto am = training.choice("activation_model", {"auto", "llama", "gpt"})) {
+    b.activation_model = *am == "llama" ? MEMEST_ACTIVATIONS_LLAMA
+                         : *am == "gpt" ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_AUTO;
+  }
+  read_precision(training, b.param_bytes, b.grad_bytes, b.optimizer_bytes);
+
+  JsonFields f(top.object("search") ? *top.object("search") : none, "search");
+  f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
+                    "recompute", "zero", "tp_within_node", "include_oom"});
+  out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
+  r.max_tp = f.integer_or("max_tp", 0, -big, big);
+  r.max_cp = f.integer_or("max_cp", 0, -big, big);
+  r.max_pp = f.integer_or("max_pp", 0, -big, big);
+  r.max_vpp = f.integer_or("max_vpp", r.max_vpp, -big, big);
+  r.max_micro_batch = f.integer_or("max_micro_batch", 0, -big, big);
+  if (auto w = f.boolean("tp_within_node")) r.tp_within_node = *w;
+  if (auto o = f.boolean("include_oom")) r.include_oom = *o;
+  if (const json* list = f.object("recompute")) {
+    if (!list->is_array()) {
+      throw Error(MEMEST_ERR_TYPE, "search.recompute",
+                  "search.recompute: expected a list such as [\"none\", \"selective\"]");
+    }
+    r.recompute_mask = 0;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const json wrapper = {{"v", (*list)[i]}};
+      auto v = JsonFields(wrapper, "search.recompute[" + std::to_string(i) + "]")
+                   .choice("v", {"none", "selective", "full"});
+      r.recompute_mask |= 1u << recompute_value(*v);
+    }
+  }
+  if (const json* list = f.object("zero")) {
+    if (!list->is_array()) throw Error(MEMEST_ERR_TYPE, "search.zero", "search.zero: expected a list such as [1, 3]");
+    r.zero_mask = 0;
+    for (const json& z : *list) {
+      if (!z.is_number_integer() || z.get<int64_t>() < 0 || z.get<int64_t>() > 3) {
+        fail("search.zero", "stages must be integers 0..3, got " + z.dump());
+      }
+      r.zero_mask |= 1u << z.get<int>();
+    }
+  }
+  if (const json* list = f.object("layouts")) {
+    if (!list->is_array()) throw Error(MEMEST_ERR_TYPE, "search.layouts", "search.layouts: expected a list of layouts");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      JsonFields l((*list)[i], "search.layouts[" + std::to_string(i) + "]");
+      l.reject_unknown({"tp", "cp", "pp", "vpp", "micro_batch", "recompute", "zero"});
+      memest_layout layout;
+      layout.tp = l.integer_or("tp", 1, 1, int64_t{1} << 24);
+      layout.cp = l.integer_or("cp", 1, 1, int64_t{1} << 24);
+      layout.pp = l.integer_or("pp", 1, 1, int64_t{1} << 24);
+      layout.vpp = l.integer_or("vpp", 1, 1, 100000);
+      layout.micro_batch = l.integer_or("micro_batch", 1, 1, int64_t{1} << 20);
+      layout.recompute = recompute_value(l.choice("recompute", {"none", "selective", "full"}).value_or("none"));
+      layout.zero = static_cast<int32_t>(l.integer_or("zero", 1, 0, 3));
+      out.layouts.push_back(layout);
+    }
+    if (out.layouts.empty()) fail("search.layouts", "is empty");
+  }
+  return out;
+}
+
 // ---- response side ------------------------------------------------------
 
 const char* family_name(int32_t family) { return family == MEMEST_FAMILY_GPT ? "gpt" : "llama"; }
@@ -158,12 +254,23 @@ ojson model_json(const memest_model& m) {
 }
 
 ojson gpu_json(const memest_gpu& g) {
-  return {{"name", g.name},
-          {"memory_bytes", g.memory_bytes},
-          {"gpus_per_node", g.gpus_per_node},
-          {"peak_bf16_tflops", g.peak_bf16_tflops},
-          {"context_bytes", g.context_bytes},
-          {"page_bytes", g.page_bytes}};
+  ojson j = {{"name", g.name},
+             {"memory_bytes", g.memory_bytes},
+             {"gpus_per_node", g.gpus_per_node},
+             {"peak_bf16_tflops", g.peak_bf16_tflops}};
+  ojson profile = ojson::object();
+  for (const GpuProfileField& p : kGpuProfileFields) profile[p.key] = g.*p.member / p.scale;
+  j["profile"] = profile;
+  return j;
+}
+
+// The overhead model's parts for one stage, by name (README "Overhead model").
+ojson overheads_json(const memest_stage& s) {
+  return {{"context_bytes", s.context_bytes},
+          {"comm_buffer_bytes", s.comm_buffer_bytes},
+          {"logits_bytes", s.logits_bytes},
+          {"activation_correction_bytes", s.activation_correction_bytes},
+          {"fragmentation_bytes", s.fragmentation_bytes}};
 }
 
 const char* recompute_name(int32_t r) {
@@ -187,7 +294,10 @@ ojson pretrain_response(const memest_pretrain_request& r) {
                           {"gradients_bytes", s.gradients_bytes},
                           {"optimizer_bytes", s.optimizer_bytes},
                           {"activations_bytes", s.activations_bytes},
-                          {"total_bytes", s.total_bytes}});
+                          {"total_bytes", s.total_bytes},
+                          {"overheads", overheads_json(s)},
+                          {"overhead_bytes", s.overhead_bytes},
+                          {"peak_bytes", s.peak_bytes}});
   }
   return {{"ok", true},
           {"mode", "pretrain"},
@@ -209,6 +319,9 @@ ojson pretrain_response(const memest_pretrain_request& r) {
           {"peak_bytes", res.peak_bytes},
           {"peak_gib", res.peak_bytes / kGiB},
           {"peak_stage", res.peak_stage},
+          {"paper_peak_bytes", res.paper_peak_bytes},
+          {"overheads", overheads_json(stages[static_cast<std::size_t>(res.peak_stage)])},
+          {"oom_predicted", res.oom_predicted == 1},
           {"capacity_bytes", res.capacity_bytes},
           {"usage_fraction", res.usage_fraction},
           {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))},
@@ -320,6 +433,81 @@ ojson finetune_response(const memest_finetune_request& r) {
   return j;
 }
 
+// One line a person reads next to a ranked layout.
+std::string search_reason(const memest_search_entry& e, int64_t gpus_per_node) {
+  std::string why;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.1f of %.1f GiB at peak (%.0f %%)", e.peak_bytes / kGiB,
+                e.capacity_bytes / kGiB, 100 * e.peak_bytes / e.capacity_bytes);
+  why = e.oom_predicted ? std::string("predicted OOM: ") + buf : std::string("fits: ") + buf;
+  if (e.layout.pp > 1) {
+    std::snprintf(buf, sizeof buf, "; pipeline bubble %.1f %%", 100 * e.bubble_fraction);
+    why += buf;
+  } else {
+    why += "; no pipeline bubble";
+  }
+  if (e.layout.tp > 1) why += e.layout.tp <= gpus_per_node ? "; TP inside a node" : "; TP across nodes";
+  if (e.layout.cp > 1) why += "; CP splits the sequence";
+  if (e.layout.recompute == MEMEST_RECOMPUTE_FULL) why += "; full recompute costs a forward pass";
+  return why;
+}
+
+ojson search_response(SearchRequest& sr) {
+  memest_search_request& r = sr.request;
+  if (!sr.layouts.empty()) {
+    r.layouts = sr.layouts.data();
+    r.layout_count = static_cast<uint32_t>(sr.layouts.size());
+  }
+  std::vector<memest_search_entry> entries(sr.top);
+  memest_search_result res;
+  run_search(r, res, entries.data(), sr.top);
+  ojson results = ojson::array();
+  for (uint32_t i = 0; i < res.count; ++i) {
+    const memest_search_entry& e = entries[i];
+    results.push_back({{"rank", i + 1},
+                       {"layout",
+                        {{"tp", e.layout.tp}, {"cp", e.layout.cp}, {"pp", e.layout.pp},
+                         {"vpp", e.layout.vpp}, {"dp", e.dp}, {"micro_batch", e.layout.micro_batch},
+                         {"recompute", recompute_name(e.layout.recompute)}, {"zero", e.layout.zero}}},
+                       {"num_microbatches", e.num_microbatches},
+                       {"estimate_bytes", e.estimate_bytes},
+                       {"peak_bytes", e.peak_bytes},
+                       {"oom_predicted", e.oom_predicted == 1},
+                       {"verdict", memest_verdict_name(static_cast<memest_verdict>(e.verdict))},
+                       {"tflops_per_gpu", e.tflops_per_gpu},
+                       {"tokens_per_s", e.tokens_per_s},
+                       {"step_seconds", e.step_seconds},
+                       {"bubble_fraction", e.bubble_fraction},
+                       {"reason", search_reason(e, r.base.gpu.gpus_per_node)}});
+  }
+  ojson pruned = ojson::object();
+  uint64_t pruned_total = 0;
+  for (int i = 0; i < MEMEST_PRUNE_REASON_COUNT; ++i) {
+    pruned[memest_prune_reason_name(static_cast<memest_prune_reason>(i))] = res.pruned[i];
+    pruned_total += res.pruned[i];
+  }
+  ojson j = {{"ok", true},
+             {"mode", "search"},
+             {"model", model_json(r.base.model)},
+             {"gpu", gpu_json(r.base.gpu)},
+             {"gpus", r.base.gpus},
+             {"training", {{"seq_len", r.base.seq_len}, {"global_batch", r.base.global_batch}}},
+             {"candidates", res.candidates},
+             {"evaluated", res.evaluated},
+             {"pruned", pruned},
+             {"pruned_total", pruned_total},
+             {"ranked", res.ranked},
+             {"count", res.count},
+             {"results", results}};
+  if (res.count == 0) {
+    j["message"] = res.evaluated == 0
+                       ? "no valid layout: every candidate was ruled out (see pruned)"
+                       : "no layout fits: every valid layout is predicted to run out of memory "
+                         "(see pruned.oom; include_oom ranks them anyway)";
+  }
+  return j;
+}
+
 }  // namespace
 
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {
@@ -342,18 +530,28 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
     throw Error(MEMEST_ERR_TYPE, field, field + ": expected a preset id or an object");
   }
   JsonFields f(value, field);
-  f.reject_unknown({"preset", "name", "memory_gib", "gpus_per_node", "peak_bf16_tflops",
-                    "context_mib", "page_mib"});
-  memest_gpu g;
-  memest_gpu_init(&g);
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    bool known = false;
+    for (const char* k : {"preset", "name", "memory_gib", "gpus_per_node", "peak_bf16_tflops"})
+      known = known || it.key() == k;
+    for (const GpuProfileField& p : kGpuProfileFields) known = known || it.key() == p.key;
+    if (!known) {
+      throw Error(MEMEST_ERR_UNKNOWN_FIELD, f.path_of(it.key().c_str()),
+                  f.path_of(it.key().c_str()) +
+                      ": unknown field (known: preset, name, memory_gib, gpus_per_node, "
+                      "peak_bf16_tflops and the device-profile fields of data/gpus.json)");
+    }
+  }
+  memest_gpu g = default_gpu();
   if (auto preset = f.string("preset")) g = find_gpu_preset(*preset, f.path_of("preset")).gpu;
   else copy_name(g.name, "custom");
   if (auto name = f.string("name")) copy_name(g.name, *name);
   if (auto gib = f.number("memory_gib", 1e-3, 1e6)) g.memory_bytes = *gib * kGiB;
   g.gpus_per_node = static_cast<int32_t>(f.integer_or("gpus_per_node", g.gpus_per_node, 1, 1024));
   if (auto tf = f.number("peak_bf16_tflops", 0, 1e6)) g.peak_bf16_tflops = *tf;
-  if (auto c = f.number("context_mib", 0, 1e7)) g.context_bytes = *c * kMiB;
-  if (auto p = f.number("page_mib", 1.0 / 1024, 1e6)) g.page_bytes = *p * kMiB;
+  for (const GpuProfileField& p : kGpuProfileFields) {
+    if (auto v = f.number(p.key, p.min, p.max)) g.*p.member = *v * p.scale;
+  }
   if (g.memory_bytes <= 0) {
     throw Error(MEMEST_ERR_MISSING_FIELD, f.path_of("memory_gib"),
                 f.path_of("memory_gib") + ": missing (or give \"preset\")");
@@ -369,9 +567,14 @@ std::string answer_request(const std::string& text) {
     throw Error(MEMEST_ERR_PARSE, "", std::string("request is not valid JSON: ") + e.what());
   }
   JsonFields top(doc, "");
-  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune"});
+  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search"});
   if (!mode) {
-    throw Error(MEMEST_ERR_MISSING_FIELD, "mode", "mode: missing (pretrain, model_states or finetune)");
+    throw Error(MEMEST_ERR_MISSING_FIELD, "mode",
+                "mode: missing (pretrain, model_states, finetune or search)");
+  }
+  if (*mode == "search") {
+    SearchRequest sr = parse_search(top);
+    return search_response(sr).dump(2, ' ', false, ojson::error_handler_t::replace);
   }
   const ojson response = *mode == "pretrain"   ? pretrain_response(parse_pretrain(top))
                          : *mode == "finetune" ? finetune_response(parse_finetune(top))

@@ -5,6 +5,7 @@
 #include "core/json_fields.hpp"
 #include "core/units.hpp"
 #include "model/hf_config.hpp"
+#include "model/gpu_profile.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -32,24 +33,44 @@ std::vector<ModelPreset> load_models() {
   return out;
 }
 
-std::vector<GpuPreset> load_gpus() {
-  std::vector<GpuPreset> out;
+// Sets the profile fields `entry` names (all of them when `required`).
+void apply_profile(const json& entry, memest_gpu& gpu, bool required) {
+  for (const GpuProfileField& f : kGpuProfileFields) {
+    if (entry.contains(f.key)) gpu.*f.member = entry.at(f.key).get<double>() * f.scale;
+    else if (required) throw std::runtime_error(std::string("gpus.json defaults lack ") + f.key);
+  }
+}
+
+struct GpuData {
+  memest_gpu defaults;
+  std::vector<GpuPreset> presets;
+};
+
+GpuData load_gpus() {
+  GpuData data;
   const json doc = json::parse(data::kGpusJson);
+  std::memset(&data.defaults, 0, sizeof data.defaults);
+  data.defaults.struct_size = sizeof data.defaults;
+  data.defaults.gpus_per_node = 8;
+  apply_profile(doc.at("defaults"), data.defaults, true);
   for (const json& entry : doc.at("gpus")) {
     GpuPreset p;
     p.id = entry.at("id").get<std::string>();
     p.source = entry.at("source").get<std::string>();
-    std::memset(&p.gpu, 0, sizeof p.gpu);
-    p.gpu.struct_size = sizeof p.gpu;
+    p.gpu = data.defaults;
     copy_name(p.gpu.name, entry.at("name").get<std::string>());
     p.gpu.memory_bytes = entry.at("memory_gib").get<double>() * kGiB;
     p.gpu.gpus_per_node = entry.at("gpus_per_node").get<int32_t>();
     p.gpu.peak_bf16_tflops = entry.at("peak_bf16_tflops").get<double>();
-    p.gpu.context_bytes = entry.at("context_mib").get<double>() * kMiB;
-    p.gpu.page_bytes = entry.at("page_mib").get<double>() * kMiB;
-    out.push_back(p);
+    apply_profile(entry, p.gpu, false);
+    data.presets.push_back(p);
   }
-  return out;
+  return data;
+}
+
+const GpuData& gpu_data() {
+  static const GpuData data = load_gpus();
+  return data;
 }
 
 template <typename Preset>
@@ -70,10 +91,9 @@ const std::vector<ModelPreset>& model_presets() {
   return presets;
 }
 
-const std::vector<GpuPreset>& gpu_presets() {
-  static const std::vector<GpuPreset> presets = load_gpus();
-  return presets;
-}
+const std::vector<GpuPreset>& gpu_presets() { return gpu_data().presets; }
+
+memest_gpu default_gpu() { return gpu_data().defaults; }
 
 const ModelPreset& find_model_preset(const std::string& id, const std::string& field) {
   return find(model_presets(), id, field, "model");

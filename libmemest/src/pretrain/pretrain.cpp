@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/verdict.hpp"
 #include "model/model.hpp"
+#include "overheads/overheads.hpp"
 #include "pretrain/activations.hpp"
 #include "states/model_states.hpp"
 
@@ -146,7 +147,7 @@ namespace {
 
 }  // namespace
 
-Plan make_plan(const memest_pretrain_request& r) {
+void validate_fields(const memest_pretrain_request& r) {
   if (r.struct_size < sizeof(memest_pretrain_request)) {
     fail("struct_size", "smaller than this version's request; call memest_pretrain_request_init",
          MEMEST_ERR_STRUCT_SIZE);
@@ -173,7 +174,11 @@ Plan make_plan(const memest_pretrain_request& r) {
   }
   const Precision precision{r.param_bytes, r.grad_bytes, r.optimizer_bytes};
   validate_precision(precision, "training");
+  validate_capacity(r.gpu, "gpu", true);
+}
 
+Plan make_plan(const memest_pretrain_request& r) {
+  validate_fields(r);
   LayoutCheck check;
   const LayoutIssue issue = check_layout(r, check);
   if (issue != LayoutIssue::None) throw_layout_issue(issue, r, check);
@@ -185,6 +190,7 @@ Plan make_plan_unchecked(const memest_pretrain_request& r, const LayoutCheck& ch
   const Precision precision{r.param_bytes, r.grad_bytes, r.optimizer_bytes};
   Plan plan;
   plan.model = &m;
+  plan.gpu = &r.gpu;
   plan.tp = r.tp;
   plan.cp = r.cp;
   plan.pp = r.pp;
@@ -253,8 +259,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const double in_flight = microbatches_in_flight(plan, i, cap);
   double activations =
       in_flight * layers * layer_activation_bytes(m, plan.coefficients, plan.layout);
+  double embedded = 0;
   if (first) {
-    double embedded = static_cast<double>(plan.pp);  // Eq. 13: p micro-batches
+    embedded = static_cast<double>(plan.pp);  // Eq. 13: p micro-batches
     if (cap && plan.num_microbatches > 0) embedded = std::min(embedded, static_cast<double>(plan.num_microbatches));
     activations += embedded * embedding_activation_bytes(m, plan.coefficients, plan.layout);
   }
@@ -272,6 +279,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.optimizer_bytes = states.optimizer;
   s.activations_bytes = activations;
   s.total_bytes = states.total() + activations;
+  const OverheadParts o =
+      stage_overheads(plan, i, layers, in_flight, embedded, states.total(), activations);
+  s.context_bytes = o.context;
+  s.comm_buffer_bytes = o.comm_buffers;
+  s.logits_bytes = o.logits;
+  s.activation_correction_bytes = o.activation_correction;
+  s.fragmentation_bytes = o.fragmentation;
+  s.overhead_bytes = o.total();
+  s.peak_bytes = s.total_bytes + s.overhead_bytes;
   return s;
 }
 
@@ -279,8 +295,8 @@ double peak_memory(const Plan& plan, int32_t* peak_stage) {
   // The most loaded stage is the first or the last: a middle stage holds the same layers as the
   // first without the embedding, and fewer micro-batches in flight (both schedules keep fewer
   // on later devices); only the last stage adds the LM head. So two stages suffice.
-  const double first = stage_memory(plan, 0, true).total_bytes;
-  const double last = plan.pp > 1 ? stage_memory(plan, plan.pp - 1, true).total_bytes : first;
+  const double first = stage_memory(plan, 0, true).peak_bytes;
+  const double last = plan.pp > 1 ? stage_memory(plan, plan.pp - 1, true).peak_bytes : first;
   if (peak_stage) *peak_stage = last > first ? static_cast<int32_t>(plan.pp - 1) : 0;
   return last > first ? last : first;
 }
@@ -288,7 +304,7 @@ double peak_memory(const Plan& plan, int32_t* peak_stage) {
 memest_pretrain_result compute_pretrain(const memest_pretrain_request& r, memest_stage* stages,
                                         uint32_t stage_capacity) {
   const Plan plan = make_plan(r);
-  const double capacity = validate_capacity(r.gpu, "gpu", true);
+  const double capacity = r.gpu.memory_bytes;
 
   memest_pretrain_result out;
   std::memset(&out, 0, sizeof out);
@@ -306,15 +322,17 @@ memest_pretrain_result compute_pretrain(const memest_pretrain_request& r, memest
     fail("", "the sizes given overflow a finite byte count", MEMEST_ERR_OVERFLOW);
   }
   for (int64_t i = 0; i < plan.pp; ++i) {
-    const double total = stage_memory(plan, i, true).total_bytes;
-    if (!std::isfinite(total)) {
+    const memest_stage s = stage_memory(plan, i, true);
+    if (!std::isfinite(s.peak_bytes)) {
       fail("", "the sizes given overflow a finite byte count", MEMEST_ERR_OVERFLOW);
     }
-    if (total > out.peak_bytes) {
-      out.peak_bytes = total;
+    if (s.peak_bytes > out.peak_bytes) {
+      out.peak_bytes = s.peak_bytes;
       out.peak_stage = static_cast<int32_t>(i);
     }
+    out.paper_peak_bytes = std::max(out.paper_peak_bytes, s.total_bytes);
   }
+  out.oom_predicted = out.peak_bytes > capacity;
   // Only now, with every check passed, write the caller's stage array.
   const int64_t written = std::min<int64_t>(plan.pp, stages ? stage_capacity : 0);
   for (int64_t i = 0; i < written; ++i) stages[i] = stage_memory(plan, i, true);

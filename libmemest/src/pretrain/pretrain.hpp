@@ -11,6 +11,7 @@ namespace memest {
 // Everything the stage loop needs, validated and converted once.
 struct Plan {
   const memest_model* model;
+  const memest_gpu* gpu;  // device profile (overhead model)
   int64_t tp, cp, pp, vpp, dp;
   int64_t layers_per_stage;
   int64_t num_microbatches;  // 0 = not known (global batch not given)
@@ -46,6 +47,8 @@ struct LayoutCheck {
 LayoutIssue check_layout(const memest_pretrain_request& r, LayoutCheck& out);
 const char* layout_issue_name(LayoutIssue issue);
 
+// Validates every field but the layout's consistency (throws memest::Error naming the field).
+void validate_fields(const memest_pretrain_request& r);
 // Validates everything (throws memest::Error naming the field) and prepares the stage loop.
 Plan make_plan(const memest_pretrain_request& r);
 // Plan for a layout already known to pass check_layout, of a request validated before.
@@ -53,7 +56,7 @@ Plan make_plan_unchecked(const memest_pretrain_request& r, const LayoutCheck& ch
 
 // Memory of stage i. `cap` limits micro-batches in flight to those an iteration has.
 memest_stage stage_memory(const Plan& plan, int64_t i, bool cap);
-// The most loaded stage's total (first or last stage), without allocating.
+// The most loaded stage's peak_bytes (first or last stage), without allocating.
 double peak_memory(const Plan& plan, int32_t* peak_stage);
 
 // Validates the request (throws memest::Error naming the field), then computes the result

@@ -1,0 +1,36 @@
+// The device-profile fields of memest_gpu, described once: the preset loader, the JSON
+// request reader and the JSON response writer all walk this table.
+#pragma once
+
+#include "memest/memest.h"
+
+namespace memest {
+
+struct GpuProfileField {
+  const char* key;            // JSON name (presets, requests, responses, calibrate/ profiles)
+  double memest_gpu::*member;
+  double scale;               // JSON value * scale = struct value (MiB -> bytes)
+  double min, max;            // accepted JSON values
+};
+
+constexpr double kMiBytes = 1024.0 * 1024.0;
+
+constexpr GpuProfileField kGpuProfileFields[] = {
+    {"context_mib", &memest_gpu::context_bytes, kMiBytes, 0, 1e7},
+    {"page_mib", &memest_gpu::page_bytes, kMiBytes, 1.0 / 1024, 1e6},
+    {"cp_buffer_mib", &memest_gpu::cp_buffer_bytes, kMiBytes, 0, 1e7},
+    {"fragmentation", &memest_gpu::fragmentation, 1, 0, 10},
+    {"gemm_efficiency", &memest_gpu::gemm_efficiency, 1, 1e-3, 1},
+    {"gemm_half_tokens", &memest_gpu::gemm_half_tokens, 1, 0, 1e9},
+    {"attention_efficiency", &memest_gpu::attention_efficiency, 1, 1e-3, 1},
+    {"cp_attention_penalty", &memest_gpu::cp_attention_penalty, 1, 0, 100},
+    {"tp_bandwidth_gbps", &memest_gpu::tp_bandwidth_gbps, 1, 1e-3, 1e6},
+    {"intra_node_gbps", &memest_gpu::intra_node_gbps, 1, 1e-3, 1e6},
+    {"inter_node_gbps", &memest_gpu::inter_node_gbps, 1, 1e-3, 1e6},
+    {"pipeline_stage_seconds", &memest_gpu::pipeline_stage_seconds, 1, 0, 1e6},
+};
+
+// The profile every preset starts from (data/gpus.json "defaults"), no capacity.
+memest_gpu default_gpu();
+
+}  // namespace memest

@@ -1,0 +1,41 @@
+#include "overheads/overheads.hpp"
+
+#include "pretrain/pretrain.hpp"
+
+namespace memest {
+
+OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
+                              double embedded, double states_bytes, double activation_bytes) {
+  const memest_model& m = *plan.model;
+  const memest_gpu& g = *plan.gpu;
+  const ActivationLayout& x = plan.layout;
+  const double t = x.tp, c = x.cp;
+  const double sb = x.seq_len * x.micro_batch;
+  const double h = static_cast<double>(m.hidden_size);
+  const double v = static_cast<double>(m.vocab_size);
+  const bool last = i == plan.pp - 1;
+
+  OverheadParts o;
+  o.context = g.context_bytes;
+  double buffers = 0;
+  if (t > 1 && x.sequence_parallel) buffers += 2 * sb * h / c;  // SP all-gather of a layer input
+  if (plan.pp > 1) buffers += 2 * (2 * sb * h / (t * c));        // PP send + receive
+  o.comm_buffers = buffers + (c > 1 ? g.cp_buffer_bytes : 0.0);
+  if (last) o.logits = 2 * sb * v / (t * c);
+
+  if (plan.activation_model == MEMEST_ACTIVATIONS_LLAMA && x.recompute != MEMEST_RECOMPUTE_FULL) {
+    if (m.gated_mlp) {  // Eq. 12 counts 8 sbh_ffn; a fused SwiGLU keeps 6 sbh_ffn
+      const double f = static_cast<double>(m.intermediate_size);
+      o.activation_correction -= layers * in_flight * 2 * sb * f / (t * c);
+    }
+    if (i == 0) {  // Eq. 13's 8sbh per micro-batch: the embedding keeps int64 ids, 8sb
+      o.activation_correction +=
+          embedded * (8 * sb / c - embedding_activation_bytes(m, plan.coefficients, x));
+    }
+  }
+  o.fragmentation =
+      g.fragmentation * (states_bytes + activation_bytes + o.activation_correction + o.logits + buffers);
+  return o;
+}
+
+}  // namespace memest

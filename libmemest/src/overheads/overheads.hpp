@@ -1,0 +1,38 @@
+// The overhead model: what the 4D paper leaves to its 80 % margin, term by term, so that
+// peak_bytes predicts real out-of-memory errors (README "Overhead model").
+//
+//   context          CUDA context, cuBLAS/cuDNN/TE workspaces, NCCL init (device profile)
+//   comm buffers     CP runtime buffers once cp > 1 (profile, fitted), the SP all-gather of one
+//                    layer input (2sbh/c), PP send + receive buffers (2 * 2sbh/(tc))
+//   logits           bf16 logits kept beside the fp32 copy Eq. 14 counts: 2sbv/(tc), last stage
+//   correction       paper terms memest corrects (Llama activation model): a fused SwiGLU keeps
+//                    its fc1 output and the fc2 input, 6 sbh_ffn, not 8 (Eq. 12's FFN term);
+//                    the embedding keeps int64 token ids, 8sb/c, not 8sbh/(tc) (Eq. 13)
+//   fragmentation    allocator reserve: a fraction (profile, fitted) of every modelled byte but
+//                    the context and the CP buffers
+#pragma once
+
+#include "memest/memest.h"
+
+namespace memest {
+
+struct Plan;
+
+struct OverheadParts {
+  double context = 0;
+  double comm_buffers = 0;
+  double logits = 0;
+  double activation_correction = 0;
+  double fragmentation = 0;
+  double total() const {
+    return context + comm_buffers + logits + activation_correction + fragmentation;
+  }
+};
+
+// Overheads of stage i holding `layers` layers with `in_flight` micro-batches of activations,
+// `embedded` micro-batches of embedding activations (first stage), whose paper terms are
+// `states_bytes` and `activation_bytes`.
+OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
+                              double embedded, double states_bytes, double activation_bytes);
+
+}  // namespace memest

@@ -1,0 +1,93 @@
+#include "throughput/throughput.hpp"
+
+#include <algorithm>
+
+#include "model/model.hpp"
+#include "pretrain/pretrain.hpp"
+
+namespace memest {
+
+namespace {
+
+struct Widths {
+  double h, q, kv, f, v, layers;
+};
+
+Widths widths(const memest_model& m) {
+  const double d = static_cast<double>(head_dim(m));
+  return {static_cast<double>(m.hidden_size), static_cast<double>(m.num_attention_heads) * d,
+          static_cast<double>(m.num_key_value_heads) * d, static_cast<double>(m.intermediate_size),
+          static_cast<double>(m.vocab_size), static_cast<double>(m.num_hidden_layers)};
+}
+
+// Weights of the matrix multiplies of one layer (Q, K, V, O and the MLP).
+double matmul_params_per_layer(const memest_model& m, const Widths& w) {
+  return w.h * w.q + 2 * w.h * w.kv + w.q * w.h + (m.gated_mlp ? 3.0 : 2.0) * w.h * w.f;
+}
+
+}  // namespace
+
+double model_flops_per_token(const memest_model& m, double seq_len) {
+  const Widths w = widths(m);
+  return 6 * w.layers * matmul_params_per_layer(m, w) + 6 * w.v * w.h +
+         12 * seq_len * w.layers * w.q;
+}
+
+Throughput estimate_throughput(const Plan& plan) {
+  Throughput out;
+  if (plan.num_microbatches <= 0) return out;
+  const memest_model& m = *plan.model;
+  const memest_gpu& g = *plan.gpu;
+  const ActivationLayout& x = plan.layout;
+  const Widths w = widths(m);
+  const double t = x.tp, c = x.cp, p = static_cast<double>(plan.pp);
+  const double vpp = static_cast<double>(plan.vpp);
+  const double d = static_cast<double>(plan.dp);
+  const double mb = static_cast<double>(plan.num_microbatches);
+  const double s = x.seq_len, b = x.micro_batch;
+  const double gpus = t * c * p * d;
+  const double peak = g.peak_bf16_tflops * 1e12;
+  const double layers = static_cast<double>(plan.layers_per_stage);
+
+  out.model_flops = model_flops_per_token(m, s) * s * b * mb * d;
+
+  // One micro-batch on one GPU of a stage: 3-pass GEMM and attention FLOPs.
+  const double tokens = s * b / (t * c);
+  double gemm_layer = 6 * matmul_params_per_layer(m, w) * tokens;
+  double attn_layer = 12 * s * w.q * tokens / 2;  // causal: half the counted score FLOPs
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) {
+    gemm_layer *= 4.0 / 3;
+    attn_layer *= 4.0 / 3;
+  } else if (x.recompute == MEMEST_RECOMPUTE_SELECTIVE && !x.flash_attention) {
+    attn_layer *= 4.0 / 3;
+  }
+  const double rows = s * b / c;
+  const double gemm_rate = peak * g.gemm_efficiency * rows / (rows + g.gemm_half_tokens);
+  const double attn_rate = peak * g.attention_efficiency / (1 + g.cp_attention_penalty * (c - 1));
+  const double stage = layers * (gemm_layer / gemm_rate + attn_layer / attn_rate);
+  const double head = 6 * w.v * w.h * tokens / gemm_rate;  // the last stage also runs the LM head
+  double tau = stage + head;
+  if (t > 1) {
+    const double bw = (t <= g.gpus_per_node ? g.tp_bandwidth_gbps : g.inter_node_gbps) * 1e9;
+    tau += layers * 8 * (t - 1) / t * (2 * s * b * w.h / c) / bw;
+  }
+
+  double step = (mb + (p - 1) / vpp) * tau;
+  const double dc = d * c;
+  if (dc > 1) {
+    const double params = count_parameters(m).total / (t * p);
+    const double bytes_per_param = plan.zero >= 1 ? plan.precision.grad_bytes + plan.precision.param_bytes
+                                                  : 2 * plan.precision.grad_bytes;
+    const double bw = (t * c * d <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
+    step += (dc - 1) / dc * bytes_per_param * params / bw;
+  }
+  step += g.pipeline_stage_seconds * (p - 1);
+
+  out.step_seconds = step;
+  out.tflops_per_gpu = out.model_flops / (step * gpus) / 1e12;
+  out.tokens_per_s = s * b * mb * d / step;
+  out.bubble_fraction = (p - 1) / (vpp * mb);
+  return out;
+}
+
+}  // namespace memest
