@@ -144,6 +144,45 @@ std::string model_states_csv(const ojson& r) {
   return out;
 }
 
+std::string search_table(const ojson& r) {
+  std::string out = fmt::format(
+      "{} on {} x {} | seq {} | global batch {}\n{} candidates, {} evaluated, {} ranked, {} predicted OOM\n\n",
+      r["model"]["name"].get<std::string>(), r["gpus"].get<int64_t>(), r["gpu"]["name"].get<std::string>(),
+      r["training"]["seq_len"].get<int64_t>(), r["training"]["global_batch"].get<int64_t>(),
+      r["candidates"].get<uint64_t>(), r["evaluated"].get<uint64_t>(), r["ranked"].get<uint64_t>(),
+      r["pruned"]["oom"].get<uint64_t>());
+  if (r["results"].empty()) return out + r["message"].get<std::string>() + "\n";
+  out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n",
+                     "rank", "tp", "cp", "pp", "vpp", "dp", "mbs", "recompute", "zero", "estimate",
+                     "peak", "TFLOP/s", "tokens/s", "bubble", "why");
+  for (const ojson& e : r["results"]) {
+    const ojson& l = e["layout"];
+    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}\n",
+                       e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
+                       l["pp"].get<int64_t>(), l["vpp"].get<int64_t>(), l["dp"].get<int64_t>(),
+                       l["micro_batch"].get<int64_t>(), l["recompute"].get<std::string>(),
+                       l["zero"].get<int>(), gib(e["estimate_bytes"].get<double>()),
+                       gib(e["peak_bytes"].get<double>()), e["tflops_per_gpu"].get<double>(),
+                       e["tokens_per_s"].get<double>(), 100 * e["bubble_fraction"].get<double>(),
+                       e["reason"].get<std::string>());
+  }
+  return out;
+}
+
+std::string search_csv(const ojson& r) {
+  std::string out =
+      "rank,tp,cp,pp,vpp,dp,micro_batch,recompute,zero,estimate_bytes,peak_bytes,oom_predicted,"
+      "tflops_per_gpu,tokens_per_s,step_seconds,bubble_fraction\n";
+  for (const ojson& e : r["results"]) {
+    const ojson& l = e["layout"];
+    out += csv_line({e["rank"], l["tp"], l["cp"], l["pp"], l["vpp"], l["dp"], l["micro_batch"],
+                     l["recompute"], l["zero"], e["estimate_bytes"], e["peak_bytes"],
+                     e["oom_predicted"], e["tflops_per_gpu"], e["tokens_per_s"], e["step_seconds"],
+                     e["bubble_fraction"]});
+  }
+  return out;
+}
+
 namespace {
 
 const char* kFinetuneTerms[][2] = {

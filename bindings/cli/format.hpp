@@ -15,6 +15,8 @@ std::string pretrain_csv(const ojson& response);
 std::string model_states_table(const ojson& response);
 std::string model_states_csv(const ojson& response);
 
+std::string search_table(const ojson& response);
+std::string search_csv(const ojson& response);
 std::string finetune_table(const ojson& response);
 std::string finetune_csv(const ojson& response);
 

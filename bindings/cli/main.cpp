@@ -10,6 +10,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -141,6 +142,9 @@ int print_response(const ojson& response, const std::string& format) {
   const std::string mode = response["mode"].get<std::string>();
   if (format == "json") {
     std::cout << response.dump(2) << "\n";
+  } else if (mode == "search") {
+    std::cout << (format == "csv" ? memest_cli::search_csv(response)
+                                  : memest_cli::search_table(response));
   } else if (mode == "finetune") {
     std::cout << (format == "csv" ? memest_cli::finetune_csv(response)
                                   : memest_cli::finetune_table(response));
@@ -322,6 +326,38 @@ int main(int argc, char** argv) {
       ->check(positive);
   add_format_option(*finetune, ft_format, "table");
 
+  // ---- memest search ----
+  auto* search = app.add_subcommand(
+      "search", "Rank parallel layouts by predicted throughput among those predicted to fit");
+  ModelChoice se_model{"llama-3.1-8b", "", 0};
+  GpuChoice se_gpu{"a100-40gb", 0, 0};
+  int64_t se_gpus = 64, se_seq = 8192, se_global = 1024, se_top = 10;
+  int64_t se_max_tp = 0, se_max_cp = 0, se_max_pp = 0, se_max_vpp = 4, se_max_mbs = 0;
+  std::vector<std::string> se_recompute{"none", "selective", "full"};
+  std::vector<int> se_zero{1};
+  bool se_tp_across = false, se_include_oom = false, se_no_flash = false, se_no_sp = false;
+  std::string se_format;
+  add_model_options(*search, se_model, false);
+  add_gpu_options(*search, se_gpu);
+  search->add_option("-n,--gpus", se_gpus, "Number of GPUs")->capture_default_str();
+  search->add_option("-s,--seq,--seq-len", se_seq, "Sequence length")->capture_default_str();
+  search->add_option("--global-batch", se_global, "Global batch size")->capture_default_str();
+  search->add_option("--top", se_top, "Layouts to show")->check(CLI::Range(1, 10000))->capture_default_str();
+  search->add_option("--max-tp", se_max_tp, "Largest tp (0: the node size)")->capture_default_str();
+  search->add_option("--max-cp", se_max_cp, "Largest cp (0: no limit)")->capture_default_str();
+  search->add_option("--max-pp", se_max_pp, "Largest pp (0: no limit)")->capture_default_str();
+  search->add_option("--max-vpp", se_max_vpp, "Largest interleaving factor")->capture_default_str();
+  search->add_option("--max-mbs", se_max_mbs, "Largest micro-batch (0: no limit)")->capture_default_str();
+  search->add_option("--recompute", se_recompute, "Recomputation options to try")
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->capture_default_str();
+  search->add_option("--zero", se_zero, "ZeRO stages to try")->check(CLI::Range(0, 3))->capture_default_str();
+  search->add_flag("--tp-across-nodes", se_tp_across, "Allow tp larger than a node");
+  search->add_flag("--include-oom", se_include_oom, "Rank layouts predicted to OOM too (after those that fit)");
+  search->add_flag("--no-flash-attention", se_no_flash, "Keep attention scores");
+  search->add_flag("--no-sp", se_no_sp, "Turn sequence parallelism off");
+  add_format_option(*search, se_format, "table");
+
   // ---- memest request ----
   auto* request = app.add_subcommand(
       "request", "Answer a JSON request (file or stdin) with the JSON response, as the C API does");
@@ -344,7 +380,7 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
       return input_error(std::string("unknown subcommand \"") + argv[1] +
-                         "\" (pretrain, finetune, model-states, request, models, gpus; see memest --help)");
+                         "\" (pretrain, finetune, search, model-states, request, models, gpus; see memest --help)");
     }
   }
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -377,7 +413,20 @@ int main(int argc, char** argv) {
     } else {
       std::string error;
       ojson req;
-      if (finetune->parsed()) {
+      if (search->parsed()) {
+        ojson model;
+        if (!model_value(se_model, model, error)) return input_error(error);
+        req = {{"mode", "search"},
+               {"model", model},
+               {"gpu", gpu_value(se_gpu)},
+               {"parallel", {{"gpus", se_gpus}, {"sp", !se_no_sp}}},
+               {"training", {{"seq_len", se_seq}, {"global_batch", se_global}, {"flash_attention", !se_no_flash}}},
+               {"search",
+                {{"top", se_top}, {"max_tp", se_max_tp}, {"max_cp", se_max_cp}, {"max_pp", se_max_pp},
+                 {"max_vpp", se_max_vpp}, {"max_micro_batch", se_max_mbs}, {"recompute", se_recompute},
+                 {"zero", se_zero}, {"tp_within_node", !se_tp_across}, {"include_oom", se_include_oom}}}};
+        format = se_format;
+      } else if (finetune->parsed()) {
         ojson model;
         if (!model_value(ft_model, model, error)) return input_error(error);
         ojson options = {{"method", ft_method}, {"batch", ft_batch},

@@ -387,7 +387,9 @@ typedef enum memest_prune_reason {
   MEMEST_PRUNE_CP_SEQUENCE = 9,         /* 2*cp does not divide the sequence */
   MEMEST_PRUNE_GLOBAL_BATCH = 10,       /* micro_batch*dp does not divide the global batch */
   MEMEST_PRUNE_INTERLEAVED = 11,        /* interleaving needs micro-batches % pp == 0 */
-  MEMEST_PRUNE_REASON_COUNT = 12
+  MEMEST_PRUNE_EQUIVALENT = 12,         /* same run as one already counted (selective
+                                           recomputation under FlashAttention = none) */
+  MEMEST_PRUNE_REASON_COUNT = 13
 } memest_prune_reason;
 
 /** Returns a static name for a prune reason ("oom", "tp_heads", ...), "unknown" if out of range. */

@@ -294,6 +294,7 @@ const char* memest_prune_reason_name(memest_prune_reason reason) {
     case MEMEST_PRUNE_CP_SEQUENCE: return "cp_sequence";
     case MEMEST_PRUNE_GLOBAL_BATCH: return "global_batch";
     case MEMEST_PRUNE_INTERLEAVED: return "interleaved_microbatches";
+    case MEMEST_PRUNE_EQUIVALENT: return "equivalent";
     case MEMEST_PRUNE_REASON_COUNT: break;
   }
   return "unknown";

@@ -68,6 +68,11 @@ struct Search {
 
   void evaluate(const memest_layout& layout) {
     ++result->candidates;
+    // FlashAttention keeps no attention scores, so selective recomputation changes nothing.
+    if (layout.recompute == MEMEST_RECOMPUTE_SELECTIVE && candidate.flash_attention == 1) {
+      ++result->pruned[MEMEST_PRUNE_EQUIVALENT];
+      return;
+    }
     memest_pretrain_request& r = candidate;
     r.tp = layout.tp;
     r.cp = layout.cp;
