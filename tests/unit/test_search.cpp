@@ -1,0 +1,165 @@
+// Issue 4: the overhead model's oom_predicted on the 147 measured A100 runs, overhead terms by
+// hand, the throughput model's FLOPs, and the layout search (same code as single estimates,
+// deterministic, empty results and bad requests).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "pretrain/pretrain.hpp"
+#include "throughput/throughput.hpp"
+
+namespace {
+
+test::json table_request(const test::json& row) {
+  return {{"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "a100-40gb"},
+          {"parallel", {{"gpus", row["gpus"]}, {"tp", row["tp"]}, {"cp", row["cp"]}, {"pp", row["pp"]}}},
+          {"training", {{"seq_len", 8192}, {"micro_batch", row["mbs"]}, {"global_batch", 1024}}}};
+}
+
+test::json search_request() {
+  return {{"mode", "search"}, {"model", "llama-3.1-8b"}, {"gpu", "a100-40gb"},
+          {"parallel", {{"gpus", 64}}}, {"training", {{"seq_len", 8192}, {"global_batch", 1024}}},
+          {"search", {{"top", 20}}}};
+}
+
+}  // namespace
+
+TEST_CASE("oom_predicted on the 147 measured A100 runs: at most 4 wrong, none predicted to fit that went OOM") {
+  const test::json ref = test::load_json("llama31-8b-a100-table2-3.json");
+  int wrong = 0, false_fits = 0;
+  for (const auto& row : ref["rows"]) {
+    const test::Answer a = test::request(table_request(row));
+    REQUIRE(a.status == MEMEST_OK);
+    const bool predicted = a.body["oom_predicted"];
+    const bool measured = row["measured"] == "OOM";
+    wrong += predicted != measured;
+    false_fits += measured && !predicted;
+    // The paper's number stays the paper's.
+    CHECK(std::fabs(a.body["estimate_gib"].get<double>() - row["paper_estimate_gib"].get<double>()) <= 0.005);
+  }
+  CHECK(wrong <= 4);
+  CHECK(false_fits == 0);
+}
+
+TEST_CASE("Overhead terms by hand: the default example's first stage") {
+  // Llama-3.1-8B, 8 A100 40GB, tp 4, pp 2, s 8192, b 1 (shipped profile: 1 GiB context,
+  // fragmentation 0.1955).
+  const test::Answer a = test::request(table_request(
+      test::json{{"gpus", 8}, {"tp", 4}, {"cp", 1}, {"pp", 2}, {"mbs", 1}}));
+  REQUIRE(a.status == MEMEST_OK);
+  const auto& s0 = a.body["stages"][0];
+  const auto& o = s0["overheads"];
+  CHECK(o["context_bytes"].get<double>() == 1073741824.0);
+  // SP all-gather 2sbh = 67108864; PP send + receive 2 * 2sbh/t = 33554432.
+  CHECK(o["comm_buffer_bytes"].get<double>() == 100663296.0);
+  CHECK(o["logits_bytes"].get<double>() == 0.0);  // only the last stage holds the LM head
+  // 16 layers x 2 micro-batches x -2 s h_ffn / t = -1879048192; embedding: 2 x (8 s - 8 s h / t).
+  CHECK(o["activation_correction_bytes"].get<double>() == -1879048192.0 + 2 * (65536.0 - 67108864.0));
+  // 0.1955 x (states 18069848064 + activations 11140071424 + correction + buffers 100663296)
+  CHECK(o["fragmentation_bytes"].get<double>() ==
+        doctest::Approx(0.1955 * (18069848064.0 + 11140071424.0 - 2013134848.0 + 100663296.0)));
+  CHECK(s0["peak_bytes"].get<double>() ==
+        doctest::Approx(s0["total_bytes"].get<double>() + s0["overhead_bytes"].get<double>()));
+  // The last stage carries the bf16 logits: 2 s v / t = 2 * 8192 * 128256 / 4.
+  CHECK(a.body["stages"][1]["overheads"]["logits_bytes"].get<double>() == 525336576.0);
+  CHECK(a.body["oom_predicted"] == false);
+  CHECK(a.body["paper_peak_bytes"].get<double>() == a.body["estimate_bytes"].get<double>());
+}
+
+TEST_CASE("Model FLOPs match Megatron-LM's formula for Llama-3.1-8B") {
+  // 12 B s L h^2 ((1 + k/a + s/h) + 1.5 h_ffn/h + v/(2 L h)) per iteration, B = 1024.
+  const double h = 4096, L = 32, s = 8192, v = 128256;
+  const double megatron = 12 * 1024 * s * L * h * h * ((1 + 0.25 + s / h) + 1.5 * 14336 / h + v / (2 * L * h));
+  memest_model m;
+  REQUIRE(memest_model_from_preset("llama-3.1-8b", &m) == MEMEST_OK);
+  CHECK(memest::model_flops_per_token(m, s) * s * 1024 == doctest::Approx(megatron).epsilon(1e-12));
+}
+
+TEST_CASE("Search results are the single estimates of the same layouts, in a stable order") {
+  const test::Answer first = test::request(search_request());
+  const test::Answer again = test::request(search_request());
+  REQUIRE(first.status == MEMEST_OK);
+  CHECK(first.body["results"] == again.body["results"]);
+  CHECK(first.body["count"] == 20);
+  double previous = 1e30;
+  for (const auto& e : first.body["results"]) {
+    CHECK(e["tflops_per_gpu"].get<double>() <= previous);
+    previous = e["tflops_per_gpu"];
+    CHECK(e["oom_predicted"] == false);
+    const auto& l = e["layout"];
+    const test::Answer single = test::request(test::json{
+        {"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "a100-40gb"},
+        {"parallel", {{"gpus", 64}, {"tp", l["tp"]}, {"cp", l["cp"]}, {"pp", l["pp"]}, {"vpp", l["vpp"]}, {"zero", l["zero"]}}},
+        {"training", {{"seq_len", 8192}, {"micro_batch", l["micro_batch"]}, {"global_batch", 1024},
+                      {"recompute", l["recompute"]}}}});
+    REQUIRE(single.status == MEMEST_OK);
+    CHECK(single.body["peak_bytes"] == e["peak_bytes"]);
+    CHECK(single.body["estimate_bytes"] == e["estimate_bytes"]);
+  }
+  const auto& pruned = first.body["pruned"];
+  uint64_t total = 0;
+  for (const auto& [k, v] : pruned.items()) total += v.get<uint64_t>();
+  CHECK(first.body["candidates"].get<uint64_t>() == total + first.body["ranked"].get<uint64_t>());
+  CHECK(pruned["oom"].get<uint64_t>() > 0);
+  CHECK(pruned["tp_across_nodes"].get<uint64_t>() > 0);
+}
+
+TEST_CASE("A shortlist of layouts: invalid ones counted, OOM ones ranked last only when asked") {
+  test::json req = search_request();
+  req["search"]["layouts"] = test::json::array({
+      {{"tp", 4}, {"pp", 2}},                  // fits
+      {{"tp", 2}, {"cp", 1}, {"pp", 1}},       // 45 GiB estimate: OOM
+      {{"tp", 3}},                             // tp does not divide the heads
+      {{"tp", 16}},                            // across nodes
+  });
+  test::Answer a = test::request(req);
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["count"] == 1);
+  CHECK(a.body["results"][0]["layout"]["tp"] == 4);
+  CHECK(a.body["pruned"]["oom"] == 1);
+  CHECK(a.body["pruned"]["tp_heads"] == 1);
+  CHECK(a.body["pruned"]["tp_across_nodes"] == 1);
+  req["search"]["include_oom"] = true;
+  a = test::request(req);
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["count"] == 2);
+  CHECK(a.body["results"][1]["oom_predicted"] == true);
+}
+
+TEST_CASE("No layout fits: an empty result with the reason, not an error") {
+  test::json req = search_request();
+  req["model"] = "llama-3.1-70b";
+  req["gpu"] = "v100-16gb";
+  req["parallel"]["gpus"] = 8;
+  const test::Answer a = test::request(req);
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["count"] == 0);
+  CHECK(a.body["results"].empty());
+  CHECK(a.body["message"].get<std::string>().find("no layout fits") != std::string::npos);
+  CHECK(a.body["pruned"]["oom"].get<uint64_t>() == a.body["evaluated"].get<uint64_t>());
+}
+
+TEST_CASE("Typed search: allocation-free top-k into the caller's buffer") {
+  memest_search_request r;
+  REQUIRE(memest_search_request_init(&r) == MEMEST_OK);
+  REQUIRE(memest_model_from_preset("llama-3.1-8b", &r.base.model) == MEMEST_OK);
+  REQUIRE(memest_gpu_from_preset("a100-40gb", &r.base.gpu) == MEMEST_OK);
+  r.base.gpus = 64;
+  r.base.seq_len = 8192;
+  r.base.global_batch = 1024;
+  memest_search_result res;
+  memest_search_entry top[3];
+  REQUIRE(memest_search(&r, &res, top, 3) == MEMEST_OK);
+  CHECK(res.count == 3);
+  CHECK(res.ranked >= 3);
+  CHECK(top[0].tflops_per_gpu >= top[1].tflops_per_gpu);
+  CHECK(top[0].tokens_per_s == doctest::Approx(8192.0 * 1024 / top[0].step_seconds));
+  r.base.global_batch = 0;
+  CHECK(memest_search(&r, &res, top, 3) == MEMEST_ERR_MISSING_FIELD);
+  CHECK(std::string(memest_last_error_field()) == "training.global_batch");
+  CHECK(std::string(memest_prune_reason_name(MEMEST_PRUNE_OOM)) == "oom");
+}
