@@ -46,7 +46,9 @@ cc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -O2 tests/crosslang/
 "$B/runner" --typed
 
 echo "-- Python: wheel, fresh venv, pytest"
-rm -rf "$B/wheel" "$B/venv"
+# setuptools relinks the extension only when its own sources change: start from a clean tree
+# so a rebuilt libmemest is always the one inside the wheel.
+rm -rf "$B/wheel" "$B/venv" bindings/python/build bindings/python/memest.egg-info
 MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip wheel --no-build-isolation --no-deps --no-index \
   -q -w "$B/wheel" bindings/python
 $PY -m venv --system-site-packages "$B/venv"
@@ -54,6 +56,9 @@ $PY -m venv --system-site-packages "$B/venv"
 (cd "$B" && "$B/venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$ROOT/bindings/python/tests")
 
 echo "-- Go: go vet, go test"
+# cgo does not notice changes to headers outside the package (the installed memest.h):
+# a fresh build cache keeps the Go structs in step with the library.
+rm -rf "$B/go/cache"
 export GOPATH="$B/go/path" GOCACHE="$B/go/cache" GOPROXY=off GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local
 (cd bindings/go && go vet ./... && go test -count=1 ./... && go build -o "$B/go/memest-crosslang" ./cmd/memest-crosslang)
 
