@@ -178,11 +178,9 @@ export class Memest {
   /** @private */
   loadPresets() {
     if (!this.presets) {
-      const ptr = this.core._memest_wasm_presets_json();
-      if (!ptr) throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
-      const text = this.core.UTF8ToString(ptr);
-      this.core._memest_string_free(ptr);
-      this.presets = JSON.parse(text);
+      // The library's "presets" mode: the same list `memest models` and `memest gpus` print.
+      const response = this.request({ mode: 'presets' });
+      this.presets = { models: response.models, gpus: response.gpus };
     }
     return /** @type {{models: ModelPreset[], gpus: GpuPreset[]}} */ (this.presets);
   }

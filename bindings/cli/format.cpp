@@ -1,6 +1,7 @@
 #include "format.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -280,7 +281,10 @@ std::string list_table(const ojson& rows) {
   for (const auto& [k, v] : rows[0].items()) keys.push_back(k);
   auto cell = [](const ojson& v) {
     if (v.is_string()) return v.get<std::string>();
-    if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      return d == std::floor(d) && std::fabs(d) < 1e15 ? fmt::format("{:.0f}", d) : fmt::format("{:g}", d);
+    }
     return v.dump();
   };
   std::vector<std::size_t> width(keys.size());

@@ -165,46 +165,15 @@ void add_format_option(CLI::App& cmd, std::string& format, const char* fallback)
       ->capture_default_str();
 }
 
-// ---- memest models / memest gpus (typed C API) ----
+// ---- memest models / memest gpus: the library's "presets" mode, a few columns of it ----
 
-ojson model_rows() {
+// Copies `columns` of each object in `list` (renamed: {column, key}) into table rows.
+ojson pick(const ojson& list, std::initializer_list<std::pair<const char*, const char*>> columns) {
   ojson rows = ojson::array();
-  for (uint32_t i = 0; i < memest_model_preset_count(); ++i) {
-    const char* id = memest_model_preset_id(i);
-    memest_model m;
-    memest_param_count count;
-    if (memest_model_from_preset(id, &m) != MEMEST_OK ||
-        memest_model_parameter_count(&m, &count) != MEMEST_OK) {
-      continue;
-    }
-    rows.push_back({{"id", id},
-                    {"name", m.name},
-                    {"family", m.family == MEMEST_FAMILY_GPT ? "gpt" : "llama"},
-                    {"params_b", std::round(count.total / 1e7) / 100},
-                    {"num_parameters", count.total},
-                    {"layers", m.num_hidden_layers},
-                    {"hidden", m.hidden_size},
-                    {"heads", m.num_attention_heads},
-                    {"kv_heads", m.num_key_value_heads},
-                    {"ffn", m.intermediate_size},
-                    {"vocab", m.vocab_size},
-                    {"max_positions", m.max_position_embeddings},
-                    {"tied", m.tie_word_embeddings == 1}});
-  }
-  return rows;
-}
-
-ojson gpu_rows() {
-  ojson rows = ojson::array();
-  for (uint32_t i = 0; i < memest_gpu_preset_count(); ++i) {
-    const char* id = memest_gpu_preset_id(i);
-    memest_gpu g;
-    if (memest_gpu_from_preset(id, &g) != MEMEST_OK) continue;
-    rows.push_back({{"id", id},
-                    {"name", g.name},
-                    {"memory_gib", g.memory_bytes / (1024.0 * 1024.0 * 1024.0)},
-                    {"gpus_per_node", g.gpus_per_node},
-                    {"peak_bf16_tflops", g.peak_bf16_tflops}});
+  for (const ojson& item : list) {
+    ojson row = ojson::object();
+    for (const auto& [column, key] : columns) row[column] = item[key];
+    rows.push_back(row);
   }
   return rows;
 }
@@ -395,8 +364,25 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (models->parsed()) return print_list(model_rows(), models_format);
-    if (gpus_cmd->parsed()) return print_list(gpu_rows(), gpus_format);
+    if (models->parsed() || gpus_cmd->parsed()) {
+      ojson presets;
+      if (int rc = call_library(R"({"mode": "presets"})", presets, false); rc != kExitOk) return rc;
+      if (models->parsed()) {
+        return print_list(pick(presets["models"], {{"id", "id"}, {"name", "name"}, {"family", "family"},
+                                                   {"num_parameters", "num_parameters"},
+                                                   {"layers", "num_hidden_layers"}, {"hidden", "hidden_size"},
+                                                   {"heads", "num_attention_heads"},
+                                                   {"kv_heads", "num_key_value_heads"},
+                                                   {"ffn", "intermediate_size"}, {"vocab", "vocab_size"},
+                                                   {"max_positions", "max_position_embeddings"},
+                                                   {"tied", "tie_word_embeddings"}}),
+                          models_format);
+      }
+      return print_list(pick(presets["gpus"], {{"id", "id"}, {"name", "name"}, {"memory_gib", "memory_gib"},
+                                               {"gpus_per_node", "gpus_per_node"},
+                                               {"peak_bf16_tflops", "peak_bf16_tflops"}}),
+                        gpus_format);
+    }
 
     std::string text, format;
     bool error_document = false;

@@ -79,6 +79,26 @@ char* duplicate(const std::string& s) {
   return out;
 }
 
+// Preset listing: never throws (the embedded data parses, or the count is 0).
+template <typename Presets>
+uint32_t preset_count(Presets& (*presets)()) {
+  try {
+    return static_cast<uint32_t>(presets().size());
+  } catch (...) {
+    return 0;
+  }
+}
+
+template <typename Presets>
+const char* preset_id(Presets& (*presets)(), uint32_t index) {
+  try {
+    const auto& p = presets();
+    return index < p.size() ? p[index].id.c_str() : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -164,21 +184,10 @@ memest_status memest_model_parameter_count(const memest_model* model, memest_par
   });
 }
 
-uint32_t memest_model_preset_count(void) {
-  try {
-    return static_cast<uint32_t>(memest::model_presets().size());
-  } catch (...) {
-    return 0;
-  }
-}
+uint32_t memest_model_preset_count(void) { return preset_count(memest::model_presets); }
 
 const char* memest_model_preset_id(uint32_t index) {
-  try {
-    const auto& p = memest::model_presets();
-    return index < p.size() ? p[index].id.c_str() : nullptr;
-  } catch (...) {
-    return nullptr;
-  }
+  return preset_id(memest::model_presets, index);
 }
 
 /* ---- GPUs ---- */
@@ -198,22 +207,9 @@ memest_status memest_gpu_from_preset(const char* id, memest_gpu* gpu) {
   });
 }
 
-uint32_t memest_gpu_preset_count(void) {
-  try {
-    return static_cast<uint32_t>(memest::gpu_presets().size());
-  } catch (...) {
-    return 0;
-  }
-}
+uint32_t memest_gpu_preset_count(void) { return preset_count(memest::gpu_presets); }
 
-const char* memest_gpu_preset_id(uint32_t index) {
-  try {
-    const auto& p = memest::gpu_presets();
-    return index < p.size() ? p[index].id.c_str() : nullptr;
-  } catch (...) {
-    return nullptr;
-  }
-}
+const char* memest_gpu_preset_id(uint32_t index) { return preset_id(memest::gpu_presets, index); }
 
 /* ---- model-states mode ---- */
 

@@ -508,6 +508,40 @@ ojson search_response(SearchRequest& sr) {
   return j;
 }
 
+// The built-in presets with their shapes, sources and device profiles (`memest models`,
+// `memest gpus`, the web page's pickers).
+ojson presets_response() {
+  ojson models = ojson::array();
+  for (const ModelPreset& p : model_presets()) {
+    const memest_model& m = p.model;
+    models.push_back({{"id", p.id},
+                      {"name", m.name},
+                      {"family", family_name(m.family)},
+                      {"num_parameters", count_parameters(m).total},
+                      {"published_params", p.published_params},
+                      {"num_hidden_layers", m.num_hidden_layers},
+                      {"hidden_size", m.hidden_size},
+                      {"num_attention_heads", m.num_attention_heads},
+                      {"num_key_value_heads", m.num_key_value_heads},
+                      {"intermediate_size", m.intermediate_size},
+                      {"vocab_size", m.vocab_size},
+                      {"max_position_embeddings", m.max_position_embeddings},
+                      {"tie_word_embeddings", m.tie_word_embeddings == 1},
+                      {"source", p.source}});
+  }
+  ojson gpus = ojson::array();
+  for (const GpuPreset& p : gpu_presets()) {
+    ojson g = gpu_json(p.gpu);
+    g["id"] = p.id;
+    g["memory_gib"] = p.gpu.memory_bytes / kGiB;
+    g["context_bytes"] = p.gpu.context_bytes;
+    g["page_bytes"] = p.gpu.page_bytes;
+    g["source"] = p.source;
+    gpus.push_back(g);
+  }
+  return {{"ok", true}, {"mode", "presets"}, {"models", models}, {"gpus", gpus}};
+}
+
 }  // namespace
 
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {
@@ -567,10 +601,14 @@ std::string answer_request(const std::string& text) {
     throw Error(MEMEST_ERR_PARSE, "", std::string("request is not valid JSON: ") + e.what());
   }
   JsonFields top(doc, "");
-  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search"});
+  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets"});
   if (!mode) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "mode",
-                "mode: missing (pretrain, model_states, finetune or search)");
+                "mode: missing (pretrain, model_states, finetune, search or presets)");
+  }
+  if (*mode == "presets") {
+    top.reject_unknown({"mode"});
+    return presets_response().dump(2, ' ', false, ojson::error_handler_t::replace);
   }
   if (*mode == "search") {
     SearchRequest sr = parse_search(top);
