@@ -3,7 +3,7 @@
 # example (Llama-3.1-8B on 8 x A100 40GB, TP 4 / PP 2, sequence 8192: a 4D paper layout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh core
 cmake --preset default > /dev/null
 cmake --build --preset default
 echo
