@@ -12,7 +12,9 @@ namespace memest {
 
 namespace {
 
-constexpr int kMaxDivisors = 4096;  // 2^24 has 25 divisors; highly composite n < 2^24: < 600
+constexpr int kMaxDivisors = 1024;  // no n <= 2^24 has more than 576 divisors
+// Candidates one search may consider (~100 ns each): beyond this, ask for a narrower space.
+constexpr double kMaxCandidates = 5e7;
 
 memest_prune_reason prune_reason(LayoutIssue issue) {
   switch (issue) {
@@ -206,6 +208,18 @@ void run_search(const memest_search_request& r, memest_search_result& result,
                            static_cast<uint64_t>(options);
 
   const int64_t max_tp = r.max_tp > 0 ? r.max_tp : base.gpus;
+  auto count_upto = [&](int64_t limit) {
+    int n = 0;
+    for (int i = 0; i < nd; ++i) n += (limit == 0 || divs[i] <= limit);
+    return static_cast<double>(n);
+  };
+  const double space = count_upto(max_tp) * count_upto(r.max_cp) * count_upto(r.max_pp) *
+                       static_cast<double>(per_tcp);
+  if (space > kMaxCandidates) {
+    fail("search", "the space holds up to " + std::to_string(static_cast<long long>(space)) +
+                       " candidate layouts (limit 50000000): lower max_micro_batch, max_vpp, "
+                       "max_cp or max_pp, or give layouts");
+  }
   for (int it = 0; it < nd && divs[it] <= max_tp; ++it) {
     const int64_t tp = divs[it];
     for (int ic = 0; ic < nd; ++ic) {
