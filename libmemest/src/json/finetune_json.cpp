@@ -1,0 +1,129 @@
+// JSON for the fine-tuning mode (LLMem).
+#include "core/units.hpp"
+#include "finetune/llmem.hpp"
+#include "json/modes.hpp"
+#include "json/request.hpp"
+
+namespace memest {
+
+namespace {
+
+memest_finetune_request parse_finetune(const JsonFields& top) {
+  top.reject_unknown({"mode", "model", "gpu", "parallel", "training", "finetune"});
+  memest_finetune_request r;
+  memest_finetune_request_init(&r);
+  r.model = resolve_model(require_object_field(top, "model"), "model", false);
+  r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
+  const json none = empty_object();
+  constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
+  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  parallel.reject_unknown({"gpus"});
+  r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
+  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
+  training.reject_unknown({"seq_len"});
+  r.seq_len = training.integer_or("seq_len", r.seq_len, -big, big);
+  JsonFields ft(top.object("finetune") ? *top.object("finetune") : none, "finetune");
+  ft.reject_unknown({"method", "tp", "batch", "gradient_checkpointing", "flash_attention", "dtype",
+                     "base_bytes", "page_bytes", "chunk_bytes"});
+  if (auto m = ft.choice("method", {"cdp", "zero3", "tp", "dp+tp", "auto"})) {
+    r.method = *m == "cdp" ? MEMEST_FINETUNE_CDP : *m == "zero3" ? MEMEST_FINETUNE_ZERO3
+               : *m == "tp" ? MEMEST_FINETUNE_TP : *m == "dp+tp" ? MEMEST_FINETUNE_DP_TP
+                                                                 : MEMEST_FINETUNE_AUTO;
+  }
+  r.tp = ft.integer_or("tp", r.tp, -big, big);
+  r.batch = ft.integer_or("batch", r.batch, -big, big);
+  if (auto gc = ft.boolean("gradient_checkpointing")) r.gradient_checkpointing = *gc;
+  if (auto fa = ft.boolean("flash_attention")) r.flash_attention = *fa;
+  ft.choice("dtype", {"fp16", "bf16"});  // both 2 bytes: LLMem's B16
+  if (auto b = ft.number("base_bytes", 0, 1e13)) r.base_bytes = *b;
+  if (auto p = ft.number("page_bytes", 1, 1e12)) r.page_bytes = *p;
+  if (auto c = ft.number("chunk_bytes", 1, 1e13)) r.chunk_bytes = *c;
+  return r;
+}
+
+ojson parts_json(const memest_finetune_parts& p) {
+  return {{"m_base", p.base},         {"m_p", p.params},     {"m_p16", p.params_fp16},
+          {"m_p32", p.params_fp32},   {"m_os", p.optimizer}, {"m_out", p.outputs},
+          {"m_lm", p.lm_head},        {"m_back", p.backward_buffer}};
+}
+
+const char* method_name(int32_t method) {
+  return memest_finetune_method_name(static_cast<memest_finetune_method>(method));
+}
+
+// The estimate of one method at one batch (also the detail of the method Algorithm 1 picks).
+ojson finetune_estimate(const memest_finetune_request& r, ojson& j) {
+  const memest_finetune_result res = compute_finetune(r);
+  j["layout"] = {{"gpus", r.gpus}, {"tp", res.tp}, {"dp", res.dp}};
+  j["training"] = {{"seq_len", r.seq_len},
+                   {"batch", res.batch},
+                   {"gradient_checkpointing", r.gradient_checkpointing == 1},
+                   {"param_bytes", r.param_bytes}};
+  j["environment"] = {{"base_bytes", res.parts.base},
+                      {"page_bytes", r.page_bytes > 0 ? r.page_bytes : r.gpu.page_bytes},
+                      {"chunk_elements", res.chunk_elements},
+                      {"chunk_bytes", res.chunk_elements * r.param_bytes},
+                      {"chunk_count", res.chunk_count},
+                      {"chunk_waste_bytes", res.chunk_waste_bytes}};
+  j["parts"] = parts_json(res.parts);
+  j["per_gpu"] = parts_json(res.per_gpu);
+  j["estimate_bytes"] = res.peak_bytes;
+  j["estimate_gib"] = res.peak_bytes / kGiB;
+  j["peak_bytes"] = res.peak_bytes;
+  j["capacity_bytes"] = res.capacity_bytes;
+  j["usage_fraction"] = res.usage_fraction;
+  j["verdict"] = memest_verdict_name(static_cast<memest_verdict>(res.verdict));
+  return j;
+}
+
+ojson finetune_response(const memest_finetune_request& r) {
+  ojson j = {{"ok", true}, {"mode", "finetune"}, {"model", model_json(r.model)}, {"gpu", gpu_json(r.gpu)}};
+  if (r.method != MEMEST_FINETUNE_AUTO) {
+    j["method"] = method_name(r.method);
+    return finetune_estimate(r, j);
+  }
+  const memest_finetune_choice choice = select_finetune_method(r);
+  j["method"] = "auto";
+  j["selected"] = method_name(choice.selected);
+  j["max_batch"] = choice.batch;
+  ojson methods = ojson::array();
+  double smallest_peak = 0;
+  for (const memest_finetune_option& o : choice.options) {
+    ojson row = {{"method", method_name(o.method)}, {"applicable", o.applicable == 1}};
+    if (!o.applicable) {
+      row["reason"] = method_unavailable_reason(r.model, static_cast<memest_finetune_method>(o.method),
+                                                r.gpus, o.method == MEMEST_FINETUNE_DP_TP ? r.tp : o.tp);
+    } else {
+      row["tp"] = o.tp;
+      row["dp"] = o.dp;
+      row["max_batch"] = o.max_batch;
+      row["score"] = o.score;
+      row["peak_bytes"] = o.peak_bytes;
+      if (smallest_peak == 0 || o.peak_bytes < smallest_peak) smallest_peak = o.peak_bytes;
+    }
+    methods.push_back(row);
+  }
+  j["methods"] = methods;
+  if (choice.selected == MEMEST_FINETUNE_CPU_OFFLOAD) {
+    // Nothing fits at batch 1: the smallest GPU-only peak shows by how much.
+    j["estimate_bytes"] = smallest_peak;
+    j["estimate_gib"] = smallest_peak / kGiB;
+    j["capacity_bytes"] = r.gpu.memory_bytes;
+    j["verdict"] = "oom";
+    return j;
+  }
+  memest_finetune_request chosen = r;
+  chosen.method = choice.selected;
+  chosen.batch = choice.batch;
+  if (choice.selected == MEMEST_FINETUNE_DP_TP) chosen.tp = choice.options[3].tp;
+  ojson detail = ojson::object();
+  finetune_estimate(chosen, detail);
+  for (auto& [key, value] : detail.items()) j[key] = value;
+  return j;
+}
+
+}  // namespace
+
+ojson finetune_mode(const JsonFields& top) { return finetune_response(parse_finetune(top)); }
+
+}  // namespace memest

@@ -1,0 +1,162 @@
+// JSON for the pretraining and model-states modes.
+#include <algorithm>
+#include <vector>
+
+#include "core/units.hpp"
+#include "json/modes.hpp"
+#include "json/request.hpp"
+#include "model/model.hpp"
+#include "pretrain/pretrain.hpp"
+#include "states/model_states.hpp"
+
+namespace memest {
+
+namespace {
+
+memest_model_states_request parse_model_states(const JsonFields& top) {
+  top.reject_unknown({"mode", "model", "gpu", "parallel", "training"});
+  memest_model_states_request r;
+  memest_model_states_request_init(&r);
+  r.model = resolve_model(require_object_field(top, "model"), "model", true);
+  if (const json* gpu = top.object("gpu")) r.gpu = resolve_gpu(*gpu, "gpu");
+  const json none = empty_object();
+  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  parallel.reject_unknown({"gpus", "zero"});
+  r.gpus = parallel.integer_or("gpus", 1, 1, int64_t{1} << 24);
+  r.zero = static_cast<int32_t>(parallel.integer_or("zero", 0, 0, 3));
+  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
+  training.reject_unknown({"param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"});
+  read_precision(training, r.param_bytes, r.grad_bytes, r.optimizer_bytes);
+  return r;
+}
+
+memest_pretrain_request parse_pretrain(const JsonFields& top) {
+  top.reject_unknown({"mode", "model", "gpu", "parallel", "training"});
+  memest_pretrain_request r;
+  memest_pretrain_request_init(&r);
+  r.model = resolve_model(require_object_field(top, "model"), "model", false);
+  r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
+  const json none = empty_object();
+  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  parallel.reject_unknown({"gpus", "tp", "cp", "pp", "vpp", "sp", "zero"});
+  constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
+  r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
+  r.tp = parallel.integer_or("tp", r.tp, -big, big);
+  r.cp = parallel.integer_or("cp", r.cp, -big, big);
+  r.pp = parallel.integer_or("pp", r.pp, -big, big);
+  r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
+  if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
+  r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
+  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
+  training.reject_unknown({"seq_len", "micro_batch", "global_batch", "recompute",
+                           "flash_attention", "activation_model", "param_dtype", "grad_dtype",
+                           "optimizer", "optimizer_bytes"});
+  r.seq_len = training.integer_or("seq_len", r.seq_len, -big, big);
+  r.micro_batch = training.integer_or("micro_batch", r.micro_batch, -big, big);
+  r.global_batch = training.integer_or("global_batch", r.global_batch, -big, big);
+  if (auto rc = training.choice("recompute", {"none", "selective", "full"})) {
+    r.recompute = *rc == "full" ? MEMEST_RECOMPUTE_FULL
+                  : *rc == "selective" ? MEMEST_RECOMPUTE_SELECTIVE : MEMEST_RECOMPUTE_NONE;
+  }
+  if (auto fa = training.boolean("flash_attention")) r.flash_attention = *fa;
+  if (auto am = training.choice("activation_model", {"auto", "llama", "gpt"})) {
+    r.activation_model = *am == "llama" ? MEMEST_ACTIVATIONS_LLAMA
+                         : *am == "gpt" ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_AUTO;
+  }
+  read_precision(training, r.param_bytes, r.grad_bytes, r.optimizer_bytes);
+  return r;
+}
+
+// The overhead model's parts for one stage, by name (README "Overhead model").
+ojson overheads_json(const memest_stage& s) {
+  return {{"context_bytes", s.context_bytes},
+          {"comm_buffer_bytes", s.comm_buffer_bytes},
+          {"logits_bytes", s.logits_bytes},
+          {"activation_correction_bytes", s.activation_correction_bytes},
+          {"fragmentation_bytes", s.fragmentation_bytes}};
+}
+
+ojson pretrain_response(const memest_pretrain_request& r) {
+  // One stage per pipeline rank: pp <= num_hidden_layers <= 100000 (validated).
+  std::vector<memest_stage> stages(
+      static_cast<std::size_t>(std::max<int64_t>(1, std::min<int64_t>(r.pp, kMaxLayers))));
+  const memest_pretrain_result res =
+      compute_pretrain(r, stages.data(), static_cast<uint32_t>(stages.size()));
+  ojson stage_list = ojson::array();
+  for (int32_t i = 0; i < res.stage_count; ++i) {
+    const memest_stage& s = stages[static_cast<std::size_t>(i)];
+    stage_list.push_back({{"stage", s.index},
+                          {"layers", s.layers},
+                          {"microbatches_in_flight", s.microbatches_in_flight},
+                          {"parameters", s.parameters},
+                          {"weights_bytes", s.weights_bytes},
+                          {"gradients_bytes", s.gradients_bytes},
+                          {"optimizer_bytes", s.optimizer_bytes},
+                          {"activations_bytes", s.activations_bytes},
+                          {"total_bytes", s.total_bytes},
+                          {"overheads", overheads_json(s)},
+                          {"overhead_bytes", s.overhead_bytes},
+                          {"peak_bytes", s.peak_bytes}});
+  }
+  return {{"ok", true},
+          {"mode", "pretrain"},
+          {"model", model_json(r.model)},
+          {"gpu", gpu_json(r.gpu)},
+          {"layout",
+           {{"gpus", r.gpus}, {"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}, {"vpp", r.vpp},
+            {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero}}},
+          {"training",
+           {{"seq_len", r.seq_len}, {"micro_batch", r.micro_batch},
+            {"global_batch", r.global_batch}, {"num_microbatches", res.num_microbatches},
+            {"recompute", recompute_name(r.recompute)},
+            {"flash_attention", r.flash_attention == 1},
+            {"activation_model", res.activation_model == MEMEST_ACTIVATIONS_GPT ? "gpt" : "llama"},
+            {"param_bytes", r.param_bytes}, {"grad_bytes", r.grad_bytes},
+            {"optimizer_bytes", r.optimizer_bytes}}},
+          {"estimate_bytes", res.estimate_bytes},
+          {"estimate_gib", res.estimate_bytes / kGiB},
+          {"peak_bytes", res.peak_bytes},
+          {"peak_gib", res.peak_bytes / kGiB},
+          {"peak_stage", res.peak_stage},
+          {"paper_peak_bytes", res.paper_peak_bytes},
+          {"overheads", overheads_json(stages[static_cast<std::size_t>(res.peak_stage)])},
+          {"oom_predicted", res.oom_predicted == 1},
+          {"capacity_bytes", res.capacity_bytes},
+          {"usage_fraction", res.usage_fraction},
+          {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))},
+          {"stages", stage_list}};
+}
+
+ojson model_states_response(const memest_model_states_request& r) {
+  const memest_model_states_result res = compute_model_states(r);
+  ojson j = {{"ok", true},
+            {"mode", "model_states"},
+            {"model", model_json(r.model)},
+            {"layout", {{"gpus", r.gpus}, {"dp", r.gpus}, {"zero", r.zero}}},
+            {"training",
+             {{"param_bytes", r.param_bytes}, {"grad_bytes", r.grad_bytes},
+              {"optimizer_bytes", r.optimizer_bytes}}},
+            {"weights_bytes", res.weights_bytes},
+            {"gradients_bytes", res.gradients_bytes},
+            {"optimizer_bytes", res.optimizer_bytes},
+            {"estimate_bytes", res.estimate_bytes},
+            {"estimate_gib", res.estimate_bytes / kGiB},
+            {"estimate_gb", res.estimate_bytes / kGB},
+            {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))}};
+  if (res.capacity_bytes > 0) {
+    j["gpu"] = gpu_json(r.gpu);
+    j["capacity_bytes"] = res.capacity_bytes;
+    j["usage_fraction"] = res.estimate_bytes / res.capacity_bytes;
+  }
+  return j;
+}
+
+}  // namespace
+
+ojson pretrain_mode(const JsonFields& top) { return pretrain_response(parse_pretrain(top)); }
+
+ojson model_states_mode(const JsonFields& top) {
+  return model_states_response(parse_model_states(top));
+}
+
+}  // namespace memest
