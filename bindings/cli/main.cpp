@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   GpuChoice pre_gpu{"a100-40gb", 0, 0};
   int64_t gpus = 8, tp = 4, cp = 1, pp = 2, vpp = 1, seq = 8192, mbs = 1, global_batch = 1024;
   int zero = 1;
-  bool no_sp = false, no_flash = false;
+  bool no_sp = false, no_flash = false, uneven = false;
   std::string recompute = "none", activation_model = "auto", param_dtype = "bf16",
               grad_dtype = "fp32", optimizer = "adam", pre_format;
   add_model_options(*pretrain, pre_model, false);
@@ -212,6 +212,8 @@ int main(int argc, char** argv) {
   pretrain->add_option("--pp", pp, "Pipeline-parallel size")->capture_default_str();
   pretrain->add_option("--vpp", vpp, "Virtual stages per device (interleaved 1F1B)")->capture_default_str();
   pretrain->add_flag("--no-sp", no_sp, "Turn sequence parallelism off");
+  pretrain->add_flag("--uneven-pipeline", uneven,
+                     "When pp does not divide the layers, let the first and last stage hold one fewer");
   pretrain->add_option("--zero", zero, "ZeRO stage (1 = distributed optimizer)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
@@ -304,7 +306,8 @@ int main(int argc, char** argv) {
   int64_t se_max_tp = 0, se_max_cp = 0, se_max_pp = 0, se_max_vpp = 4, se_max_mbs = 0;
   std::vector<std::string> se_recompute{"none", "selective", "full"};
   std::vector<int> se_zero{1};
-  bool se_tp_across = false, se_include_oom = false, se_no_flash = false, se_no_sp = false;
+  bool se_tp_across = false, se_include_oom = false, se_no_flash = false, se_no_sp = false,
+       se_even = false;
   std::string se_format;
   add_model_options(*search, se_model, false);
   add_gpu_options(*search, se_gpu);
@@ -325,6 +328,7 @@ int main(int argc, char** argv) {
   search->add_flag("--include-oom", se_include_oom, "Rank layouts predicted to OOM too (after those that fit)");
   search->add_flag("--no-flash-attention", se_no_flash, "Keep attention scores");
   search->add_flag("--no-sp", se_no_sp, "Turn sequence parallelism off");
+  search->add_flag("--even-pipeline", se_even, "Only pipelines whose stages hold equal layers");
   add_format_option(*search, se_format, "table");
 
   // ---- memest request ----
@@ -410,7 +414,8 @@ int main(int argc, char** argv) {
                {"search",
                 {{"top", se_top}, {"max_tp", se_max_tp}, {"max_cp", se_max_cp}, {"max_pp", se_max_pp},
                  {"max_vpp", se_max_vpp}, {"max_micro_batch", se_max_mbs}, {"recompute", se_recompute},
-                 {"zero", se_zero}, {"tp_within_node", !se_tp_across}, {"include_oom", se_include_oom}}}};
+                 {"zero", se_zero}, {"tp_within_node", !se_tp_across}, {"include_oom", se_include_oom},
+                 {"uneven_pipeline", !se_even}}}};
         format = se_format;
       } else if (finetune->parsed()) {
         ojson model;
@@ -437,7 +442,7 @@ int main(int argc, char** argv) {
                {"gpu", gpu_value(pre_gpu)},
                {"parallel",
                 {{"gpus", gpus}, {"tp", tp}, {"cp", cp}, {"pp", pp}, {"vpp", vpp},
-                 {"sp", !no_sp}, {"zero", zero}}},
+                 {"sp", !no_sp}, {"zero", zero}, {"uneven_pipeline", uneven}}},
                {"training",
                 {{"seq_len", seq}, {"micro_batch", mbs}, {"global_batch", global_batch},
                  {"recompute", recompute}, {"flash_attention", !no_flash},

@@ -152,8 +152,9 @@ TEST_CASE("GPT family by its own activation model; the user can override the fam
 TEST_CASE("The most loaded stage is always the first or the last (what the search relies on)") {
   int checked = 0;
   for (const char* model : {"llama-3.1-8b", "llama-3.1-70b", "gpt3-175b", "opt-1.3b", "bloom-3b"}) {
-    for (int64_t pp : {2, 3, 4, 6, 8}) {
+    for (int64_t pp : {2, 3, 4, 5, 6, 8, 16}) {
       for (int64_t vpp : {1, 2}) {
+       for (int32_t uneven : {0, 1}) {
         for (int64_t mbs : {1, 4}) {
           for (int64_t gb : {0, 8, 512}) {
             memest_pretrain_request r;
@@ -167,6 +168,7 @@ TEST_CASE("The most loaded stage is always the first or the last (what the searc
             r.micro_batch = mbs;
             r.global_batch = gb;
             r.seq_len = 2048;
+            r.uneven_pipeline = uneven;
             memest::LayoutCheck check;
             if (memest::check_layout(r, check) != memest::LayoutIssue::None) continue;
             const memest::Plan plan = memest::make_plan(r);
@@ -178,8 +180,42 @@ TEST_CASE("The most loaded stage is always the first or the last (what the searc
             ++checked;
           }
         }
+       }
       }
     }
   }
   CHECK(checked > 100);
+}
+
+TEST_CASE("Uneven pipelines: the first and the last stage may hold one layer fewer (Llama 3 405B)") {
+  test::json req = {{"mode", "pretrain"},
+                    {"model", "llama-3.1-405b"},
+                    {"gpu", "h100-80gb"},
+                    {"parallel", {{"gpus", 16}, {"tp", 1}, {"pp", 16}}},
+                    {"training", {{"seq_len", 8192}, {"global_batch", 2048}}}};
+  test::Answer a = test::request(req);
+  CHECK(a.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(a.body["error"]["message"] == "parallel.pp=16 does not divide num_hidden_layers=126");
+  req["parallel"]["uneven_pipeline"] = true;
+  const test::json r = ok(req);
+  // 126 layers = 7 + 14 x 8 + 7.
+  CHECK(r["stages"][0]["layers"] == 7);
+  CHECK(r["stages"][1]["layers"] == 8);
+  CHECK(r["stages"][14]["layers"] == 8);
+  CHECK(r["stages"][15]["layers"] == 7);
+  double params = 0;
+  for (const auto& s : r["stages"]) params += s["parameters"].get<double>();
+  CHECK(params == 405853388800.0);  // tp = 1: every parameter on exactly one stage
+  // One layer fewer than pp would need: only the first stage is lighter (32 = 10 + 11 + 11).
+  req["model"] = "llama-3.1-8b";
+  req["parallel"] = {{"gpus", 3}, {"tp", 1}, {"pp", 3}, {"uneven_pipeline", true}};
+  const test::json three = ok(req);
+  CHECK(three["stages"][0]["layers"] == 10);
+  CHECK(three["stages"][1]["layers"] == 11);
+  CHECK(three["stages"][2]["layers"] == 11);
+  // More than one layer each would be needed (32 over 5 stages of 7): refused, with the reason.
+  req["parallel"] = {{"gpus", 5}, {"tp", 1}, {"pp", 5}, {"uneven_pipeline", true}};
+  a = test::request(req);
+  CHECK(a.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(a.body["error"]["message"].get<std::string>().find("unevenly by more than one layer") != std::string::npos);
 }

@@ -163,3 +163,22 @@ TEST_CASE("Typed search: allocation-free top-k into the caller's buffer") {
   CHECK(std::string(memest_last_error_field()) == "training.global_batch");
   CHECK(std::string(memest_prune_reason_name(MEMEST_PRUNE_OOM)) == "oom");
 }
+
+TEST_CASE("The search tries uneven pipelines unless told not to") {
+  test::json req = search_request();
+  req["model"] = "llama-3.1-405b";
+  req["gpu"] = "h100-80gb";
+  req["parallel"]["gpus"] = 2048;
+  req["training"]["global_batch"] = 2048;
+  req["search"] = {{"top", 5}, {"zero", {1, 3}}, {"include_oom", true}, {"max_vpp", 1}};
+  const test::Answer uneven = test::request(req);
+  REQUIRE(uneven.status == MEMEST_OK);
+  req["search"]["uneven_pipeline"] = false;
+  const test::Answer even = test::request(req);
+  REQUIRE(even.status == MEMEST_OK);
+  // 126 layers: pp 4, 8, 16, 32, 64 are possible only unevenly.
+  CHECK(uneven.body["evaluated"].get<uint64_t>() > even.body["evaluated"].get<uint64_t>());
+  CHECK(even.body["pruned"]["layers_not_divisible"].get<uint64_t>() >
+        uneven.body["pruned"]["layers_not_divisible"].get<uint64_t>());
+  for (const auto& e : even.body["results"]) CHECK(126 % e["layout"]["pp"].get<int64_t>() == 0);
+}

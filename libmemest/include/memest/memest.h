@@ -305,6 +305,9 @@ typedef struct memest_pretrain_request {
   double param_bytes;         /* default 2 (bf16) */
   double grad_bytes;          /* default 4 (fp32 gradient accumulation) */
   double optimizer_bytes;     /* default 12 (Adam: fp32 master, momentum, variance) */
+  int32_t uneven_pipeline;    /* 1: when pp does not divide the layers, the first and the last
+                                 stage may each hold one layer fewer (as Llama 3 trained 405B);
+                                 0 (default): pp*vpp must divide the layers */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -413,6 +416,8 @@ typedef struct memest_search_request {
   const memest_layout *layouts;
   uint32_t layout_count;
   int32_t include_oom;           /* 1: rank predicted-OOM layouts too (after those that fit) */
+  int32_t uneven_pipeline;       /* default 1: allow lighter first/last stages (see the pretrain
+                                    request); 0: pp*vpp must divide the layers */
 } memest_search_request;
 
 typedef struct memest_search_entry {
@@ -429,6 +434,8 @@ typedef struct memest_search_entry {
   double tokens_per_s;       /* whole job */
   double step_seconds;       /* per iteration */
   double bubble_fraction;    /* (p - 1) / (vpp * m) */
+  int64_t first_stage_layers; /* layers of the first and the last pipeline stage (the others */
+  int64_t last_stage_layers;  /* hold ceil(layers / pp)) */
 } memest_search_entry;
 
 typedef struct memest_search_result {

@@ -306,6 +306,7 @@ memest_status memest_search_request_init(memest_search_request* request) {
     request->recompute_mask = 7;  // none, selective, full
     request->zero_mask = 1u << 1; // the distributed optimizer
     request->tp_within_node = 1;
+    request->uneven_pipeline = 1;
   });
 }
 

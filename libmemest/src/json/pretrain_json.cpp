@@ -38,7 +38,7 @@ memest_pretrain_request parse_pretrain(const JsonFields& top) {
   r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
   const json none = empty_object();
   JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
-  parallel.reject_unknown({"gpus", "tp", "cp", "pp", "vpp", "sp", "zero"});
+  parallel.reject_unknown({"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline"});
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
   r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
   r.tp = parallel.integer_or("tp", r.tp, -big, big);
@@ -46,6 +46,7 @@ memest_pretrain_request parse_pretrain(const JsonFields& top) {
   r.pp = parallel.integer_or("pp", r.pp, -big, big);
   r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
   if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
+  if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
   r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
   JsonFields training(top.object("training") ? *top.object("training") : none, "training");
   training.reject_unknown({"seq_len", "micro_batch", "global_batch", "recompute",
@@ -104,7 +105,8 @@ ojson pretrain_response(const memest_pretrain_request& r) {
           {"gpu", gpu_json(r.gpu)},
           {"layout",
            {{"gpus", r.gpus}, {"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}, {"vpp", r.vpp},
-            {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero}}},
+            {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero},
+            {"uneven_pipeline", r.uneven_pipeline == 1}}},
           {"training",
            {{"seq_len", r.seq_len}, {"micro_batch", r.micro_batch},
             {"global_batch", r.global_batch}, {"num_microbatches", res.num_microbatches},

@@ -46,7 +46,7 @@ SearchRequest parse_search(const JsonFields& top) {
 
   JsonFields f(top.object("search") ? *top.object("search") : none, "search");
   f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
-                    "recompute", "zero", "tp_within_node", "include_oom"});
+                    "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline"});
   out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
   r.max_tp = f.integer_or("max_tp", 0, -big, big);
   r.max_cp = f.integer_or("max_cp", 0, -big, big);
@@ -55,6 +55,7 @@ SearchRequest parse_search(const JsonFields& top) {
   r.max_micro_batch = f.integer_or("max_micro_batch", 0, -big, big);
   if (auto w = f.boolean("tp_within_node")) r.tp_within_node = *w;
   if (auto o = f.boolean("include_oom")) r.include_oom = *o;
+  if (auto u = f.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
   if (const json* list = f.object("recompute")) {
     if (!list->is_array()) {
       throw Error(MEMEST_ERR_TYPE, "search.recompute",
@@ -99,7 +100,7 @@ SearchRequest parse_search(const JsonFields& top) {
 }
 
 // One line a person reads next to a ranked layout.
-std::string search_reason(const memest_search_entry& e, int64_t gpus_per_node) {
+std::string search_reason(const memest_search_entry& e, int64_t gpus_per_node, int64_t num_layers) {
   std::string why;
   char buf[160];
   std::snprintf(buf, sizeof buf, "%.1f of %.1f GiB at peak (%.0f %%)", e.peak_bytes / kGiB,
@@ -110,6 +111,11 @@ std::string search_reason(const memest_search_entry& e, int64_t gpus_per_node) {
     why += buf;
   } else {
     why += "; no pipeline bubble";
+  }
+  if (num_layers % e.layout.pp != 0) {
+    std::snprintf(buf, sizeof buf, "; uneven pipeline: first/last stage %lld/%lld layers",
+                  static_cast<long long>(e.first_stage_layers), static_cast<long long>(e.last_stage_layers));
+    why += buf;
   }
   if (e.layout.tp > 1) why += e.layout.tp <= gpus_per_node ? "; TP inside a node" : "; TP across nodes";
   if (e.layout.cp > 1) why += "; CP splits the sequence";
@@ -133,7 +139,9 @@ ojson search_response(SearchRequest& sr) {
                        {"layout",
                         {{"tp", e.layout.tp}, {"cp", e.layout.cp}, {"pp", e.layout.pp},
                          {"vpp", e.layout.vpp}, {"dp", e.dp}, {"micro_batch", e.layout.micro_batch},
-                         {"recompute", recompute_name(e.layout.recompute)}, {"zero", e.layout.zero}}},
+                         {"recompute", recompute_name(e.layout.recompute)}, {"zero", e.layout.zero},
+                         {"first_stage_layers", e.first_stage_layers},
+                         {"last_stage_layers", e.last_stage_layers}}},
                        {"num_microbatches", e.num_microbatches},
                        {"estimate_bytes", e.estimate_bytes},
                        {"peak_bytes", e.peak_bytes},
@@ -143,7 +151,7 @@ ojson search_response(SearchRequest& sr) {
                        {"tokens_per_s", e.tokens_per_s},
                        {"step_seconds", e.step_seconds},
                        {"bubble_fraction", e.bubble_fraction},
-                       {"reason", search_reason(e, r.base.gpu.gpus_per_node)}});
+                       {"reason", search_reason(e, r.base.gpu.gpus_per_node, r.base.model.num_hidden_layers)}});
   }
   ojson pruned = ojson::object();
   uint64_t pruned_total = 0;

@@ -46,6 +46,21 @@ void check_divides(const std::string& field, int64_t divisor, const char* what, 
 
 }  // namespace
 
+bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out) {
+  if (layers % (pp * vpp) == 0) {
+    out.first = out.middle = out.last = layers / pp;
+    return true;
+  }
+  if (!uneven || vpp != 1 || pp < 2) return false;
+  const int64_t middle = (layers + pp - 1) / pp;
+  const int64_t fewer = middle * pp - layers;  // layers the end stages give up
+  if (fewer > 2 || middle < 2) return false;
+  out.middle = middle;
+  out.first = middle - 1;
+  out.last = fewer == 2 ? middle - 1 : middle;
+  return true;
+}
+
 LayoutIssue check_layout(const memest_pretrain_request& r, LayoutCheck& out) {
   const memest_model& m = r.model;
   if (m.num_attention_heads % r.tp != 0) return LayoutIssue::TpHeads;
@@ -61,7 +76,9 @@ LayoutIssue check_layout(const memest_pretrain_request& r, LayoutCheck& out) {
   out.dp = r.gpus / (r.tp * r.cp * r.pp);
   if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
   if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
-  if (m.num_hidden_layers % (r.pp * r.vpp) != 0) return LayoutIssue::LayersNotDivisible;
+  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers)) {
+    return LayoutIssue::LayersNotDivisible;
+  }
   if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
   if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
       r.seq_len > m.max_position_embeddings) {
@@ -121,6 +138,12 @@ namespace {
     case LayoutIssue::VppNeedsPp:
       fail("parallel.vpp", "the interleaved schedule (vpp > 1) needs pp >= 2");
     case LayoutIssue::LayersNotDivisible:
+      if (r.uneven_pipeline == 1 && r.vpp == 1) {
+        throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
+                    "parallel.pp=" + str(r.pp) + " splits num_hidden_layers=" +
+                        str(m.num_hidden_layers) +
+                        " unevenly by more than one layer in the first and the last stage");
+      }
       check_divides(r.vpp > 1 ? "parallel.pp*vpp" : "parallel.pp", r.pp * r.vpp,
                     "num_hidden_layers", m.num_hidden_layers);
       break;
@@ -166,6 +189,7 @@ void validate_fields(const memest_pretrain_request& r) {
   if (r.flash_attention != 0 && r.flash_attention != 1) {
     fail("training.flash_attention", "must be 0 or 1");
   }
+  if (r.uneven_pipeline != 0 && r.uneven_pipeline != 1) fail("parallel.uneven_pipeline", "must be 0 or 1");
   if (r.recompute < MEMEST_RECOMPUTE_NONE || r.recompute > MEMEST_RECOMPUTE_FULL) {
     fail("training.recompute", "must be none (0), selective (1) or full (2)");
   }
@@ -196,7 +220,7 @@ Plan make_plan_unchecked(const memest_pretrain_request& r, const LayoutCheck& ch
   plan.pp = r.pp;
   plan.vpp = r.vpp;
   plan.dp = check.dp;
-  plan.layers_per_stage = m.num_hidden_layers / r.pp;
+  plan.layers = check.layers;
   plan.num_microbatches = check.num_microbatches;
   plan.precision = precision;
   plan.zero = r.zero;
@@ -240,7 +264,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const double t = static_cast<double>(plan.tp);
   const bool first = i == 0;
   const bool last = i == plan.pp - 1;
-  const double layers = static_cast<double>(plan.layers_per_stage);
+  const double layers = static_cast<double>(plan.layers.of(i, plan.pp));
 
   // Parameters on one GPU of this stage (4D paper Eqs. 6-9; Eq. 10 for the sharding group).
   const LayerParams layer = layer_params(m);
@@ -271,7 +295,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   std::memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
   s.index = static_cast<int32_t>(i);
-  s.layers = plan.layers_per_stage;
+  s.layers = plan.layers.of(i, plan.pp);
   s.microbatches_in_flight = in_flight;
   s.parameters = params;
   s.weights_bytes = states.weights;
@@ -292,13 +316,22 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
 }
 
 double peak_memory(const Plan& plan, int32_t* peak_stage) {
-  // The most loaded stage is the first or the last: a middle stage holds the same layers as the
-  // first without the embedding, and fewer micro-batches in flight (both schedules keep fewer
-  // on later devices); only the last stage adds the LM head. So two stages suffice.
-  const double first = stage_memory(plan, 0, true).peak_bytes;
-  const double last = plan.pp > 1 ? stage_memory(plan, plan.pp - 1, true).peak_bytes : first;
-  if (peak_stage) *peak_stage = last > first ? static_cast<int32_t>(plan.pp - 1) : 0;
-  return last > first ? last : first;
+  // The most loaded stage is the first, the second or the last: middle stages hold the same
+  // layers with fewer micro-batches in flight the later they come (both schedules), and no
+  // embedding or LM head; the second stands for them (it can pass a first stage that an
+  // uneven pipeline made one layer lighter). So three stages suffice.
+  int32_t best = 0;
+  double peak = stage_memory(plan, 0, true).peak_bytes;
+  for (int64_t i : {int64_t{1}, plan.pp - 1}) {
+    if (i <= 0 || i >= plan.pp) continue;
+    const double p = stage_memory(plan, i, true).peak_bytes;
+    if (p > peak) {
+      peak = p;
+      best = static_cast<int32_t>(i);
+    }
+  }
+  if (peak_stage) *peak_stage = best;
+  return peak;
 }
 
 memest_pretrain_result compute_pretrain(const memest_pretrain_request& r, memest_stage* stages,

@@ -9,11 +9,23 @@
 namespace memest {
 
 // Everything the stage loop needs, validated and converted once.
+// Transformer layers per pipeline stage: `middle` = ceil(L / pp) everywhere, except that an
+// uneven pipeline gives the first and then the last stage one layer fewer when pp does not
+// divide L (at most one each).
+struct StageLayers {
+  int64_t first = 0, middle = 0, last = 0;
+  int64_t of(int64_t stage, int64_t pp) const {
+    return stage == 0 ? first : stage == pp - 1 ? last : middle;
+  }
+};
+// False when the layers cannot be split so (pp*vpp must then divide them).
+bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out);
+
 struct Plan {
   const memest_model* model;
   const memest_gpu* gpu;  // device profile (overhead model)
   int64_t tp, cp, pp, vpp, dp;
-  int64_t layers_per_stage;
+  StageLayers layers;
   int64_t num_microbatches;  // 0 = not known (global batch not given)
   Precision precision;
   int zero;
@@ -39,6 +51,7 @@ enum class LayoutIssue {
   InterleavedMicrobatches,
 };
 struct LayoutCheck {
+  StageLayers layers;
   double model_parallel = 0;  // tp * cp * pp
   int64_t dp = 0;
   int64_t num_microbatches = 0;
@@ -56,7 +69,7 @@ Plan make_plan_unchecked(const memest_pretrain_request& r, const LayoutCheck& ch
 
 // Memory of stage i. `cap` limits micro-batches in flight to those an iteration has.
 memest_stage stage_memory(const Plan& plan, int64_t i, bool cap);
-// The most loaded stage's peak_bytes (first or last stage), without allocating.
+// The most loaded stage's peak_bytes (first, second or last stage), without allocating.
 double peak_memory(const Plan& plan, int32_t* peak_stage);
 
 // Validates the request (throws memest::Error naming the field), then computes the result

@@ -113,6 +113,8 @@ struct Search {
     e.tokens_per_s = t.tokens_per_s;
     e.step_seconds = t.step_seconds;
     e.bubble_fraction = t.bubble_fraction;
+    e.first_stage_layers = plan.layers.first;
+    e.last_stage_layers = plan.layers.last;
     insert(e);
   }
 };
@@ -165,6 +167,7 @@ void run_search(const memest_search_request& r, memest_search_result& result,
   if (r.zero_mask == 0 || (r.zero_mask & ~15u) != 0) fail("search.zero", "must allow stages among 0..3");
   if (r.tp_within_node != 0 && r.tp_within_node != 1) fail("search.tp_within_node", "must be 0 or 1");
   if (r.include_oom != 0 && r.include_oom != 1) fail("search.include_oom", "must be 0 or 1");
+  if (r.uneven_pipeline != 0 && r.uneven_pipeline != 1) fail("search.uneven_pipeline", "must be 0 or 1");
   if (r.layout_count > 0 && !r.layouts) {
     throw Error(MEMEST_ERR_NULL_POINTER, "search.layouts", "search.layouts: NULL with a non-zero count");
   }
@@ -173,6 +176,7 @@ void run_search(const memest_search_request& r, memest_search_result& result,
   std::memset(&result, 0, sizeof result);
   result.struct_size = sizeof result;
   Search s{base, &result, entries, capacity, r.include_oom == 1};
+  s.candidate.uneven_pipeline = r.uneven_pipeline;
 
   if (r.layout_count > 0) {  // rank the caller's shortlist
     for (uint32_t i = 0; i < r.layout_count; ++i) {

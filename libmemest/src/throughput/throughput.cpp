@@ -47,7 +47,9 @@ Throughput estimate_throughput(const Plan& plan) {
   const double s = x.seq_len, b = x.micro_batch;
   const double gpus = t * c * p * d;
   const double peak = g.peak_bf16_tflops * 1e12;
-  const double layers = static_cast<double>(plan.layers_per_stage);
+  const double first = static_cast<double>(plan.layers.first);
+  const double middle = static_cast<double>(plan.layers.middle);
+  const double last = static_cast<double>(plan.layers.last);
 
   out.model_flops = model_flops_per_token(m, s) * s * b * mb * d;
 
@@ -64,13 +66,17 @@ Throughput estimate_throughput(const Plan& plan) {
   const double rows = s * b / c;
   const double gemm_rate = peak * g.gemm_efficiency * rows / (rows + g.gemm_half_tokens);
   const double attn_rate = peak * g.attention_efficiency / (1 + g.cp_attention_penalty * (c - 1));
-  const double stage = layers * (gemm_layer / gemm_rate + attn_layer / attn_rate);
+  const double per_layer = gemm_layer / gemm_rate + attn_layer / attn_rate;
   const double head = 6 * w.v * w.h * tokens / gemm_rate;  // the last stage also runs the LM head
-  double tau = stage + head;
+  double tp_per_layer = 0;
   if (t > 1) {
     const double bw = (t <= g.gpus_per_node ? g.tp_bandwidth_gbps : g.inter_node_gbps) * 1e9;
-    tau += layers * 8 * (t - 1) / t * (2 * s * b * w.h / c) / bw;
+    tp_per_layer = 8 * (t - 1) / t * (2 * s * b * w.h / c) / bw;
   }
+  // The slowest stage sets the pace: the last (LM head), or a full middle stage when an
+  // uneven pipeline lightened the ends.
+  double tau = last * (per_layer + tp_per_layer) + head;
+  if (plan.pp > 1) tau = std::max(tau, std::max(first, middle) * (per_layer + tp_per_layer));
 
   double step = (mb + (p - 1) / vpp) * tau;
   const double dc = d * c;
