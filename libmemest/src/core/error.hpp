@@ -2,6 +2,7 @@
 // thread-local message at the C API boundary (capi/capi.cpp). Never crosses that boundary.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,14 @@ class Error : public std::runtime_error {
 [[noreturn]] inline void fail(const std::string& field, const std::string& message,
                               memest_status status = MEMEST_ERR_INVALID_ARGUMENT) {
   throw Error(status, field, field.empty() ? message : field + ": " + message);
+}
+
+// "<field>: must be between <min> and <max>, got <v>"
+inline void check_range(const std::string& field, int64_t v, int64_t min, int64_t max) {
+  if (v < min || v > max) {
+    fail(field, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                    ", got " + std::to_string(v));
+  }
 }
 
 }  // namespace memest

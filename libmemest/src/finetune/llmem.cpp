@@ -61,12 +61,6 @@ memest_finetune_parts contributions(const memest_finetune_parts& s, memest_finet
   return c;
 }
 
-void check_range(const char* field, int64_t v, int64_t min, int64_t max) {
-  if (v < min || v > max) {
-    fail(field, "must be between " + str(min) + " and " + str(max) + ", got " + str(v));
-  }
-}
-
 }  // namespace
 
 std::string method_unavailable_reason(const memest_model& m, memest_finetune_method method,

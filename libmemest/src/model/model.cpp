@@ -26,14 +26,6 @@ int64_t head_dim(const memest_model& m) {
 
 namespace {
 
-void check_range(const std::string& prefix, const char* name, int64_t value, int64_t min,
-                 int64_t max) {
-  if (value < min || value > max) {
-    fail(prefix + "." + name, "must be between " + std::to_string(min) + " and " +
-                                  std::to_string(max) + ", got " + std::to_string(value));
-  }
-}
-
 void check_flag(const std::string& prefix, const char* name, int32_t value) {
   if (value != 0 && value != 1) fail(prefix + "." + name, "must be 0 or 1, got " + std::to_string(value));
 }
@@ -64,16 +56,16 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
                 prefix + ".hidden_size: missing (give the model's dimensions" +
                     std::string(allow_bare ? " or num_parameters)" : ")"));
   }
-  check_range(prefix, "hidden_size", m.hidden_size, 1, kMaxHidden);
-  check_range(prefix, "num_hidden_layers", m.num_hidden_layers, 1, kMaxLayers);
-  check_range(prefix, "num_attention_heads", m.num_attention_heads, 1, kMaxHeads);
-  check_range(prefix, "num_key_value_heads", m.num_key_value_heads, 1, m.num_attention_heads);
-  check_range(prefix, "intermediate_size", m.intermediate_size, 1, kMaxFfn);
-  check_range(prefix, "vocab_size", m.vocab_size, 1, kMaxVocab);
-  check_range(prefix, "max_position_embeddings", m.max_position_embeddings, 0, kMaxPositions);
-  check_range(prefix, "learned_position_rows", m.learned_position_rows, 0, kMaxPositions);
-  check_range(prefix, "head_dim", m.head_dim, 0, kMaxHidden);
-  check_range(prefix, "norms_per_layer", m.norms_per_layer, 0, 4);
+  check_range(prefix + ".hidden_size", m.hidden_size, 1, kMaxHidden);
+  check_range(prefix + ".num_hidden_layers", m.num_hidden_layers, 1, kMaxLayers);
+  check_range(prefix + ".num_attention_heads", m.num_attention_heads, 1, kMaxHeads);
+  check_range(prefix + ".num_key_value_heads", m.num_key_value_heads, 1, m.num_attention_heads);
+  check_range(prefix + ".intermediate_size", m.intermediate_size, 1, kMaxFfn);
+  check_range(prefix + ".vocab_size", m.vocab_size, 1, kMaxVocab);
+  check_range(prefix + ".max_position_embeddings", m.max_position_embeddings, 0, kMaxPositions);
+  check_range(prefix + ".learned_position_rows", m.learned_position_rows, 0, kMaxPositions);
+  check_range(prefix + ".head_dim", m.head_dim, 0, kMaxHidden);
+  check_range(prefix + ".norms_per_layer", m.norms_per_layer, 0, 4);
   if (m.num_attention_heads % m.num_key_value_heads != 0) {
     fail(prefix + ".num_key_value_heads",
          std::to_string(m.num_key_value_heads) + " does not divide num_attention_heads=" +

@@ -29,12 +29,6 @@ std::string json_number(double v) {
   return buf;
 }
 
-void check_range(const char* field, int64_t v, int64_t min, int64_t max) {
-  if (v < min || v > max) {
-    fail(field, "must be between " + str(min) + " and " + str(max) + ", got " + str(v));
-  }
-}
-
 // "parallel.tp=3 does not divide num_attention_heads=32"
 void check_divides(const std::string& field, int64_t divisor, const char* what, int64_t value) {
   if (value % divisor != 0) {
@@ -42,8 +36,6 @@ void check_divides(const std::string& field, int64_t divisor, const char* what, 
                 field + "=" + str(divisor) + " does not divide " + what + "=" + str(value));
   }
 }
-
-
 }  // namespace
 
 bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out) {
