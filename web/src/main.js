@@ -105,22 +105,13 @@ const PARTS = [
   ['optimizer_bytes', 'Optimizer', '--c-optim'],
   ['activations_bytes', 'Activations', '--c-acts'],
 ];
-const KNOWN_STAGE_KEYS = new Set(['total_bytes', ...PARTS.map((p) => p[0])]);
-
-/** Stacked parts of a stage: the four of the 4D paper, then any other *_bytes the library adds
- *  (the overhead model: context, communication buffers, temporaries, fragmentation). */
+/** Stacked parts of a stage: the four of the 4D paper, then the overhead model's net total
+ *  (CUDA context, communication buffers, bf16 logits, corrections, fragmentation), so the top of
+ *  the bar is the stage's peak_bytes. */
 function stageParts(stages) {
   const parts = [...PARTS];
-  const extra = new Set();
-  for (const s of stages) {
-    for (const [k, v] of Object.entries(s)) {
-      if (k.endsWith('_bytes') && !KNOWN_STAGE_KEYS.has(k) && typeof v === 'number') extra.add(k);
-    }
-    if (s.overheads && typeof s.overheads === 'object') extra.add('overheads');
-  }
-  for (const k of extra) {
-    const label = k.replace(/_bytes$/, '').replace(/_/g, ' ');
-    parts.push([k, label.charAt(0).toUpperCase() + label.slice(1), '--c-over']);
+  if (stages.some((s) => typeof s.overhead_bytes === 'number')) {
+    parts.push(['overhead_bytes', 'Overheads (context, buffers, fragmentation)', '--c-over']);
   }
   return parts;
 }
