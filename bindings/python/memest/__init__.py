@@ -149,17 +149,36 @@ def finetune(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     return request(req)  # type: ignore[return-value]
 
 
-def search(model: ModelSpec, gpu: GpuSpec, *, parallel: Optional[Mapping[str, Any]] = None,
-           training: Optional[Mapping[str, Any]] = None, **fields: Any) -> SearchResult:
-    """Ranks parallel layouts that fit: request({"mode": "search", "model": ..., "gpu": ...,
-    "parallel": ..., "training": ..., **fields}). The fields are those of the library's search
-    mode (README); iterate the result, or use .layouts, for the ranked rows."""
-    req: Dict[str, Any] = {"mode": "search", "model": _model(model), "gpu": gpu}
-    if parallel is not None:
-        req["parallel"] = dict(parallel)
-    if training is not None:
-        req["training"] = dict(training)
-    req.update(fields)
+def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
+           seq_len: Optional[int] = None, global_batch: Optional[int] = None,
+           top: Optional[int] = None, layouts: Optional[List[Mapping[str, Any]]] = None,
+           max_tp: Optional[int] = None, max_cp: Optional[int] = None,
+           max_pp: Optional[int] = None, max_vpp: Optional[int] = None,
+           max_micro_batch: Optional[int] = None, recompute: Optional[List[str]] = None,
+           zero: Optional[List[int]] = None, tp_within_node: Optional[bool] = None,
+           include_oom: Optional[bool] = None, uneven_pipeline: Optional[bool] = None,
+           sp: Optional[bool] = None, flash_attention: Optional[bool] = None,
+           param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
+           optimizer: Optional[str] = None) -> SearchResult:
+    """Ranks parallel layouts by predicted throughput among those predicted to fit (the
+    library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
+    tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
+    `zero` options, or ranks exactly `layouts` ([{"tp": 2, "pp": 2, "micro_batch": 1}, ...]).
+    Iterate the result for the rows, best first: each has layout, peak_bytes, oom_predicted,
+    tflops_per_gpu, tokens_per_s and a reason; `.pruned` counts what was dropped and why.
+    pandas.DataFrame([row.to_dict() for row in result]) gives a table."""
+    req = {
+        "mode": "search", "model": _model(model), "gpu": gpu,
+        "parallel": _section(gpus=gpus, sp=sp),
+        "training": _section(seq_len=seq_len, global_batch=global_batch,
+                             flash_attention=flash_attention, param_dtype=param_dtype,
+                             grad_dtype=grad_dtype, optimizer=optimizer),
+        "search": _section(top=top, layouts=[dict(x) for x in layouts] if layouts else None,
+                           max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
+                           max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
+                           tp_within_node=tp_within_node, include_oom=include_oom,
+                           uneven_pipeline=uneven_pipeline),
+    }
     return request(req)  # type: ignore[return-value]
 
 

@@ -160,16 +160,26 @@ def test_load_config_bad(tmp_path):
 
 
 def test_search():
-    try:
-        r = memest.search("llama-3.1-8b", "a100-40gb", parallel={"gpus": 8},
-                          training={"seq_len": 4096, "global_batch": 64})
-    except memest.MemestError as e:
-        if e.field == "mode":
-            pytest.skip("this libmemest has no search mode yet: " + str(e))
-        raise
+    r = memest.search("llama-3.1-8b", "a100-40gb", gpus=64, seq_len=8192, global_batch=1024, top=5)
     assert isinstance(r, memest.SearchResult) and r.mode == "search"
     rows = [row.to_dict() for row in r]
-    assert rows and all(isinstance(row, dict) for row in rows)
+    assert len(rows) == 5 and all(isinstance(row, dict) for row in rows)
+    speeds = [row["tflops_per_gpu"] for row in rows]
+    assert speeds == sorted(speeds, reverse=True)
+    assert not any(row["oom_predicted"] for row in rows)
+    # The same layout through pretrain(): one computation, the same peak.
+    best = rows[0]["layout"]
+    p = memest.pretrain("llama-3.1-8b", "a100-40gb", gpus=64, tp=best["tp"], cp=best["cp"],
+                        pp=best["pp"], vpp=best["vpp"], micro_batch=best["micro_batch"],
+                        seq_len=8192, global_batch=1024, recompute=best["recompute"])
+    assert p.peak_bytes == rows[0]["peak_bytes"]
+    # A shortlist, with a bad layout counted rather than raised.
+    short = memest.search("llama-3.1-8b", "a100-40gb", gpus=16, seq_len=8192, global_batch=1024,
+                          layouts=[{"tp": 4, "pp": 2}, {"tp": 3}])
+    assert len(short) == 1 and short.to_dict()["pruned"]["tp_heads"] == 1
+    with pytest.raises(memest.MemestError) as info:
+        memest.search("llama-3.1-8b", "a100-40gb", gpus=64, seq_len=8192)
+    assert info.value.field == "training.global_batch"
 
 
 def test_help_reads_well():
