@@ -11,8 +11,17 @@
  *    memest_last_error_field() names the offending request field ("parallel.tp").
  *  - Out-parameters are left untouched on failure (the JSON entry point is the one
  *    documented exception: its error document is the answer).
- *  - Request structs carry `struct_size` first; call the matching `_init` function
- *    before filling fields so that fields appended in later versions get defaults.
+ *  - Every struct starts with `uint32_t struct_size`: the size of the struct as the caller
+ *    was compiled (sizeof). The library reads and writes only that many bytes, so a caller
+ *    built against an older, smaller version of this header keeps working: fields appended
+ *    since then take their defaults on input and are not written on output. Requests get
+ *    their defaults from the matching `_init(ptr, sizeof *ptr)` function; results and models
+ *    or GPUs the library fills need only `struct_size` set (an `_init` call does that too).
+ *    A struct_size below the first released layout, or above this library's, fails with
+ *    MEMEST_ERR_STRUCT_SIZE. See docs/api-stability.md for the rules of evolution.
+ *  - Requests refer to their model and GPU by pointer (read during the call only); arrays
+ *    the library fills are caller buffers with an element size and a capacity, never
+ *    fixed-size arrays inside structs.
  *  - No C++ exception ever crosses this boundary; nothing here is allocated for the
  *    caller except strings returned by memest_request_json (free with memest_string_free).
  *  - Sizes are in bytes, as double (the papers' formulas yield fractional bytes before
@@ -44,17 +53,17 @@ extern "C" {
 #define MEMEST_API __attribute__((visibility("default")))
 #endif
 
-#define MEMEST_VERSION_MAJOR 0
-#define MEMEST_VERSION_MINOR 1
+#define MEMEST_VERSION_MAJOR 1
+#define MEMEST_VERSION_MINOR 0
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "0.1.0"
+#define MEMEST_VERSION_STRING "1.0.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
 
-/** Returns the library's version as a static string such as "0.1.0". Never NULL. */
+/** Returns the library's version as a static string such as "1.0.0". Never NULL. */
 MEMEST_API const char *memest_version_string(void);
 
 /* ======================================================================== */
@@ -71,11 +80,12 @@ typedef enum memest_status {
   MEMEST_ERR_UNKNOWN_FIELD = 6,    /* a JSON object holds a field memest does not know */
   MEMEST_ERR_UNSUPPORTED = 7,      /* valid input that this version cannot model */
   MEMEST_ERR_OVERFLOW = 8,         /* sizes so large the result would not be finite */
-  MEMEST_ERR_STRUCT_SIZE = 9,      /* struct_size is smaller than this version needs */
+  MEMEST_ERR_STRUCT_SIZE = 9,      /* struct_size is not a layout this library knows */
   MEMEST_ERR_NULL_POINTER = 10,    /* a required pointer argument was NULL */
   MEMEST_ERR_OUT_OF_RANGE = 11,    /* an index argument is past the end of a list */
   MEMEST_ERR_NO_MEMORY = 12,       /* allocation failed */
-  MEMEST_ERR_INTERNAL = 13         /* a bug in memest: please report it */
+  MEMEST_ERR_INTERNAL = 13,        /* a bug in memest: please report it */
+  MEMEST_STATUS_COUNT = 14
 } memest_status;
 
 /** Returns a static, lower-case name for a status ("invalid_argument"); "unknown" if out of range. */
@@ -149,11 +159,12 @@ typedef struct memest_param_count {
   double lm_head;          /* LM head + final norm (0 for the head weights when tied) */
 } memest_param_count;
 
-/** Fills *model with defaults (Llama conventions, all sizes 0). Returns MEMEST_OK. */
-MEMEST_API memest_status memest_model_init(memest_model *model);
+/** Fills the first `struct_size` bytes of *model with defaults (Llama conventions, all sizes
+ *  0) and sets model->struct_size. Pass sizeof *model. */
+MEMEST_API memest_status memest_model_init(memest_model *model, uint32_t struct_size);
 
-/** Looks up a built-in model preset by id ("llama-3.1-8b"). Fails with
- *  MEMEST_ERR_UNKNOWN_PRESET when there is none. */
+/** Looks up a built-in model preset by id ("llama-3.1-8b") into *model (whose struct_size the
+ *  caller set). Fails with MEMEST_ERR_UNKNOWN_PRESET when there is none. */
 MEMEST_API memest_status memest_model_from_preset(const char *id, memest_model *model);
 
 /** Reads a Hugging Face config.json text (Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX,
@@ -164,7 +175,8 @@ MEMEST_API memest_status memest_model_from_config_json(const char *config_json,
 /** Checks a model's dimensions; fails with the offending field named. */
 MEMEST_API memest_status memest_model_validate(const memest_model *model);
 
-/** Counts a model's parameters by part from its dimensions. */
+/** Counts a model's parameters by part from its dimensions (count->struct_size set by the
+ *  caller). */
 MEMEST_API memest_status memest_model_parameter_count(const memest_model *model,
                                                       memest_param_count *count);
 
@@ -204,11 +216,12 @@ typedef struct memest_gpu {
   double pipeline_stage_seconds; /* fixed cost per extra pipeline stage per iteration, s */
 } memest_gpu;
 
-/** Fills *gpu with defaults (no capacity, 8 GPUs per node, 2 MiB pages, 512 MiB context).
- *  Returns MEMEST_OK. */
-MEMEST_API memest_status memest_gpu_init(memest_gpu *gpu);
+/** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
+ *  2 MiB pages, 512 MiB context) and sets gpu->struct_size. Pass sizeof *gpu. */
+MEMEST_API memest_status memest_gpu_init(memest_gpu *gpu, uint32_t struct_size);
 
-/** Looks up a built-in GPU preset by id ("a100-40gb"). */
+/** Looks up a built-in GPU preset by id ("a100-40gb") into *gpu (struct_size set by the
+ *  caller). */
 MEMEST_API memest_status memest_gpu_from_preset(const char *id, memest_gpu *gpu);
 
 /** Number of built-in GPU presets. */
@@ -224,7 +237,8 @@ MEMEST_API const char *memest_gpu_preset_id(uint32_t index);
 typedef enum memest_recompute {
   MEMEST_RECOMPUTE_NONE = 0,
   MEMEST_RECOMPUTE_SELECTIVE = 1, /* recompute attention scores only (Korthikanti §5) */
-  MEMEST_RECOMPUTE_FULL = 2       /* keep only each layer's input */
+  MEMEST_RECOMPUTE_FULL = 2,      /* keep only each layer's input */
+  MEMEST_RECOMPUTE_COUNT = 3
 } memest_recompute;
 
 /** Verdict bands of the 4D paper on the estimate: fits <= 80 % of capacity,
@@ -233,17 +247,46 @@ typedef enum memest_verdict {
   MEMEST_VERDICT_FITS = 0,
   MEMEST_VERDICT_TIGHT = 1,
   MEMEST_VERDICT_OOM = 2,
-  MEMEST_VERDICT_UNKNOWN = 3 /* no GPU capacity was given */
+  MEMEST_VERDICT_UNKNOWN = 3, /* no GPU capacity was given */
+  MEMEST_VERDICT_COUNT = 4
 } memest_verdict;
 
 /** Returns "fits", "tight", "oom" or "unknown". */
 MEMEST_API const char *memest_verdict_name(memest_verdict verdict);
 
+/** Returns the upper bound of a verdict band as a fraction of capacity (FITS: 0.8, TIGHT: 1.0),
+ *  or 0 for OOM and UNKNOWN, which have no upper bound. */
+MEMEST_API double memest_verdict_limit(memest_verdict verdict);
+
 typedef enum memest_activation_model {
   MEMEST_ACTIVATIONS_AUTO = 0,  /* by the model's family */
   MEMEST_ACTIVATIONS_LLAMA = 1, /* 4D paper, Eqs. 11-17 */
-  MEMEST_ACTIVATIONS_GPT = 2    /* Korthikanti et al., Table 2 */
+  MEMEST_ACTIVATIONS_GPT = 2,   /* Korthikanti et al., Table 2 */
+  MEMEST_ACTIVATIONS_COUNT = 3
 } memest_activation_model;
+
+/** Every enumeration of this header, for memest_enum_count and memest_enum_name: bindings
+ *  and the web page take their names from here instead of writing them out again. */
+typedef enum memest_enum {
+  MEMEST_ENUM_STATUS = 0,           /* memest_status: "ok", "invalid_argument", ... */
+  MEMEST_ENUM_FAMILY = 1,           /* memest_family: "llama", "gpt" */
+  MEMEST_ENUM_VERDICT = 2,          /* memest_verdict: "fits", "tight", "oom", "unknown" */
+  MEMEST_ENUM_RECOMPUTE = 3,        /* memest_recompute: "none", "selective", "full" */
+  MEMEST_ENUM_ACTIVATION_MODEL = 4, /* memest_activation_model: "auto", "llama", "gpt" */
+  MEMEST_ENUM_PRUNE_REASON = 5,     /* memest_prune_reason: "oom", "tp_heads", ... */
+  MEMEST_ENUM_FINETUNE_METHOD = 6,  /* memest_finetune_method: "cdp", "zero3", ... */
+  MEMEST_ENUM_COUNT = 7
+} memest_enum;
+
+/** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
+MEMEST_API uint32_t memest_enum_count(memest_enum which);
+
+/** Returns the static name of `value` in enumeration `which` (the names JSON requests and
+ *  responses use), or NULL when either is out of range. */
+MEMEST_API const char *memest_enum_name(memest_enum which, int32_t value);
+
+/** Returns the value named `name` in enumeration `which`, or -1 when there is none. */
+MEMEST_API int32_t memest_enum_value(memest_enum which, const char *name);
 
 /* ======================================================================== */
 /* Section: model-states mode (ZeRO)                                         */
@@ -252,8 +295,8 @@ typedef enum memest_activation_model {
 /** Request for model-state memory per GPU under pure data parallelism with ZeRO. */
 typedef struct memest_model_states_request {
   uint32_t struct_size;
-  memest_model model;      /* dimensions, or a bare num_parameters */
-  memest_gpu gpu;          /* optional: memory_bytes 0 gives verdict UNKNOWN */
+  const memest_model *model; /* dimensions, or a bare num_parameters (required) */
+  const memest_gpu *gpu;     /* optional (NULL or memory_bytes 0: verdict UNKNOWN) */
   int64_t gpus;            /* data-parallel degree N_d */
   int32_t zero;            /* 0: none, 1: P_os, 2: P_os+g, 3: P_os+g+p */
   double param_bytes;      /* bytes per weight (default 2, bf16) */
@@ -272,10 +315,12 @@ typedef struct memest_model_states_result {
   int32_t verdict;          /* memest_verdict */
 } memest_model_states_result;
 
-/** Fills defaults: 1 GPU, zero 0, bf16 weights, fp32 gradients, Adam (18 bytes/param). */
-MEMEST_API memest_status memest_model_states_request_init(memest_model_states_request *request);
+/** Fills defaults (no model or GPU, 1 GPU, zero 0, bf16 weights, fp32 gradients, Adam: 18
+ *  bytes/param) into the first `struct_size` bytes. Pass sizeof *request. */
+MEMEST_API memest_status memest_model_states_request_init(memest_model_states_request *request,
+                                                          uint32_t struct_size);
 
-/** Computes model-state memory per GPU. */
+/** Computes model-state memory per GPU into *result (result->struct_size set by the caller). */
 MEMEST_API memest_status memest_model_states(const memest_model_states_request *request,
                                              memest_model_states_result *result);
 
@@ -285,8 +330,8 @@ MEMEST_API memest_status memest_model_states(const memest_model_states_request *
 
 typedef struct memest_pretrain_request {
   uint32_t struct_size;
-  memest_model model;
-  memest_gpu gpu;             /* memory_bytes must be > 0 */
+  const memest_model *model;  /* required */
+  const memest_gpu *gpu;      /* required; memory_bytes must be > 0 */
   /* parallel layout: data-parallel size d = gpus / (tp * cp * pp) */
   int64_t gpus;
   int64_t tp;
@@ -350,23 +395,29 @@ typedef struct memest_pretrain_result {
   double paper_peak_bytes;   /* the most loaded stage by the papers' terms alone */
 } memest_pretrain_result;
 
-/** Fills defaults: 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048, micro batch 1,
- *  no recompute, FlashAttention on, bf16 weights + fp32 gradients + Adam. */
-MEMEST_API memest_status memest_pretrain_request_init(memest_pretrain_request *request);
+/** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
+ *  micro batch 1, no recompute, FlashAttention on, bf16 weights + fp32 gradients + Adam.
+ *  Pass sizeof *request. */
+MEMEST_API memest_status memest_pretrain_request_init(memest_pretrain_request *request,
+                                                      uint32_t struct_size);
 
-/** Estimates per-GPU memory for pretraining. Writes *result and up to `stage_capacity`
- *  stages into `stages` (which may be NULL when stage_capacity is 0); result->stage_count
- *  tells how many exist. */
+/** Estimates per-GPU memory for pretraining. Writes *result (result->struct_size set by the
+ *  caller) and up to `stage_capacity` stages into the caller's array `stages`, whose
+ *  elements are `stage_size` bytes apart (sizeof(memest_stage) as the caller was compiled;
+ *  `stages` may be NULL when stage_capacity is 0); result->stage_count tells how many exist.
+ *  On failure neither *result nor any stage is written. */
 MEMEST_API memest_status memest_pretrain(const memest_pretrain_request *request,
-                                         memest_pretrain_result *result,
-                                         memest_stage *stages, uint32_t stage_capacity);
+                                         memest_pretrain_result *result, memest_stage *stages,
+                                         uint32_t stage_size, uint32_t stage_capacity);
 
 /* ======================================================================== */
 /* Section: layout search                                                    */
 /* ======================================================================== */
 
-/** One parallel layout of a pretraining run (the data-parallel size follows from the GPUs). */
+/** One parallel layout of a pretraining run (the data-parallel size follows from the GPUs).
+ *  Fill with memest_layout_init. */
 typedef struct memest_layout {
+  uint32_t struct_size;
   int64_t tp;
   int64_t cp;
   int64_t pp;
@@ -392,16 +443,22 @@ typedef enum memest_prune_reason {
   MEMEST_PRUNE_INTERLEAVED = 11,        /* interleaving needs micro-batches % pp == 0 */
   MEMEST_PRUNE_EQUIVALENT = 12,         /* same run as one already counted (selective
                                            recomputation under FlashAttention = none) */
-  MEMEST_PRUNE_REASON_COUNT = 13
+  MEMEST_PRUNE_REASON_COUNT = 13        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
+                                           is the library's */
 } memest_prune_reason;
+
+/** Fills defaults (tp = cp = pp = vpp = micro_batch = 1, no recompute, ZeRO 1) into the first
+ *  `struct_size` bytes. Pass sizeof *layout. */
+MEMEST_API memest_status memest_layout_init(memest_layout *layout, uint32_t struct_size);
 
 /** Returns a static name for a prune reason ("oom", "tp_heads", ...), "unknown" if out of range. */
 MEMEST_API const char *memest_prune_reason_name(memest_prune_reason reason);
 
 typedef struct memest_search_request {
   uint32_t struct_size;
-  memest_pretrain_request base;  /* model, gpu, gpus, seq_len, global_batch (> 0), precision,
-                                    sequence_parallel, flash_attention; its layout fields unused */
+  const memest_pretrain_request *base; /* required: model, gpu, gpus, seq_len, global_batch
+                                          (> 0), precision, sequence_parallel, flash_attention;
+                                          its layout fields are unused */
   /* the space to enumerate (ignored when `layouts` is given): every divisor of the GPUs up to
      the maxima, micro-batches dividing global_batch / dp */
   int64_t max_tp;                /* 0: gpus_per_node when tp_within_node, else gpus */
@@ -412,7 +469,8 @@ typedef struct memest_search_request {
   uint32_t recompute_mask;       /* bit (1 << memest_recompute) per allowed value; default all */
   uint32_t zero_mask;            /* bit (1 << stage) per allowed ZeRO stage; default 1 << 1 */
   int32_t tp_within_node;        /* default 1 */
-  /* or: exactly these layouts (caller-owned, read during the call only) */
+  /* or: exactly these layouts (caller-owned, read during the call only; every element has
+     the struct_size of layouts[0], which is the distance between elements) */
   const memest_layout *layouts;
   uint32_t layout_count;
   int32_t include_oom;           /* 1: rank predicted-OOM layouts too (after those that fit) */
@@ -422,7 +480,14 @@ typedef struct memest_search_request {
 
 typedef struct memest_search_entry {
   uint32_t struct_size;
-  memest_layout layout;
+  /* the layout (memest_layout's fields; kept flat so that the entry can grow) */
+  int64_t tp;
+  int64_t cp;
+  int64_t pp;
+  int64_t vpp;
+  int64_t micro_batch;
+  int32_t recompute;          /* memest_recompute */
+  int32_t zero;               /* 0..3 */
   int64_t dp;
   int64_t num_microbatches;
   double estimate_bytes;     /* 4D paper Eq. 18 */
@@ -442,22 +507,27 @@ typedef struct memest_search_result {
   uint32_t struct_size;
   uint64_t candidates;       /* layouts considered */
   uint64_t evaluated;        /* layouts whose memory and throughput were estimated */
-  uint64_t pruned[MEMEST_PRUNE_REASON_COUNT]; /* by memest_prune_reason */
+  uint64_t pruned_total;     /* layouts dropped, all reasons together */
   uint32_t count;            /* entries written, best first */
   uint64_t ranked;           /* layouts that could be ranked (count is min(ranked, capacity)) */
 } memest_search_result;
 
-/** Fills defaults: the pretrain defaults for `base`, max_vpp 4, all recompute options,
- *  ZeRO 1, tp within a node, no explicit layouts. */
-MEMEST_API memest_status memest_search_request_init(memest_search_request *request);
+/** Fills defaults (no base request, max_vpp 4, all recompute options, ZeRO 1, tp within a
+ *  node, no explicit layouts, uneven pipelines allowed). Pass sizeof *request. */
+MEMEST_API memest_status memest_search_request_init(memest_search_request *request,
+                                                    uint32_t struct_size);
 
 /** Ranks layouts by predicted throughput among those predicted to fit; writes the best
- *  `capacity` into `entries` (deterministic order: faster first, then less memory, then
- *  smaller tp, cp, pp, vpp, micro-batch). Allocates nothing. A search with no layout that
- *  fits succeeds with count 0; the pruned counts say why. */
+ *  `entry_capacity` into the caller's array `entries` (elements `entry_size` bytes apart:
+ *  sizeof(memest_search_entry) as the caller was compiled; deterministic order: faster first,
+ *  then less memory, then smaller tp, cp, pp, vpp, micro-batch), and the number of layouts
+ *  dropped per memest_prune_reason into `pruned` (up to `pruned_capacity` counts; NULL when
+ *  0). A search with no layout that fits succeeds with count 0; the pruned counts say why.
+ *  On failure nothing is written. */
 MEMEST_API memest_status memest_search(const memest_search_request *request,
                                        memest_search_result *result, memest_search_entry *entries,
-                                       uint32_t capacity);
+                                       uint32_t entry_size, uint32_t entry_capacity,
+                                       uint64_t *pruned, uint32_t pruned_capacity);
 
 /* ======================================================================== */
 /* Section: fine-tuning mode (LLMem)                                         */
@@ -470,7 +540,8 @@ typedef enum memest_finetune_method {
   MEMEST_FINETUNE_TP = 2,          /* 1D tensor parallelism over every GPU */
   MEMEST_FINETUNE_DP_TP = 3,       /* ZeRO-3 data parallelism across TP groups */
   MEMEST_FINETUNE_CPU_OFFLOAD = 4, /* only as a selection: nothing fits on the GPUs */
-  MEMEST_FINETUNE_AUTO = 5         /* request only: run Algorithm 1 */
+  MEMEST_FINETUNE_AUTO = 5,        /* request only: run Algorithm 1 */
+  MEMEST_FINETUNE_METHOD_COUNT = 6
 } memest_finetune_method;
 
 /** Returns "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto", or "unknown". */
@@ -478,8 +549,9 @@ MEMEST_API const char *memest_finetune_method_name(memest_finetune_method method
 
 typedef struct memest_finetune_request {
   uint32_t struct_size;
-  memest_model model;
-  memest_gpu gpu;                 /* capacity; context_bytes and page_bytes are m_base, cu_p */
+  const memest_model *model;      /* required */
+  const memest_gpu *gpu;          /* required: capacity; context_bytes and page_bytes are
+                                     m_base, cu_p */
   int64_t gpus;                   /* gpu_n */
   int32_t method;                 /* memest_finetune_method */
   int64_t tp;                     /* DP+TP: tensor-parallel size (0 = best for AUTO) */
@@ -526,6 +598,7 @@ typedef struct memest_finetune_result {
 } memest_finetune_result;
 
 typedef struct memest_finetune_option {
+  uint32_t struct_size;
   int32_t method;      /* memest_finetune_method */
   int32_t applicable;  /* 0 when the GPU count or heads rule the method out */
   int64_t tp;
@@ -539,20 +612,27 @@ typedef struct memest_finetune_choice {
   uint32_t struct_size;
   int32_t selected;                  /* a method, or MEMEST_FINETUNE_CPU_OFFLOAD */
   int64_t batch;                     /* the selected method's max batch (0 for offload) */
-  memest_finetune_option options[4]; /* CDP, ZeRO-3, TP, DP+TP, in Algorithm 1's order */
+  uint32_t option_count;             /* options considered (4: CDP, ZeRO-3, TP, DP+TP) */
 } memest_finetune_choice;
 
-/** Fills defaults: 1 GPU, method CDP, batch 1, sequence 512, checkpointing on, fp16. */
-MEMEST_API memest_status memest_finetune_request_init(memest_finetune_request *request);
+/** Fills defaults (no model or GPU, 1 GPU, method CDP, batch 1, sequence 512, checkpointing
+ *  on, fp16). Pass sizeof *request. */
+MEMEST_API memest_status memest_finetune_request_init(memest_finetune_request *request,
+                                                      uint32_t struct_size);
 
 /** LLMem's peak for one method at the request's batch. AUTO is refused here; use
  *  memest_finetune_select. */
 MEMEST_API memest_status memest_finetune(const memest_finetune_request *request,
                                          memest_finetune_result *result);
 
-/** LLMem Algorithm 1: the largest batch per method, the scores, and the method chosen. */
+/** LLMem Algorithm 1: the method chosen into *choice, and the largest batch and score per
+ *  method into the caller's array `options` (elements `option_size` bytes apart, up to
+ *  `option_capacity`, in Algorithm 1's order CDP, ZeRO-3, TP, DP+TP; NULL when 0).
+ *  On failure nothing is written. */
 MEMEST_API memest_status memest_finetune_select(const memest_finetune_request *request,
-                                                memest_finetune_choice *choice);
+                                                memest_finetune_choice *choice,
+                                                memest_finetune_option *options,
+                                                uint32_t option_size, uint32_t option_capacity);
 
 /* ======================================================================== */
 /* Section: JSON entry point                                                 */

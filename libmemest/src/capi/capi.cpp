@@ -1,19 +1,27 @@
-// The C API (memest.h): argument checks, the exception barrier, thread-local errors.
-// Every entry point funnels through guarded(), so no C++ exception crosses the boundary and
-// out-parameters are written only after the computation succeeded.
+// The C API (memest.h): argument checks, the exception barrier, thread-local errors, and the
+// conversion between the caller's versioned structs (capi/versioned.hpp) and the core's
+// requests (plan/requests.hpp). Every entry point funnels through guarded(), so no C++
+// exception crosses the boundary, and out-parameters are written only after every check and
+// the computation succeeded.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "capi/versioned.hpp"
+#include "core/limits.hpp"
+#include "core/enums.hpp"
 #include "core/error.hpp"
-#include "core/units.hpp"
+#include "core/json_fields.hpp"
 #include "finetune/llmem.hpp"
 #include "json/request.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
 #include "model/presets.hpp"
+#include "plan/requests.hpp"
 #include "pretrain/pretrain.hpp"
 #include "search/search.hpp"
 #include "states/model_states.hpp"
@@ -59,17 +67,222 @@ memest_status guarded(Fn&& fn) {
   }
 }
 
-void require(const void* p, const char* name) {
-  if (!p) throw memest::Error(MEMEST_ERR_NULL_POINTER, name, std::string(name) + ": NULL pointer");
+using memest::capi::check_array;
+using memest::capi::check_output;
+using memest::capi::check_size;
+using memest::capi::read_versioned;
+using memest::capi::require;
+using memest::capi::write_element;
+using memest::capi::write_versioned;
+
+// ---- defaults of the C structs, from the core's request types (plan/requests.hpp)
+
+template <typename T>
+T zeroed() {
+  T value;
+  std::memset(static_cast<void*>(&value), 0, sizeof value);
+  value.struct_size = sizeof value;
+  return value;
 }
 
-// Parses a JSON text argument (used by memest_model_from_config_json).
-memest::json parse_argument(const char* text, const char* name) {
-  try {
-    return memest::json::parse(text);
-  } catch (const memest::json::parse_error& e) {
-    throw memest::Error(MEMEST_ERR_PARSE, "", std::string(name) + " is not valid JSON: " + e.what());
+memest_model_states_request c_defaults(const memest::ModelStatesRequest& d) {
+  auto c = zeroed<memest_model_states_request>();
+  c.gpus = d.gpus;
+  c.zero = d.zero;
+  c.param_bytes = d.precision.param_bytes;
+  c.grad_bytes = d.precision.grad_bytes;
+  c.optimizer_bytes = d.precision.optimizer_bytes;
+  return c;
+}
+
+memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
+  auto c = zeroed<memest_pretrain_request>();
+  c.gpus = d.gpus;
+  c.tp = d.tp, c.cp = d.cp, c.pp = d.pp, c.vpp = d.vpp;
+  c.sequence_parallel = d.sequence_parallel;
+  c.zero = d.zero;
+  c.seq_len = d.seq_len;
+  c.micro_batch = d.micro_batch;
+  c.global_batch = d.global_batch;
+  c.recompute = d.recompute;
+  c.flash_attention = d.flash_attention;
+  c.activation_model = d.activation_model;
+  c.param_bytes = d.precision.param_bytes;
+  c.grad_bytes = d.precision.grad_bytes;
+  c.optimizer_bytes = d.precision.optimizer_bytes;
+  c.uneven_pipeline = d.uneven_pipeline;
+  return c;
+}
+
+memest_layout c_defaults(const memest::Layout& d) {
+  auto c = zeroed<memest_layout>();
+  c.tp = d.tp, c.cp = d.cp, c.pp = d.pp, c.vpp = d.vpp;
+  c.micro_batch = d.micro_batch;
+  c.recompute = d.recompute;
+  c.zero = d.zero;
+  return c;
+}
+
+memest_search_request c_defaults(const memest::SearchRequest& d) {
+  auto c = zeroed<memest_search_request>();
+  c.max_tp = d.max_tp, c.max_cp = d.max_cp, c.max_pp = d.max_pp, c.max_vpp = d.max_vpp;
+  c.max_micro_batch = d.max_micro_batch;
+  c.recompute_mask = d.recompute_mask;
+  c.zero_mask = d.zero_mask;
+  c.tp_within_node = d.tp_within_node;
+  c.include_oom = d.include_oom;
+  c.uneven_pipeline = d.uneven_pipeline;
+  return c;
+}
+
+memest_finetune_request c_defaults(const memest::FinetuneRequest& d) {
+  auto c = zeroed<memest_finetune_request>();
+  c.gpus = d.gpus;
+  c.method = d.method;
+  c.tp = d.tp;
+  c.batch = d.batch;
+  c.seq_len = d.seq_len;
+  c.gradient_checkpointing = d.gradient_checkpointing;
+  c.flash_attention = d.flash_attention;
+  c.param_bytes = d.param_bytes;
+  c.base_bytes = d.base_bytes;
+  c.page_bytes = d.page_bytes;
+  c.chunk_bytes = d.chunk_bytes;
+  return c;
+}
+
+// Fills the first `size` bytes of *out with `defaults` (an _init function).
+template <typename T>
+void init_versioned(T* out, uint32_t size, const char* field, const T& defaults) {
+  require(out, field);
+  check_size<T>(size, field);
+  std::memcpy(static_cast<void*>(out), &defaults, size);
+  out->struct_size = size;
+}
+
+// ---- the caller's requests as the core's
+
+memest_model read_model(const memest_model* m, const char* field) {
+  if (!m) throw memest::Error(MEMEST_ERR_MISSING_FIELD, field, std::string(field) + ": missing (NULL)");
+  return read_versioned(m, field, memest::default_model());
+}
+
+memest_gpu read_gpu(const memest_gpu* g, const char* field) {
+  if (!g) throw memest::Error(MEMEST_ERR_MISSING_FIELD, field, std::string(field) + ": missing (NULL)");
+  return read_versioned(g, field, memest::default_gpu());
+}
+
+memest::Precision precision_of(double param, double grad, double optimizer) {
+  memest::Precision p;
+  p.param_bytes = param;
+  p.grad_bytes = grad;
+  p.optimizer_bytes = optimizer;
+  return p;
+}
+
+memest::ModelStatesRequest to_core(const memest_model_states_request* request) {
+  const memest::ModelStatesRequest d;
+  const auto c = read_versioned(request, "request", c_defaults(d));
+  memest::ModelStatesRequest r;
+  r.model = read_model(c.model, "model");
+  if (c.gpu) r.gpu = read_gpu(c.gpu, "gpu");
+  r.gpus = c.gpus;
+  r.zero = c.zero;
+  r.precision = precision_of(c.param_bytes, c.grad_bytes, c.optimizer_bytes);
+  return r;
+}
+
+memest::PretrainRequest to_core(const memest_pretrain_request* request, const char* field) {
+  const memest::PretrainRequest d;
+  const auto c = read_versioned(request, field, c_defaults(d));
+  memest::PretrainRequest r;
+  r.model = read_model(c.model, "model");
+  r.gpu = read_gpu(c.gpu, "gpu");
+  r.gpus = c.gpus;
+  r.tp = c.tp, r.cp = c.cp, r.pp = c.pp, r.vpp = c.vpp;
+  r.sequence_parallel = c.sequence_parallel;
+  r.zero = c.zero;
+  r.seq_len = c.seq_len;
+  r.micro_batch = c.micro_batch;
+  r.global_batch = c.global_batch;
+  r.recompute = c.recompute;
+  r.flash_attention = c.flash_attention;
+  r.activation_model = c.activation_model;
+  r.precision = precision_of(c.param_bytes, c.grad_bytes, c.optimizer_bytes);
+  r.uneven_pipeline = c.uneven_pipeline;
+  return r;
+}
+
+std::vector<memest::Layout> read_layouts(const memest_layout* layouts, uint32_t count) {
+  std::vector<memest::Layout> out;
+  if (count == 0) return out;
+  if (!layouts) {
+    throw memest::Error(MEMEST_ERR_NULL_POINTER, "search.layouts",
+                        "search.layouts: NULL with a non-zero count");
   }
+  if (count > memest::kMaxShortlist) {
+    memest::fail("search.layouts", "at most " + std::to_string(memest::kMaxShortlist) +
+                                       " layouts, got " + std::to_string(count));
+  }
+  // Elements are layouts[0].struct_size bytes apart, and all of that size.
+  const uint32_t stride = layouts[0].struct_size;
+  check_size<memest_layout>(stride, "search.layouts[0]");
+  const memest::Layout d;
+  out.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto* element = reinterpret_cast<const memest_layout*>(
+        reinterpret_cast<const char*>(layouts) + static_cast<std::size_t>(i) * stride);
+    const std::string at = "search.layouts[" + std::to_string(i) + "]";
+    if (element->struct_size != stride) {
+      throw memest::Error(MEMEST_ERR_STRUCT_SIZE, at + ".struct_size",
+                          at + ".struct_size: differs from layouts[0] (" + std::to_string(stride) + ")");
+    }
+    const auto c = read_versioned(element, at, c_defaults(d));
+    memest::Layout l;
+    l.tp = c.tp, l.cp = c.cp, l.pp = c.pp, l.vpp = c.vpp;
+    l.micro_batch = c.micro_batch;
+    l.recompute = c.recompute;
+    l.zero = c.zero;
+    out.push_back(l);
+  }
+  return out;
+}
+
+memest::SearchRequest to_core(const memest_search_request* request) {
+  const memest::SearchRequest d;
+  const auto c = read_versioned(request, "request", c_defaults(d));
+  memest::SearchRequest r;
+  if (!c.base) throw memest::Error(MEMEST_ERR_MISSING_FIELD, "base", "base: missing (NULL)");
+  r.base = to_core(c.base, "base");
+  r.max_tp = c.max_tp, r.max_cp = c.max_cp, r.max_pp = c.max_pp, r.max_vpp = c.max_vpp;
+  r.max_micro_batch = c.max_micro_batch;
+  r.recompute_mask = c.recompute_mask;
+  r.zero_mask = c.zero_mask;
+  r.tp_within_node = c.tp_within_node;
+  r.layouts = read_layouts(c.layouts, c.layout_count);
+  r.include_oom = c.include_oom;
+  r.uneven_pipeline = c.uneven_pipeline;
+  return r;
+}
+
+memest::FinetuneRequest to_core(const memest_finetune_request* request) {
+  const memest::FinetuneRequest d;
+  const auto c = read_versioned(request, "request", c_defaults(d));
+  memest::FinetuneRequest r;
+  r.model = read_model(c.model, "model");
+  r.gpu = read_gpu(c.gpu, "gpu");
+  r.gpus = c.gpus;
+  r.method = c.method;
+  r.tp = c.tp;
+  r.batch = c.batch;
+  r.seq_len = c.seq_len;
+  r.gradient_checkpointing = c.gradient_checkpointing;
+  r.flash_attention = c.flash_attention;
+  r.param_bytes = c.param_bytes;
+  r.base_bytes = c.base_bytes;
+  r.page_bytes = c.page_bytes;
+  r.chunk_bytes = c.chunk_bytes;
+  return r;
 }
 
 char* duplicate(const std::string& s) {
@@ -106,81 +319,90 @@ extern "C" {
 uint32_t memest_version_number(void) { return MEMEST_VERSION_NUMBER; }
 const char* memest_version_string(void) { return MEMEST_VERSION_STRING; }
 
-const char* memest_status_name(memest_status status) {
-  switch (status) {
-    case MEMEST_OK: return "ok";
-    case MEMEST_ERR_INVALID_ARGUMENT: return "invalid_argument";
-    case MEMEST_ERR_MISSING_FIELD: return "missing_field";
-    case MEMEST_ERR_TYPE: return "wrong_type";
-    case MEMEST_ERR_PARSE: return "parse_error";
-    case MEMEST_ERR_UNKNOWN_PRESET: return "unknown_preset";
-    case MEMEST_ERR_UNKNOWN_FIELD: return "unknown_field";
-    case MEMEST_ERR_UNSUPPORTED: return "unsupported";
-    case MEMEST_ERR_OVERFLOW: return "overflow";
-    case MEMEST_ERR_STRUCT_SIZE: return "struct_size";
-    case MEMEST_ERR_NULL_POINTER: return "null_pointer";
-    case MEMEST_ERR_OUT_OF_RANGE: return "out_of_range";
-    case MEMEST_ERR_NO_MEMORY: return "no_memory";
-    case MEMEST_ERR_INTERNAL: return "internal";
+/* ---- enumerations (core/enums) ---- */
+
+uint32_t memest_enum_count(memest_enum which) { return memest::enum_table(which).count; }
+
+const char* memest_enum_name(memest_enum which, int32_t value) {
+  return memest::enum_name(which, value);
+}
+
+int32_t memest_enum_value(memest_enum which, const char* name) {
+  if (!name) return -1;
+  try {
+    return memest::enum_value(which, name);
+  } catch (...) {
+    return -1;
   }
-  return "unknown";
+}
+
+namespace {
+const char* name_or_unknown(memest_enum which, int32_t value) {
+  const char* name = memest::enum_name(which, value);
+  return name ? name : "unknown";
+}
+}  // namespace
+
+const char* memest_status_name(memest_status status) {
+  return name_or_unknown(MEMEST_ENUM_STATUS, status);
+}
+const char* memest_verdict_name(memest_verdict verdict) {
+  return name_or_unknown(MEMEST_ENUM_VERDICT, verdict);
+}
+const char* memest_prune_reason_name(memest_prune_reason reason) {
+  return name_or_unknown(MEMEST_ENUM_PRUNE_REASON, reason);
+}
+const char* memest_finetune_method_name(memest_finetune_method method) {
+  return name_or_unknown(MEMEST_ENUM_FINETUNE_METHOD, method);
+}
+
+double memest_verdict_limit(memest_verdict verdict) {
+  return verdict == MEMEST_VERDICT_FITS    ? memest::kFitsFraction
+         : verdict == MEMEST_VERDICT_TIGHT ? memest::kTightFraction
+                                           : 0;
 }
 
 const char* memest_last_error(void) { return g_last_error.message.c_str(); }
 const char* memest_last_error_field(void) { return g_last_error.field.c_str(); }
 memest_status memest_last_error_code(void) { return g_last_error.status; }
 
-const char* memest_verdict_name(memest_verdict verdict) {
-  switch (verdict) {
-    case MEMEST_VERDICT_FITS: return "fits";
-    case MEMEST_VERDICT_TIGHT: return "tight";
-    case MEMEST_VERDICT_OOM: return "oom";
-    case MEMEST_VERDICT_UNKNOWN: return "unknown";
-  }
-  return "unknown";
-}
-
 /* ---- models ---- */
 
-memest_status memest_model_init(memest_model* model) {
-  return guarded([&] {
-    require(model, "model");
-    *model = memest::default_model();
-  });
+memest_status memest_model_init(memest_model* model, uint32_t struct_size) {
+  return guarded([&] { init_versioned(model, struct_size, "model", memest::default_model()); });
 }
 
 memest_status memest_model_from_preset(const char* id, memest_model* model) {
   return guarded([&] {
     require(id, "id");
-    require(model, "model");
-    *model = memest::find_model_preset(id, "model").model;
+    check_output(model, "model");
+    write_versioned(model, memest::find_model_preset(id, "model").model);
   });
 }
 
 memest_status memest_model_from_config_json(const char* config_json, memest_model* model) {
   return guarded([&] {
     require(config_json, "config_json");
-    require(model, "model");
-    const memest::json doc = parse_argument(config_json, "config_json");
+    check_output(model, "model");
+    const memest::json doc = memest::parse_document(config_json, "config_json");
     memest_model m = memest::model_from_json(doc, "model");
     memest::validate_model(m, "model", true);
-    *model = m;
+    write_versioned(model, m);
   });
 }
 
 memest_status memest_model_validate(const memest_model* model) {
   return guarded([&] {
-    require(model, "model");
-    memest::validate_model(*model, "model", true);
+    memest::validate_model(read_model(model, "model"), "model", true);
   });
 }
 
 memest_status memest_model_parameter_count(const memest_model* model, memest_param_count* count) {
   return guarded([&] {
-    require(model, "model");
-    require(count, "count");
-    memest::validate_model(*model, "model", true);
-    *count = memest::count_parameters(*model);
+    const memest_model m = read_model(model, "model");
+    check_output(count, "count");
+    memest::validate_model(m, "model", true);
+    write_versioned(count, memest::count_parameters(m));
   });
 }
 
@@ -192,18 +414,15 @@ const char* memest_model_preset_id(uint32_t index) {
 
 /* ---- GPUs ---- */
 
-memest_status memest_gpu_init(memest_gpu* gpu) {
-  return guarded([&] {
-    require(gpu, "gpu");
-    *gpu = memest::default_gpu();
-  });
+memest_status memest_gpu_init(memest_gpu* gpu, uint32_t struct_size) {
+  return guarded([&] { init_versioned(gpu, struct_size, "gpu", memest::default_gpu()); });
 }
 
 memest_status memest_gpu_from_preset(const char* id, memest_gpu* gpu) {
   return guarded([&] {
     require(id, "id");
-    require(gpu, "gpu");
-    *gpu = memest::find_gpu_preset(id, "gpu").gpu;
+    check_output(gpu, "gpu");
+    write_versioned(gpu, memest::find_gpu_preset(id, "gpu").gpu);
   });
 }
 
@@ -213,163 +432,117 @@ const char* memest_gpu_preset_id(uint32_t index) { return preset_id(memest::gpu_
 
 /* ---- model-states mode ---- */
 
-memest_status memest_model_states_request_init(memest_model_states_request* request) {
+memest_status memest_model_states_request_init(memest_model_states_request* request,
+                                               uint32_t struct_size) {
   return guarded([&] {
-    require(request, "request");
-    std::memset(request, 0, sizeof *request);
-    request->struct_size = sizeof *request;
-    request->model = memest::default_model();
-    memest_gpu_init(&request->gpu);
-    request->gpus = 1;
-    request->zero = 0;
-    const memest::Precision defaults;
-    request->param_bytes = defaults.param_bytes;
-    request->grad_bytes = defaults.grad_bytes;
-    request->optimizer_bytes = defaults.optimizer_bytes;
+    init_versioned(request, struct_size, "request", c_defaults(memest::ModelStatesRequest{}));
   });
 }
 
 memest_status memest_model_states(const memest_model_states_request* request,
                                   memest_model_states_result* result) {
   return guarded([&] {
-    require(request, "request");
-    require(result, "result");
-    *result = memest::compute_model_states(*request);
+    const memest::ModelStatesRequest r = to_core(request);
+    check_output(result, "result");
+    write_versioned(result, memest::compute_model_states(r));
   });
 }
 
 /* ---- pretraining mode ---- */
 
-memest_status memest_pretrain_request_init(memest_pretrain_request* request) {
+memest_status memest_pretrain_request_init(memest_pretrain_request* request, uint32_t struct_size) {
   return guarded([&] {
-    require(request, "request");
-    std::memset(request, 0, sizeof *request);
-    request->struct_size = sizeof *request;
-    request->model = memest::default_model();
-    memest_gpu_init(&request->gpu);
-    request->gpus = 1;
-    request->tp = request->cp = request->pp = request->vpp = 1;
-    request->sequence_parallel = 1;
-    request->zero = 1;
-    request->seq_len = 2048;
-    request->micro_batch = 1;
-    request->global_batch = 0;
-    request->recompute = MEMEST_RECOMPUTE_NONE;
-    request->flash_attention = 1;
-    request->activation_model = MEMEST_ACTIVATIONS_AUTO;
-    const memest::Precision defaults;
-    request->param_bytes = defaults.param_bytes;
-    request->grad_bytes = defaults.grad_bytes;
-    request->optimizer_bytes = defaults.optimizer_bytes;
+    init_versioned(request, struct_size, "request", c_defaults(memest::PretrainRequest{}));
   });
 }
 
 memest_status memest_pretrain(const memest_pretrain_request* request, memest_pretrain_result* result,
-                              memest_stage* stages, uint32_t stage_capacity) {
+                              memest_stage* stages, uint32_t stage_size, uint32_t stage_capacity) {
   return guarded([&] {
-    require(request, "request");
-    require(result, "result");
-    if (stage_capacity > 0) require(stages, "stages");
-    *result = memest::compute_pretrain(*request, stages, stage_capacity);
+    const memest::PretrainRequest r = to_core(request, "request");
+    check_output(result, "result");
+    check_array<memest_stage>(stages, stage_size, stage_capacity, "stages");
+    // The core computes into its own buffer (at most pp stages); the caller's array is
+    // written only after everything succeeded.
+    const int64_t most = std::min<int64_t>({r.pp, r.model.num_hidden_layers, memest::kMaxLayers});
+    std::vector<memest_stage> computed(
+        static_cast<std::size_t>(std::max<int64_t>(0, std::min<int64_t>(stage_capacity, most))));
+    const memest_pretrain_result out =
+        memest::compute_pretrain(r, computed.data(), static_cast<uint32_t>(computed.size()));
+    const uint32_t written = std::min<uint32_t>(static_cast<uint32_t>(computed.size()),
+                                                static_cast<uint32_t>(out.stage_count));
+    for (uint32_t i = 0; i < written; ++i) write_element(stages, stage_size, i, computed[i]);
+    write_versioned(result, out);
   });
 }
 
 /* ---- layout search ---- */
 
-const char* memest_prune_reason_name(memest_prune_reason reason) {
-  switch (reason) {
-    case MEMEST_PRUNE_OOM: return "oom";
-    case MEMEST_PRUNE_TP_ACROSS_NODES: return "tp_across_nodes";
-    case MEMEST_PRUNE_TP_HEADS: return "tp_heads";
-    case MEMEST_PRUNE_TP_KV_HEADS: return "tp_kv_heads";
-    case MEMEST_PRUNE_TP_FFN: return "tp_ffn";
-    case MEMEST_PRUNE_GPUS: return "gpus_not_divisible";
-    case MEMEST_PRUNE_PP_LAYERS: return "pp_exceeds_layers";
-    case MEMEST_PRUNE_VPP: return "vpp_needs_pp";
-    case MEMEST_PRUNE_LAYERS: return "layers_not_divisible";
-    case MEMEST_PRUNE_CP_SEQUENCE: return "cp_sequence";
-    case MEMEST_PRUNE_GLOBAL_BATCH: return "global_batch";
-    case MEMEST_PRUNE_INTERLEAVED: return "interleaved_microbatches";
-    case MEMEST_PRUNE_EQUIVALENT: return "equivalent";
-    case MEMEST_PRUNE_REASON_COUNT: break;
-  }
-  return "unknown";
+memest_status memest_layout_init(memest_layout* layout, uint32_t struct_size) {
+  return guarded([&] { init_versioned(layout, struct_size, "layout", c_defaults(memest::Layout{})); });
 }
 
-memest_status memest_search_request_init(memest_search_request* request) {
+memest_status memest_search_request_init(memest_search_request* request, uint32_t struct_size) {
   return guarded([&] {
-    require(request, "request");
-    std::memset(request, 0, sizeof *request);
-    request->struct_size = sizeof *request;
-    memest_pretrain_request_init(&request->base);
-    request->max_vpp = 4;
-    request->recompute_mask = 7;  // none, selective, full
-    request->zero_mask = 1u << 1; // the distributed optimizer
-    request->tp_within_node = 1;
-    request->uneven_pipeline = 1;
+    init_versioned(request, struct_size, "request", c_defaults(memest::SearchRequest{}));
   });
 }
 
 memest_status memest_search(const memest_search_request* request, memest_search_result* result,
-                            memest_search_entry* entries, uint32_t capacity) {
+                            memest_search_entry* entries, uint32_t entry_size,
+                            uint32_t entry_capacity, uint64_t* pruned, uint32_t pruned_capacity) {
   return guarded([&] {
-    require(request, "request");
-    require(result, "result");
-    memest_search_result out;
-    memest::run_search(*request, out, entries, capacity);
-    *result = out;
+    const memest::SearchRequest r = to_core(request);
+    check_output(result, "result");
+    check_array<memest_search_entry>(entries, entry_size, entry_capacity, "entries");
+    if (pruned_capacity > 0) require(pruned, "pruned");
+    const memest::SearchOutcome out = memest::run_search(r, entry_capacity);
+    auto res = zeroed<memest_search_result>();
+    res.candidates = out.candidates;
+    res.evaluated = out.evaluated;
+    for (uint64_t n : out.pruned) res.pruned_total += n;
+    res.count = static_cast<uint32_t>(out.entries.size());
+    res.ranked = out.ranked;
+    for (std::size_t i = 0; i < out.entries.size(); ++i) {
+      write_element(entries, entry_size, i, out.entries[i]);
+    }
+    for (uint32_t i = 0; i < pruned_capacity && i < out.pruned.size(); ++i) pruned[i] = out.pruned[i];
+    write_versioned(result, res);
   });
 }
 
 /* ---- fine-tuning mode ---- */
 
-const char* memest_finetune_method_name(memest_finetune_method method) {
-  switch (method) {
-    case MEMEST_FINETUNE_CDP: return "cdp";
-    case MEMEST_FINETUNE_ZERO3: return "zero3";
-    case MEMEST_FINETUNE_TP: return "tp";
-    case MEMEST_FINETUNE_DP_TP: return "dp+tp";
-    case MEMEST_FINETUNE_CPU_OFFLOAD: return "cpu_offload";
-    case MEMEST_FINETUNE_AUTO: return "auto";
-  }
-  return "unknown";
-}
-
-memest_status memest_finetune_request_init(memest_finetune_request* request) {
+memest_status memest_finetune_request_init(memest_finetune_request* request, uint32_t struct_size) {
   return guarded([&] {
-    require(request, "request");
-    std::memset(request, 0, sizeof *request);
-    request->struct_size = sizeof *request;
-    request->model = memest::default_model();
-    memest_gpu_init(&request->gpu);
-    request->gpus = 1;
-    request->method = MEMEST_FINETUNE_CDP;
-    request->tp = 0;
-    request->batch = 1;
-    request->seq_len = 512;  // LLMem's experiments
-    request->gradient_checkpointing = 1;
-    request->flash_attention = 0;
-    request->param_bytes = 2;
-    request->base_bytes = -1;  // the GPU's context_bytes
-    request->page_bytes = 0;   // the GPU's page_bytes
-    request->chunk_bytes = 0;  // search
+    init_versioned(request, struct_size, "request", c_defaults(memest::FinetuneRequest{}));
   });
 }
 
 memest_status memest_finetune(const memest_finetune_request* request, memest_finetune_result* result) {
   return guarded([&] {
-    require(request, "request");
-    require(result, "result");
-    *result = memest::compute_finetune(*request);
+    const memest::FinetuneRequest r = to_core(request);
+    check_output(result, "result");
+    write_versioned(result, memest::compute_finetune(r));
   });
 }
 
 memest_status memest_finetune_select(const memest_finetune_request* request,
-                                     memest_finetune_choice* choice) {
+                                     memest_finetune_choice* choice, memest_finetune_option* options,
+                                     uint32_t option_size, uint32_t option_capacity) {
   return guarded([&] {
-    require(request, "request");
-    require(choice, "choice");
-    *choice = memest::select_finetune_method(*request);
+    const memest::FinetuneRequest r = to_core(request);
+    check_output(choice, "choice");
+    check_array<memest_finetune_option>(options, option_size, option_capacity, "options");
+    const memest::FinetuneChoice c = memest::select_finetune_method(r);
+    auto out = zeroed<memest_finetune_choice>();
+    out.selected = c.selected;
+    out.batch = c.batch;
+    out.option_count = static_cast<uint32_t>(c.options.size());
+    for (std::size_t i = 0; i < c.options.size() && i < option_capacity; ++i) {
+      write_element(options, option_size, i, c.options[i]);
+    }
+    write_versioned(choice, out);
   });
 }
 

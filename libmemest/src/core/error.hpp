@@ -23,6 +23,14 @@ class Error : public std::runtime_error {
   std::string field_;
 };
 
+// A caller's string as an error message quotes it: cut to kMaxEchoChars (a 100 MB preset id
+// is not sent back whole), with its length said when cut.
+inline std::string echo(const std::string& s) {
+  constexpr std::size_t kMaxEchoChars = 64;
+  if (s.size() <= kMaxEchoChars) return s;
+  return s.substr(0, kMaxEchoChars) + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
 // Shorthand for the common case: a value out of range, with the field named.
 [[noreturn]] inline void fail(const std::string& field, const std::string& message,
                               memest_status status = MEMEST_ERR_INVALID_ARGUMENT) {

@@ -1,6 +1,7 @@
 #include "core/json_fields.hpp"
 
 #include <string>
+#include <vector>
 
 namespace memest {
 
@@ -24,8 +25,38 @@ std::string format_int(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-JsonFields::JsonFields(const json& object, std::string path)
-    : object_(object), path_(std::move(path)) {
+json parse_document(const std::string& text, const char* what) {
+  // Keys seen in each open object, innermost last.
+  std::vector<std::vector<std::string>> open_objects;
+  auto check = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case json::parse_event_t::object_end: open_objects.pop_back(); break;
+      case json::parse_event_t::key: {
+        const std::string key = parsed.get<std::string>();
+        std::vector<std::string>& seen = open_objects.back();
+        for (const std::string& k : seen) {
+          if (k == key) {
+            throw Error(MEMEST_ERR_PARSE, "", std::string(what) + " is not valid JSON: duplicate key \"" +
+                                                  echo(key) + "\"");
+          }
+        }
+        seen.push_back(key);
+        break;
+      }
+      default: break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, check);
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
+    throw Error(MEMEST_ERR_PARSE, "", std::string(what) + " is not valid JSON: " + echo(e.what()));
+  }
+}
+
+JsonFields::JsonFields(const json& object, std::string path, Nulls nulls)
+    : object_(object), path_(std::move(path)), nulls_(nulls) {
   if (!object_.is_object()) {
     throw Error(MEMEST_ERR_TYPE, path_,
                 (path_.empty() ? std::string("request") : path_) + ": expected an object, got " +
@@ -39,7 +70,12 @@ std::string JsonFields::path_of(const char* key) const {
 
 bool JsonFields::has(const char* key) const {
   auto it = object_.find(key);
-  return it != object_.end() && !it->is_null();
+  if (it == object_.end()) return false;
+  if (it->is_null() && nulls_ == Nulls::Refused) {
+    throw Error(MEMEST_ERR_TYPE, path_of(key),
+                path_of(key) + ": null is not a value (leave the field out for its default)");
+  }
+  return !it->is_null();
 }
 
 std::optional<int64_t> JsonFields::integer(const char* key, int64_t min, int64_t max) const {
@@ -131,7 +167,7 @@ std::optional<std::string> JsonFields::choice(const char* key,
     listed += listed.empty() ? "" : ", ";
     listed += c;
   }
-  fail(path_of(key), "must be one of " + listed + ", got \"" + *s + "\"");
+  fail(path_of(key), "must be one of " + listed + ", got \"" + echo(*s) + "\"");
 }
 
 const json* JsonFields::object(const char* key) const {
@@ -140,13 +176,17 @@ const json* JsonFields::object(const char* key) const {
 }
 
 void JsonFields::reject_unknown(std::initializer_list<const char*> allowed) const {
+  reject_unknown(allowed.begin(), allowed.size());
+}
+
+void JsonFields::reject_unknown(const char* const* allowed, std::size_t count) const {
   for (auto it = object_.begin(); it != object_.end(); ++it) {
     bool known = false;
-    for (const char* a : allowed) known = known || it.key() == a;
+    for (std::size_t i = 0; i < count; ++i) known = known || it.key() == allowed[i];
     if (!known) {
       std::string listed;
-      for (const char* a : allowed) listed += (listed.empty() ? "" : ", ") + std::string(a);
-      const std::string field = path_of(it.key().c_str());
+      for (std::size_t i = 0; i < count; ++i) listed += (i ? ", " : "") + std::string(allowed[i]);
+      const std::string field = path_of(echo(it.key()).c_str());
       throw Error(MEMEST_ERR_UNKNOWN_FIELD, field,
                   field + ": unknown field (known: " + listed + ")");
     }

@@ -15,12 +15,20 @@ namespace memest {
 
 using json = nlohmann::json;
 
+// Parses a document strictly: a parse error, a number out of range (1e999), a duplicate key
+// or bytes after the document fail with MEMEST_ERR_PARSE ("<what> is not valid JSON: ...").
+json parse_document(const std::string& text, const char* what);
+
+// How a null value reads: requests refuse it (leave the field out for its default); Hugging
+// Face config files use it for "not set", so the config reader takes it as absent.
+enum class Nulls { Refused, Absent };
+
 class JsonFields {
  public:
   // `path` is the object's own path ("" for the top level, "parallel" for a nested one).
-  JsonFields(const json& object, std::string path);
+  JsonFields(const json& object, std::string path, Nulls nulls = Nulls::Refused);
 
-  bool has(const char* key) const;  // present and not null
+  bool has(const char* key) const;  // present and not null (null refused unless Nulls::Absent)
   std::string path_of(const char* key) const;
 
   // Integer field (JSON integer, or a float with no fractional part such as 1e9).
@@ -38,6 +46,7 @@ class JsonFields {
 
   // Rejects keys outside `allowed` (catches typos such as "paralel").
   void reject_unknown(std::initializer_list<const char*> allowed) const;
+  void reject_unknown(const char* const* allowed, std::size_t count) const;
 
   // First present key among aliases (Hugging Face configs name one thing several ways).
   const char* first_present(std::initializer_list<const char*> keys) const;
@@ -45,6 +54,7 @@ class JsonFields {
  private:
   const json& object_;
   std::string path_;
+  Nulls nulls_;
 };
 
 }  // namespace memest

@@ -8,7 +8,4 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGB = 1e9;
 
-// The 4D paper's bands: estimates at or below 80 % of capacity never went out of memory.
-constexpr double kFitsFraction = 0.80;
-
 }  // namespace memest

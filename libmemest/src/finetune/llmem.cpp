@@ -5,19 +5,18 @@
 #include <cstring>
 #include <string>
 
+#include "activations/activations.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/verdict.hpp"
+#include "model/gpu_profile.hpp"
 #include "model/model.hpp"
 #include "model/tensors.hpp"
-#include "pretrain/activations.hpp"
 
 namespace memest {
 
 namespace {
 
-constexpr int64_t kMaxGpus = int64_t{1} << 20;
-constexpr int64_t kMaxBatch = int64_t{1} << 20;
-constexpr int64_t kMaxSeq = int64_t{1} << 24;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -92,21 +91,17 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
   return "";
 }
 
-FinetuneInputs finetune_inputs(const memest_finetune_request& r) {
-  if (r.struct_size < sizeof(memest_finetune_request)) {
-    fail("struct_size", "smaller than this version's request; call memest_finetune_request_init",
-         MEMEST_ERR_STRUCT_SIZE);
-  }
+FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   validate_model(r.model, "model", false);
   const memest_model& m = r.model;
-  check_range("parallel.gpus", r.gpus, 1, kMaxGpus);
+  check_range("parallel.gpus", r.gpus, 1, kMaxFinetuneGpus);
   check_range("training.seq_len", r.seq_len, 2, kMaxSeq);
   if (r.method < MEMEST_FINETUNE_CDP || r.method > MEMEST_FINETUNE_AUTO ||
       r.method == MEMEST_FINETUNE_CPU_OFFLOAD) {
     fail("finetune.method", "must be cdp, zero3, tp, dp+tp or auto");
   }
-  if (r.method != MEMEST_FINETUNE_AUTO) check_range("finetune.batch", r.batch, 1, kMaxBatch);
-  check_range("finetune.tp", r.tp, 0, kMaxGpus);
+  if (r.method != MEMEST_FINETUNE_AUTO) check_range("finetune.batch", r.batch, 1, kMaxFinetuneBatch);
+  check_range("finetune.tp", r.tp, 0, kMaxFinetuneGpus);
   if (r.gradient_checkpointing != 0 && r.gradient_checkpointing != 1) {
     fail("finetune.gradient_checkpointing", "must be 0 or 1");
   }
@@ -135,7 +130,7 @@ FinetuneInputs finetune_inputs(const memest_finetune_request& r) {
 
   FinetuneInputs in;
   in.model = &m;
-  in.capacity = validate_capacity(r.gpu, "gpu", true);
+  in.capacity = validate_gpu(r.gpu, "gpu", true);
   in.seq_len = static_cast<double>(r.seq_len);
   in.checkpointing = r.gradient_checkpointing == 1;
   in.flash_attention = r.flash_attention == 1;
@@ -248,8 +243,8 @@ double method_peak(const FinetuneInputs& in, memest_finetune_method method, doub
   return sum(contributions(llmem_parts(in, batch, t), method, gpus, t));
 }
 
-memest_finetune_result compute_finetune(const memest_finetune_request& r) {
-  if (r.struct_size >= sizeof(memest_finetune_request) && r.method == MEMEST_FINETUNE_AUTO) {
+memest_finetune_result compute_finetune(const FinetuneRequest& r) {
+  if (r.method == MEMEST_FINETUNE_AUTO) {
     fail("finetune.method", "auto is answered by memest_finetune_select");
   }
   const FinetuneInputs in = finetune_inputs(r);

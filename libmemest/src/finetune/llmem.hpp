@@ -5,8 +5,11 @@
 
 #include <string>
 
+#include <array>
+
 #include "finetune/chunks.hpp"
 #include "memest/memest.h"
+#include "plan/requests.hpp"
 
 namespace memest {
 
@@ -29,7 +32,7 @@ struct FinetuneInputs {
 };
 
 // Validates the request and resolves the environment (chunk search included).
-FinetuneInputs finetune_inputs(const memest_finetune_request& r);
+FinetuneInputs finetune_inputs(const FinetuneRequest& r);
 
 // The single-GPU terms at batch size `batch` (m_back for tensor-parallel size `tp`).
 memest_finetune_parts llmem_parts(const FinetuneInputs& in, double batch, double tp);
@@ -50,9 +53,15 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
 
 // Algorithm 1's last step: the highest score wins, ties in the order CDP, ADP, TP, DP+TP;
 // CPU offloading (batch 0) when every score is 0.
-void choose_method(memest_finetune_choice& choice);
+// Algorithm 1's outcome: the method chosen and every method's option, in Algorithm 1's order.
+struct FinetuneChoice {
+  int32_t selected = MEMEST_FINETUNE_CPU_OFFLOAD;
+  int64_t batch = 0;
+  std::array<memest_finetune_option, 4> options{};  // CDP, ZeRO-3, TP, DP+TP
+};
+void choose_method(FinetuneChoice& choice);
 
-memest_finetune_result compute_finetune(const memest_finetune_request& r);
-memest_finetune_choice select_finetune_method(const memest_finetune_request& r);
+memest_finetune_result compute_finetune(const FinetuneRequest& r);
+FinetuneChoice select_finetune_method(const FinetuneRequest& r);
 
 }  // namespace memest

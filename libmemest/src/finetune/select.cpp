@@ -43,6 +43,7 @@ memest_finetune_option evaluate(const FinetuneInputs& in, const memest_model& m,
                                 memest_finetune_method method, int64_t gpus, int64_t tp) {
   memest_finetune_option o;
   std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
   o.method = method;
   o.tp = method == MEMEST_FINETUNE_TP ? gpus : method == MEMEST_FINETUNE_DP_TP ? tp : 1;
   o.dp = method == MEMEST_FINETUNE_TP ? 1 : o.tp > 0 ? gpus / o.tp : 0;
@@ -64,7 +65,7 @@ memest_finetune_option evaluate(const FinetuneInputs& in, const memest_model& m,
 
 }  // namespace
 
-void choose_method(memest_finetune_choice& choice) {
+void choose_method(FinetuneChoice& choice) {
   choice.selected = MEMEST_FINETUNE_CPU_OFFLOAD;
   choice.batch = 0;
   double best = 0;
@@ -77,12 +78,10 @@ void choose_method(memest_finetune_choice& choice) {
   }
 }
 
-memest_finetune_choice select_finetune_method(const memest_finetune_request& r) {
+FinetuneChoice select_finetune_method(const FinetuneRequest& r) {
   const FinetuneInputs in = finetune_inputs(r);
   const memest_model& m = r.model;
-  memest_finetune_choice choice;
-  std::memset(&choice, 0, sizeof choice);
-  choice.struct_size = sizeof choice;
+  FinetuneChoice choice;
   choice.options[0] = evaluate(in, m, MEMEST_FINETUNE_CDP, r.gpus, 1);
   choice.options[1] = evaluate(in, m, MEMEST_FINETUNE_ZERO3, r.gpus, 1);
   choice.options[2] = evaluate(in, m, MEMEST_FINETUNE_TP, r.gpus, r.gpus);

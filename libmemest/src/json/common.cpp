@@ -1,9 +1,10 @@
 // Reading and writing the pieces every mode shares: precision fields, model and GPU objects.
 #include "json/modes.hpp"
 
+#include "core/enums.hpp"
+#include "json/request.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
-#include "json/request.hpp"
 
 namespace memest {
 
@@ -15,9 +16,10 @@ double dtype_bytes(const JsonFields& f, const char* key, double fallback) {
   return 2;
 }
 
-void read_precision(const JsonFields& f, double& param, double& grad, double& optimizer) {
-  param = dtype_bytes(f, "param_dtype", param);
-  grad = dtype_bytes(f, "grad_dtype", grad);
+void read_precision(const JsonFields& f, Precision& precision) {
+  double& optimizer = precision.optimizer_bytes;
+  precision.param_bytes = dtype_bytes(f, "param_dtype", precision.param_bytes);
+  precision.grad_bytes = dtype_bytes(f, "grad_dtype", precision.grad_bytes);
   // K per optimizer (ZeRO paper Sec. 3.1): Adam keeps fp32 master weights, momentum and
   // variance (12); SGD with momentum master + momentum (8); plain SGD the master (4).
   if (auto o = f.choice("optimizer", {"adam", "adamw", "sgd_momentum", "sgd"})) {
@@ -32,14 +34,53 @@ const json& require_object_field(const JsonFields& f, const char* key) {
   return *v;
 }
 
-json empty_object() { return json::object(); }
-
-int32_t recompute_value(const std::string& name) {
-  return name == "full" ? MEMEST_RECOMPUTE_FULL
-         : name == "selective" ? MEMEST_RECOMPUTE_SELECTIVE : MEMEST_RECOMPUTE_NONE;
+const json& block(const JsonFields& top, const char* key) {
+  static const json empty = json::object();
+  const json* v = top.object(key);
+  return v ? *v : empty;
 }
 
-const char* family_name(int32_t family) { return family == MEMEST_FAMILY_GPT ? "gpt" : "llama"; }
+std::optional<int32_t> enum_field(const JsonFields& f, const char* key, memest_enum which) {
+  auto name = f.string(key);
+  if (!name) return std::nullopt;
+  const int32_t v = enum_value(which, *name);
+  if (v < 0) {
+    fail(f.path_of(key), "must be one of " + enum_choices(which) + ", got \"" + echo(*name) + "\"");
+  }
+  return v;
+}
+
+TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const char* const* allowed,
+                            std::size_t count) {
+  JsonFields training(block(top, "training"), "training");
+  training.reject_unknown(allowed, count);
+  constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
+  TrainingGiven given;
+  r.seq_len = training.integer_or("seq_len", r.seq_len, -big, big);
+  given.micro_batch = training.has("micro_batch");
+  r.micro_batch = training.integer_or("micro_batch", r.micro_batch, -big, big);
+  r.global_batch = training.integer_or("global_batch", r.global_batch, -big, big);
+  if (auto rc = enum_field(training, "recompute", MEMEST_ENUM_RECOMPUTE)) {
+    r.recompute = *rc;
+    given.recompute = true;
+  }
+  if (auto fa = training.boolean("flash_attention")) r.flash_attention = *fa;
+  if (auto am = enum_field(training, "activation_model", MEMEST_ENUM_ACTIVATION_MODEL)) {
+    r.activation_model = *am;
+  }
+  read_precision(training, r.precision);
+  return given;
+}
+
+const char* family_name(int32_t family) {
+  const char* name = enum_name(MEMEST_ENUM_FAMILY, family);
+  return name ? name : "llama";
+}
+
+const char* verdict_name(int32_t verdict) {
+  const char* name = enum_name(MEMEST_ENUM_VERDICT, verdict);
+  return name ? name : "unknown";
+}
 
 ojson model_json(const memest_model& m) {
   const memest_param_count c = count_parameters(m);
@@ -73,7 +114,8 @@ ojson gpu_json(const memest_gpu& g) {
 }
 
 const char* recompute_name(int32_t r) {
-  return r == MEMEST_RECOMPUTE_FULL ? "full" : r == MEMEST_RECOMPUTE_SELECTIVE ? "selective" : "none";
+  const char* name = enum_name(MEMEST_ENUM_RECOMPUTE, r);
+  return name ? name : "none";
 }
 
 }  // namespace memest

@@ -1,4 +1,5 @@
 // JSON for the fine-tuning mode (LLMem).
+#include "core/enums.hpp"
 #include "core/units.hpp"
 #include "finetune/llmem.hpp"
 #include "json/modes.hpp"
@@ -8,27 +9,25 @@ namespace memest {
 
 namespace {
 
-memest_finetune_request parse_finetune(const JsonFields& top) {
+FinetuneRequest parse_finetune(const JsonFields& top) {
   top.reject_unknown({"mode", "model", "gpu", "parallel", "training", "finetune"});
-  memest_finetune_request r;
-  memest_finetune_request_init(&r);
+  FinetuneRequest r;
   r.model = resolve_model(require_object_field(top, "model"), "model", false);
   r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
-  const json none = empty_object();
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
-  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  JsonFields parallel(block(top, "parallel"), "parallel");
   parallel.reject_unknown({"gpus"});
   r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
-  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
-  training.reject_unknown({"seq_len"});
-  r.seq_len = training.integer_or("seq_len", r.seq_len, -big, big);
-  JsonFields ft(top.object("finetune") ? *top.object("finetune") : none, "finetune");
+  constexpr const char* kKeys[] = {"seq_len"};
+  PretrainRequest training;
+  training.seq_len = r.seq_len;
+  read_training(top, training, kKeys);
+  r.seq_len = training.seq_len;
+  JsonFields ft(block(top, "finetune"), "finetune");
   ft.reject_unknown({"method", "tp", "batch", "gradient_checkpointing", "flash_attention", "dtype",
                      "base_bytes", "page_bytes", "chunk_bytes"});
   if (auto m = ft.choice("method", {"cdp", "zero3", "tp", "dp+tp", "auto"})) {
-    r.method = *m == "cdp" ? MEMEST_FINETUNE_CDP : *m == "zero3" ? MEMEST_FINETUNE_ZERO3
-               : *m == "tp" ? MEMEST_FINETUNE_TP : *m == "dp+tp" ? MEMEST_FINETUNE_DP_TP
-                                                                 : MEMEST_FINETUNE_AUTO;
+    r.method = enum_value(MEMEST_ENUM_FINETUNE_METHOD, *m);
   }
   r.tp = ft.integer_or("tp", r.tp, -big, big);
   r.batch = ft.integer_or("batch", r.batch, -big, big);
@@ -48,11 +47,12 @@ ojson parts_json(const memest_finetune_parts& p) {
 }
 
 const char* method_name(int32_t method) {
-  return memest_finetune_method_name(static_cast<memest_finetune_method>(method));
+  const char* name = enum_name(MEMEST_ENUM_FINETUNE_METHOD, method);
+  return name ? name : "unknown";
 }
 
 // The estimate of one method at one batch (also the detail of the method Algorithm 1 picks).
-ojson finetune_estimate(const memest_finetune_request& r, ojson& j) {
+ojson finetune_estimate(const FinetuneRequest& r, ojson& j) {
   const memest_finetune_result res = compute_finetune(r);
   j["layout"] = {{"gpus", r.gpus}, {"tp", res.tp}, {"dp", res.dp}};
   j["training"] = {{"seq_len", r.seq_len},
@@ -72,17 +72,17 @@ ojson finetune_estimate(const memest_finetune_request& r, ojson& j) {
   j["peak_bytes"] = res.peak_bytes;
   j["capacity_bytes"] = res.capacity_bytes;
   j["usage_fraction"] = res.usage_fraction;
-  j["verdict"] = memest_verdict_name(static_cast<memest_verdict>(res.verdict));
+  j["verdict"] = verdict_name(res.verdict);
   return j;
 }
 
-ojson finetune_response(const memest_finetune_request& r) {
+ojson finetune_response(const FinetuneRequest& r) {
   ojson j = {{"ok", true}, {"mode", "finetune"}, {"model", model_json(r.model)}, {"gpu", gpu_json(r.gpu)}};
   if (r.method != MEMEST_FINETUNE_AUTO) {
     j["method"] = method_name(r.method);
     return finetune_estimate(r, j);
   }
-  const memest_finetune_choice choice = select_finetune_method(r);
+  const FinetuneChoice choice = select_finetune_method(r);
   j["method"] = "auto";
   j["selected"] = method_name(choice.selected);
   j["max_batch"] = choice.batch;
@@ -112,7 +112,7 @@ ojson finetune_response(const memest_finetune_request& r) {
     j["verdict"] = "oom";
     return j;
   }
-  memest_finetune_request chosen = r;
+  FinetuneRequest chosen = r;
   chosen.method = choice.selected;
   chosen.batch = choice.batch;
   if (choice.selected == MEMEST_FINETUNE_DP_TP) chosen.tp = choice.options[3].tp;

@@ -2,12 +2,15 @@
 // which dispatches on "mode". Internal to the library.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/json_fields.hpp"
 #include "memest/memest.h"
+#include "plan/requests.hpp"
 
 namespace memest {
 
@@ -16,14 +19,38 @@ using ojson = nlohmann::ordered_json;
 
 // ---- reading requests
 double dtype_bytes(const JsonFields& f, const char* key, double fallback);
-void read_precision(const JsonFields& f, double& param, double& grad, double& optimizer);
+void read_precision(const JsonFields& f, Precision& precision);
 const json& require_object_field(const JsonFields& f, const char* key);
-json empty_object();
-int32_t recompute_value(const std::string& name);
+// The object at `key` of `top` (an empty one when absent), to read with JsonFields.
+const json& block(const JsonFields& top, const char* key);
+// An enum value by its library name (core/enums), with the choices listed on a bad name.
+std::optional<int32_t> enum_field(const JsonFields& f, const char* key, memest_enum which);
+
+// The keys of the training block; each mode accepts a subset (kPretrainTraining for
+// pretraining and the search, which pins what it is given).
+constexpr const char* kPretrainTraining[] = {
+    "seq_len", "micro_batch", "global_batch", "recompute", "flash_attention",
+    "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"};
+struct TrainingGiven {
+  bool micro_batch = false;
+  bool recompute = false;
+};
+// Reads the training block of any mode into `r`, refusing keys outside `allowed`.
+template <std::size_t N>
+TrainingGiven read_training(const JsonFields& top, PretrainRequest& r,
+                            const char* const (&allowed)[N]);
+TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const char* const* allowed,
+                            std::size_t count);
+template <std::size_t N>
+TrainingGiven read_training(const JsonFields& top, PretrainRequest& r,
+                            const char* const (&allowed)[N]) {
+  return read_training(top, r, allowed, N);
+}
 
 // ---- writing responses
 const char* family_name(int32_t family);
 const char* recompute_name(int32_t recompute);
+const char* verdict_name(int32_t verdict);
 ojson model_json(const memest_model& m);
 ojson gpu_json(const memest_gpu& g);
 
@@ -32,5 +59,6 @@ ojson pretrain_mode(const JsonFields& top);
 ojson model_states_mode(const JsonFields& top);
 ojson finetune_mode(const JsonFields& top);
 ojson search_mode(const JsonFields& top);
+ojson enums_mode(const JsonFields& top);
 
 }  // namespace memest

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/limits.hpp"
 #include "core/units.hpp"
 #include "json/modes.hpp"
 #include "json/request.hpp"
@@ -13,31 +14,29 @@ namespace memest {
 
 namespace {
 
-memest_model_states_request parse_model_states(const JsonFields& top) {
+ModelStatesRequest parse_model_states(const JsonFields& top) {
   top.reject_unknown({"mode", "model", "gpu", "parallel", "training"});
-  memest_model_states_request r;
-  memest_model_states_request_init(&r);
+  ModelStatesRequest r;
   r.model = resolve_model(require_object_field(top, "model"), "model", true);
   if (const json* gpu = top.object("gpu")) r.gpu = resolve_gpu(*gpu, "gpu");
-  const json none = empty_object();
-  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  JsonFields parallel(block(top, "parallel"), "parallel");
   parallel.reject_unknown({"gpus", "zero"});
-  r.gpus = parallel.integer_or("gpus", 1, 1, int64_t{1} << 24);
-  r.zero = static_cast<int32_t>(parallel.integer_or("zero", 0, 0, 3));
-  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
-  training.reject_unknown({"param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"});
-  read_precision(training, r.param_bytes, r.grad_bytes, r.optimizer_bytes);
+  r.gpus = parallel.integer_or("gpus", r.gpus, 1, kMaxGpus);
+  r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
+  constexpr const char* kKeys[] = {"param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"};
+  PretrainRequest training;
+  training.precision = r.precision;
+  read_training(top, training, kKeys);
+  r.precision = training.precision;
   return r;
 }
 
-memest_pretrain_request parse_pretrain(const JsonFields& top) {
+PretrainRequest parse_pretrain(const JsonFields& top) {
   top.reject_unknown({"mode", "model", "gpu", "parallel", "training"});
-  memest_pretrain_request r;
-  memest_pretrain_request_init(&r);
+  PretrainRequest r;
   r.model = resolve_model(require_object_field(top, "model"), "model", false);
   r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
-  const json none = empty_object();
-  JsonFields parallel(top.object("parallel") ? *top.object("parallel") : none, "parallel");
+  JsonFields parallel(block(top, "parallel"), "parallel");
   parallel.reject_unknown({"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline"});
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
   r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
@@ -48,23 +47,7 @@ memest_pretrain_request parse_pretrain(const JsonFields& top) {
   if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
   if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
   r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
-  JsonFields training(top.object("training") ? *top.object("training") : none, "training");
-  training.reject_unknown({"seq_len", "micro_batch", "global_batch", "recompute",
-                           "flash_attention", "activation_model", "param_dtype", "grad_dtype",
-                           "optimizer", "optimizer_bytes"});
-  r.seq_len = training.integer_or("seq_len", r.seq_len, -big, big);
-  r.micro_batch = training.integer_or("micro_batch", r.micro_batch, -big, big);
-  r.global_batch = training.integer_or("global_batch", r.global_batch, -big, big);
-  if (auto rc = training.choice("recompute", {"none", "selective", "full"})) {
-    r.recompute = *rc == "full" ? MEMEST_RECOMPUTE_FULL
-                  : *rc == "selective" ? MEMEST_RECOMPUTE_SELECTIVE : MEMEST_RECOMPUTE_NONE;
-  }
-  if (auto fa = training.boolean("flash_attention")) r.flash_attention = *fa;
-  if (auto am = training.choice("activation_model", {"auto", "llama", "gpt"})) {
-    r.activation_model = *am == "llama" ? MEMEST_ACTIVATIONS_LLAMA
-                         : *am == "gpt" ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_AUTO;
-  }
-  read_precision(training, r.param_bytes, r.grad_bytes, r.optimizer_bytes);
+  read_training(top, r, kPretrainTraining);
   return r;
 }
 
@@ -77,7 +60,7 @@ ojson overheads_json(const memest_stage& s) {
           {"fragmentation_bytes", s.fragmentation_bytes}};
 }
 
-ojson pretrain_response(const memest_pretrain_request& r) {
+ojson pretrain_response(const PretrainRequest& r) {
   // One stage per pipeline rank: pp <= num_hidden_layers <= 100000 (validated).
   std::vector<memest_stage> stages(
       static_cast<std::size_t>(std::max<int64_t>(1, std::min<int64_t>(r.pp, kMaxLayers))));
@@ -113,8 +96,8 @@ ojson pretrain_response(const memest_pretrain_request& r) {
             {"recompute", recompute_name(r.recompute)},
             {"flash_attention", r.flash_attention == 1},
             {"activation_model", res.activation_model == MEMEST_ACTIVATIONS_GPT ? "gpt" : "llama"},
-            {"param_bytes", r.param_bytes}, {"grad_bytes", r.grad_bytes},
-            {"optimizer_bytes", r.optimizer_bytes}}},
+            {"param_bytes", r.precision.param_bytes}, {"grad_bytes", r.precision.grad_bytes},
+            {"optimizer_bytes", r.precision.optimizer_bytes}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},
           {"peak_bytes", res.peak_bytes},
@@ -125,26 +108,26 @@ ojson pretrain_response(const memest_pretrain_request& r) {
           {"oom_predicted", res.oom_predicted == 1},
           {"capacity_bytes", res.capacity_bytes},
           {"usage_fraction", res.usage_fraction},
-          {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))},
+          {"verdict", verdict_name(res.verdict)},
           {"stages", stage_list}};
 }
 
-ojson model_states_response(const memest_model_states_request& r) {
+ojson model_states_response(const ModelStatesRequest& r) {
   const memest_model_states_result res = compute_model_states(r);
   ojson j = {{"ok", true},
             {"mode", "model_states"},
             {"model", model_json(r.model)},
             {"layout", {{"gpus", r.gpus}, {"dp", r.gpus}, {"zero", r.zero}}},
             {"training",
-             {{"param_bytes", r.param_bytes}, {"grad_bytes", r.grad_bytes},
-              {"optimizer_bytes", r.optimizer_bytes}}},
+             {{"param_bytes", r.precision.param_bytes}, {"grad_bytes", r.precision.grad_bytes},
+              {"optimizer_bytes", r.precision.optimizer_bytes}}},
             {"weights_bytes", res.weights_bytes},
             {"gradients_bytes", res.gradients_bytes},
             {"optimizer_bytes", res.optimizer_bytes},
             {"estimate_bytes", res.estimate_bytes},
             {"estimate_gib", res.estimate_bytes / kGiB},
             {"estimate_gb", res.estimate_bytes / kGB},
-            {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))}};
+            {"verdict", verdict_name(res.verdict)}};
   if (res.capacity_bytes > 0) {
     j["gpu"] = gpu_json(r.gpu);
     j["capacity_bytes"] = res.capacity_bytes;

@@ -1,6 +1,7 @@
 // The JSON entry point: parse the request, dispatch on "mode" (json/*_json.cpp), answer.
 #include "json/request.hpp"
 
+#include "core/enums.hpp"
 #include "core/units.hpp"
 #include "json/modes.hpp"
 #include "model/gpu_profile.hpp"
@@ -48,6 +49,31 @@ ojson presets_response() {
 
 }  // namespace
 
+// Every enumeration's names and the verdict bands, from core/enums: what bindings and the web
+// page read instead of spelling them out.
+ojson enums_mode(const JsonFields& top) {
+  top.reject_unknown({"mode"});
+  const std::pair<const char*, memest_enum> kinds[] = {
+      {"status", MEMEST_ENUM_STATUS},
+      {"family", MEMEST_ENUM_FAMILY},
+      {"verdict", MEMEST_ENUM_VERDICT},
+      {"recompute", MEMEST_ENUM_RECOMPUTE},
+      {"activation_model", MEMEST_ENUM_ACTIVATION_MODEL},
+      {"prune_reason", MEMEST_ENUM_PRUNE_REASON},
+      {"finetune_method", MEMEST_ENUM_FINETUNE_METHOD}};
+  ojson enums = ojson::object();
+  for (const auto& [key, which] : kinds) {
+    const EnumTable t = enum_table(which);
+    ojson names = ojson::array();
+    for (uint32_t i = 0; i < t.count; ++i) names.push_back(t.names[i]);
+    enums[key] = names;
+  }
+  return {{"ok", true},
+          {"mode", "enums"},
+          {"enums", enums},
+          {"verdict_bands", {{"fits", kFitsFraction}, {"tight", kTightFraction}}}};
+}
+
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {
   memest_model m;
   if (value.is_string()) {
@@ -70,15 +96,21 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
   JsonFields f(value, field);
   for (auto it = value.begin(); it != value.end(); ++it) {
     bool known = false;
-    for (const char* k : {"preset", "name", "memory_gib", "gpus_per_node", "peak_bf16_tflops"})
+    for (const char* k : {"preset", "name", "memory_gib", "gpus_per_node", "peak_bf16_tflops",
+                          "measured"})
       known = known || it.key() == k;
     for (const GpuProfileField& p : kGpuProfileFields) known = known || it.key() == p.key;
     if (!known) {
       throw Error(MEMEST_ERR_UNKNOWN_FIELD, f.path_of(it.key().c_str()),
                   f.path_of(it.key().c_str()) +
                       ": unknown field (known: preset, name, memory_gib, gpus_per_node, "
-                      "peak_bf16_tflops and the device-profile fields of data/gpus.json)");
+                      "peak_bf16_tflops, measured and the device-profile fields of "
+                      "data/gpus.json)");
     }
+  }
+  // "measured" (the raw figures a calibrate/ profile carries) is accepted and not read.
+  if (const json* measured = f.object("measured"); measured && !measured->is_object()) {
+    throw Error(MEMEST_ERR_TYPE, f.path_of("measured"), f.path_of("measured") + ": expected an object");
   }
   memest_gpu g = default_gpu();
   if (auto preset = f.string("preset")) g = find_gpu_preset(*preset, f.path_of("preset")).gpu;
@@ -98,22 +130,19 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
 }
 
 std::string answer_request(const std::string& text) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(MEMEST_ERR_PARSE, "", std::string("request is not valid JSON: ") + e.what());
-  }
+  const json doc = parse_document(text, "request");
   JsonFields top(doc, "");
-  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets"});
+  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets", "enums"});
   if (!mode) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "mode",
-                "mode: missing (pretrain, model_states, finetune, search or presets)");
+                "mode: missing (pretrain, model_states, finetune, search, presets or enums)");
   }
   ojson response;
   if (*mode == "presets") {
     top.reject_unknown({"mode"});
     response = presets_response();
+  } else if (*mode == "enums") {
+    response = enums_mode(top);
   } else if (*mode == "pretrain") {
     response = pretrain_mode(top);
   } else if (*mode == "model_states") {
@@ -129,7 +158,7 @@ std::string answer_request(const std::string& text) {
 std::string error_response(memest_status status, const std::string& field,
                            const std::string& message) {
   const ojson j = {{"ok", false},
-                  {"error", {{"code", memest_status_name(status)},
+                  {"error", {{"code", enum_name(MEMEST_ENUM_STATUS, status)},
                              {"field", field},
                              {"message", message}}}};
   return j.dump(2, ' ', false, ojson::error_handler_t::replace);

@@ -1,4 +1,4 @@
-// The JSON contract (DESIGN.md "The public contract"): a request document in, a response
+// The JSON contract (README "JSON request and response"): a request document in, a response
 // document out, every mode reachable without new glue (CLI, WASM, FFI languages).
 #pragma once
 
@@ -16,7 +16,7 @@ std::string answer_request(const std::string& request_text);
 std::string error_response(memest_status status, const std::string& field,
                            const std::string& message);
 
-// Pieces reused by the typed C API.
+// Resolves a request's "model" (preset id or config object) and "gpu" (preset id or object).
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare);
 memest_gpu resolve_gpu(const json& value, const std::string& field);
 

@@ -2,6 +2,8 @@
 // request reader and the JSON response writer all walk this table.
 #pragma once
 
+#include <string>
+
 #include "memest/memest.h"
 
 namespace memest {
@@ -32,5 +34,15 @@ constexpr GpuProfileField kGpuProfileFields[] = {
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.
 memest_gpu default_gpu();
+
+// Accepted capacity (memory_gib) and peak (peak_bf16_tflops), as the JSON reader takes them.
+constexpr double kMinMemoryGib = 1e-3, kMaxMemoryGib = 1e6;
+constexpr double kMaxPeakTflops = 1e6;
+constexpr int32_t kMaxGpusPerNode = 1024;
+
+// Checks every field of a GPU (typed or read from JSON) against the ranges above and the
+// profile table, naming "<field>.<key>"; returns the capacity in bytes. A capacity of 0 (none
+// given) is accepted only when !required.
+double validate_gpu(const memest_gpu& gpu, const std::string& field, bool required);
 
 }  // namespace memest

@@ -113,7 +113,7 @@ std::string supported_model_types() {
 }
 
 memest_model model_from_json(const json& object, const std::string& prefix) {
-  JsonFields f(object, prefix);
+  JsonFields f(object, prefix, Nulls::Absent);
   memest_model m = default_model();
   if (auto name = f.string("name")) copy_name(m.name, *name);
   else if (auto path = f.string("_name_or_path")) copy_name(m.name, *path);

@@ -1,6 +1,6 @@
 #include "overheads/overheads.hpp"
 
-#include "pretrain/pretrain.hpp"
+#include "plan/plan.hpp"
 
 namespace memest {
 

@@ -4,7 +4,11 @@
 #include <cstring>
 #include <string>
 
+#include "core/enums.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
+#include "core/verdict.hpp"
+#include "plan/plan.hpp"
 #include "pretrain/pretrain.hpp"
 #include "throughput/throughput.hpp"
 
@@ -12,9 +16,8 @@ namespace memest {
 
 namespace {
 
-constexpr int kMaxDivisors = 1024;  // no n <= 2^24 has more than 576 divisors
-// Candidates one search may consider (~100 ns each): beyond this, ask for a narrower space.
-constexpr double kMaxCandidates = 5e7;
+constexpr int kMaxGpuDivisors = 1024;    // no n <= 2^24 has more than 576 divisors
+constexpr int kMaxBatchDivisors = 8192;  // no n <= 2^40 has more than 6720
 
 memest_prune_reason prune_reason(LayoutIssue issue) {
   switch (issue) {
@@ -37,77 +40,79 @@ bool better(const memest_search_entry& a, const memest_search_entry& b) {
   if (a.oom_predicted != b.oom_predicted) return a.oom_predicted < b.oom_predicted;
   if (a.tflops_per_gpu != b.tflops_per_gpu) return a.tflops_per_gpu > b.tflops_per_gpu;
   if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-  const memest_layout &x = a.layout, &y = b.layout;
-  if (x.tp != y.tp) return x.tp < y.tp;
-  if (x.cp != y.cp) return x.cp < y.cp;
-  if (x.pp != y.pp) return x.pp < y.pp;
-  if (x.vpp != y.vpp) return x.vpp < y.vpp;
-  if (x.micro_batch != y.micro_batch) return x.micro_batch < y.micro_batch;
-  if (x.recompute != y.recompute) return x.recompute < y.recompute;
-  return x.zero < y.zero;
+  if (a.tp != b.tp) return a.tp < b.tp;
+  if (a.cp != b.cp) return a.cp < b.cp;
+  if (a.pp != b.pp) return a.pp < b.pp;
+  if (a.vpp != b.vpp) return a.vpp < b.vpp;
+  if (a.micro_batch != b.micro_batch) return a.micro_batch < b.micro_batch;
+  if (a.recompute != b.recompute) return a.recompute < b.recompute;
+  return a.zero < b.zero;
 }
 
-// The search's state: one request copy mutated per candidate, and the top-k buffer.
+// The search's state: one request copy mutated per candidate, and the top-k list.
 struct Search {
-  memest_pretrain_request candidate;
-  memest_search_result* result;
-  memest_search_entry* entries;
+  PretrainRequest candidate;
+  SearchOutcome* out;
   uint32_t capacity;
   bool include_oom;
 
-  void insert(const memest_search_entry& e) {
-    ++result->ranked;
-    uint32_t n = result->count;
-    if (n == capacity && (n == 0 || !better(e, entries[n - 1]))) return;
-    if (n < capacity) ++result->count;
-    uint32_t pos = n < capacity ? n : n - 1;  // drop the worst when full
-    while (pos > 0 && better(e, entries[pos - 1])) {
-      entries[pos] = entries[pos - 1];
-      --pos;
-    }
-    entries[pos] = e;
+  void prune(memest_prune_reason reason, uint64_t n = 1) {
+    out->candidates += n;
+    out->pruned[reason] += n;
   }
 
-  void evaluate(const memest_layout& layout) {
-    ++result->candidates;
+  void insert(const memest_search_entry& e) {
+    ++out->ranked;
+    std::vector<memest_search_entry>& list = out->entries;
+    if (capacity == 0) return;
+    if (list.size() == capacity && !better(e, list.back())) return;
+    if (list.size() < capacity) list.push_back(e);  // grows to at most `capacity`
+    std::size_t pos = list.size() - 1;              // the last slot is free (or the worst)
+    while (pos > 0 && better(e, list[pos - 1])) {
+      list[pos] = list[pos - 1];
+      --pos;
+    }
+    list[pos] = e;
+  }
+
+  void evaluate(const Layout& layout) {
     // FlashAttention keeps no attention scores, so selective recomputation changes nothing.
     if (layout.recompute == MEMEST_RECOMPUTE_SELECTIVE && candidate.flash_attention == 1) {
-      ++result->pruned[MEMEST_PRUNE_EQUIVALENT];
+      prune(MEMEST_PRUNE_EQUIVALENT);
       return;
     }
-    memest_pretrain_request& r = candidate;
-    r.tp = layout.tp;
-    r.cp = layout.cp;
-    r.pp = layout.pp;
-    r.vpp = layout.vpp;
-    r.micro_batch = layout.micro_batch;
-    r.recompute = layout.recompute;
-    r.zero = layout.zero;
+    PretrainRequest& r = candidate;
+    r.set_layout(layout);
     LayoutCheck check;
     const LayoutIssue issue = check_layout(r, check);
     if (issue != LayoutIssue::None) {
-      ++result->pruned[prune_reason(issue)];
+      prune(prune_reason(issue));
       return;
     }
+    ++out->candidates;
     const Plan plan = make_plan_unchecked(r, check);
-    ++result->evaluated;
+    ++out->evaluated;
     memest_search_entry e;
     std::memset(&e, 0, sizeof e);
     e.struct_size = sizeof e;
     e.peak_bytes = peak_memory(plan, nullptr);
     e.oom_predicted = e.peak_bytes > r.gpu.memory_bytes;
     if (e.oom_predicted) {
-      ++result->pruned[MEMEST_PRUNE_OOM];
+      ++out->pruned[MEMEST_PRUNE_OOM];
       if (!include_oom) return;
     }
-    e.layout = layout;
+    e.tp = layout.tp;
+    e.cp = layout.cp;
+    e.pp = layout.pp;
+    e.vpp = layout.vpp;
+    e.micro_batch = layout.micro_batch;
+    e.recompute = layout.recompute;
+    e.zero = layout.zero;
     e.dp = plan.dp;
     e.num_microbatches = plan.num_microbatches;
     e.estimate_bytes = stage_memory(plan, 0, false).total_bytes;
     e.capacity_bytes = r.gpu.memory_bytes;
-    e.verdict = e.estimate_bytes <= 0.8 * e.capacity_bytes ? MEMEST_VERDICT_FITS
-                : e.estimate_bytes <= e.capacity_bytes    ? MEMEST_VERDICT_TIGHT
-                                                          : MEMEST_VERDICT_OOM;
+    e.verdict = verdict_for(e.estimate_bytes, e.capacity_bytes);
     const Throughput t = estimate_throughput(plan);
     e.tflops_per_gpu = t.tflops_per_gpu;
     e.tokens_per_s = t.tokens_per_s;
@@ -119,36 +124,42 @@ struct Search {
   }
 };
 
-void check_max(const char* field, int64_t v) {
-  if (v < 0 || v > (int64_t{1} << 24)) fail(field, "must be between 0 (no limit) and 16777216");
+void check_max(const char* field, int64_t v, int64_t max) {
+  if (v < 0 || v > max) {
+    fail(field, "must be between 0 (no limit) and " + std::to_string(max) + ", got " +
+                    std::to_string(v));
+  }
 }
 
-}  // namespace
-
-int divisors(int64_t n, int64_t* out, int max) {
-  int count = 0;
-  int64_t large[kMaxDivisors];
-  int nlarge = 0;
-  for (int64_t d = 1; d * d <= n; ++d) {
-    if (n % d != 0) continue;
-    if (count < max) out[count++] = d;
-    if (d != n / d && nlarge < kMaxDivisors) large[nlarge++] = n / d;
-  }
-  for (int i = nlarge - 1; i >= 0 && count < max; --i) out[count++] = large[i];
-  return count;
+void check_flag(const char* field, int32_t v) {
+  if (v != 0 && v != 1) fail(field, "must be 0 or 1, got " + std::to_string(v));
 }
 
-void run_search(const memest_search_request& r, memest_search_result& result,
-                memest_search_entry* entries, uint32_t capacity) {
-  if (r.struct_size < sizeof(memest_search_request)) {
-    fail("struct_size", "smaller than this version's request; call memest_search_request_init",
-         MEMEST_ERR_STRUCT_SIZE);
+void validate_layout(const Layout& l, const std::string& at) {
+  check_range(at + ".tp", l.tp, 1, kMaxGpus);
+  check_range(at + ".cp", l.cp, 1, kMaxGpus);
+  check_range(at + ".pp", l.pp, 1, kMaxGpus);
+  check_range(at + ".vpp", l.vpp, 1, kMaxVpp);
+  check_range(at + ".micro_batch", l.micro_batch, 1, kMaxMicroBatch);
+  if (!enum_name(MEMEST_ENUM_RECOMPUTE, l.recompute)) {
+    fail(at + ".recompute", "must be one of " + enum_choices(MEMEST_ENUM_RECOMPUTE) +
+                                " (0.." + std::to_string(MEMEST_RECOMPUTE_COUNT - 1) + ")");
   }
-  validate_fields(r.base);
-  const memest_pretrain_request& base = r.base;
+  validate_zero(l.zero, (at + ".zero").c_str());
+}
+
+// Every check of the request, before anything is counted or estimated.
+void validate_search(const SearchRequest& r) {
+  const PretrainRequest& base = r.base;
+  validate_fields(base);
   if (base.global_batch <= 0) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "training.global_batch",
                 "training.global_batch: missing (the search ranks layouts by time per iteration)");
+  }
+  if (!(base.gpu.peak_bf16_tflops > 0)) {
+    throw Error(MEMEST_ERR_MISSING_FIELD, "gpu.peak_bf16_tflops",
+                "gpu.peak_bf16_tflops: missing (the search ranks layouts by predicted "
+                "throughput, which needs the GPU's dense BF16 peak)");
   }
   if (base.model.learned_position_rows > 0 && base.model.max_position_embeddings > 0 &&
       base.seq_len > base.model.max_position_embeddings) {
@@ -156,57 +167,58 @@ void run_search(const memest_search_request& r, memest_search_result& result,
                                  " is longer than the model's learned positions (max_position_embeddings=" +
                                  std::to_string(base.model.max_position_embeddings) + ")");
   }
-  check_max("search.max_tp", r.max_tp);
-  check_max("search.max_cp", r.max_cp);
-  check_max("search.max_pp", r.max_pp);
-  check_max("search.max_micro_batch", r.max_micro_batch);
-  if (r.max_vpp < 1 || r.max_vpp > 64) fail("search.max_vpp", "must be between 1 and 64");
-  if (r.recompute_mask == 0 || (r.recompute_mask & ~7u) != 0) {
-    fail("search.recompute", "must allow at least one of none, selective, full");
+  check_max("search.max_tp", r.max_tp, kMaxGpus);
+  check_max("search.max_cp", r.max_cp, kMaxGpus);
+  check_max("search.max_pp", r.max_pp, kMaxGpus);
+  check_max("search.max_micro_batch", r.max_micro_batch, kMaxMicroBatch);
+  check_range("search.max_vpp", r.max_vpp, 1, 64);
+  check_range("training.micro_batch", r.micro_batch, 0, kMaxMicroBatch);
+  const uint32_t all_recompute = (1u << MEMEST_RECOMPUTE_COUNT) - 1;
+  if (r.recompute_mask == 0 || (r.recompute_mask & ~all_recompute) != 0) {
+    fail("search.recompute", "must allow at least one of " + enum_choices(MEMEST_ENUM_RECOMPUTE));
   }
   if (r.zero_mask == 0 || (r.zero_mask & ~15u) != 0) fail("search.zero", "must allow stages among 0..3");
-  if (r.tp_within_node != 0 && r.tp_within_node != 1) fail("search.tp_within_node", "must be 0 or 1");
-  if (r.include_oom != 0 && r.include_oom != 1) fail("search.include_oom", "must be 0 or 1");
-  if (r.uneven_pipeline != 0 && r.uneven_pipeline != 1) fail("search.uneven_pipeline", "must be 0 or 1");
-  if (r.layout_count > 0 && !r.layouts) {
-    throw Error(MEMEST_ERR_NULL_POINTER, "search.layouts", "search.layouts: NULL with a non-zero count");
+  check_flag("search.tp_within_node", r.tp_within_node);
+  check_flag("search.include_oom", r.include_oom);
+  check_flag("search.uneven_pipeline", r.uneven_pipeline);
+  if (r.layouts.size() > kMaxShortlist) {
+    fail("search.layouts", "at most " + std::to_string(kMaxShortlist) + " layouts, got " +
+                               std::to_string(r.layouts.size()));
   }
-  if (capacity > 0 && !entries) throw Error(MEMEST_ERR_NULL_POINTER, "entries", "entries: NULL pointer");
+  for (std::size_t i = 0; i < r.layouts.size(); ++i) {
+    validate_layout(r.layouts[i], "search.layouts[" + std::to_string(i) + "]");
+  }
+}
 
-  std::memset(&result, 0, sizeof result);
-  result.struct_size = sizeof result;
-  Search s{base, &result, entries, capacity, r.include_oom == 1};
-  s.candidate.uneven_pipeline = r.uneven_pipeline;
-
-  if (r.layout_count > 0) {  // rank the caller's shortlist
-    for (uint32_t i = 0; i < r.layout_count; ++i) {
-      const memest_layout& l = r.layouts[i];
-      const std::string at = "search.layouts[" + std::to_string(i) + "]";
-      if (l.tp < 1 || l.cp < 1 || l.pp < 1 || l.vpp < 1 || l.micro_batch < 1 ||
-          l.tp > (int64_t{1} << 24) || l.cp > (int64_t{1} << 24) || l.pp > (int64_t{1} << 24) ||
-          l.vpp > 100000 || l.micro_batch > (int64_t{1} << 20)) {
-        fail(at, "tp, cp, pp, vpp and micro_batch must be positive and in range");
-      }
-      if (l.recompute < 0 || l.recompute > 2) fail(at + ".recompute", "must be none, selective or full");
-      if (l.zero < 0 || l.zero > 3) fail(at + ".zero", "must be 0, 1, 2 or 3");
-      if (r.tp_within_node && l.tp > base.gpu.gpus_per_node) {
-        ++result.candidates;
-        ++result.pruned[MEMEST_PRUNE_TP_ACROSS_NODES];
-        continue;
-      }
-      s.evaluate(l);
+// Ranks the caller's shortlist (validated whole before any is estimated).
+void rank_shortlist(const SearchRequest& r, Search& s) {
+  for (const Layout& l : r.layouts) {
+    if (r.tp_within_node && l.tp > r.base.gpu.gpus_per_node) {
+      s.prune(MEMEST_PRUNE_TP_ACROSS_NODES);
+      continue;
     }
-    return;
+    s.evaluate(l);
   }
+}
 
-  int64_t divs[kMaxDivisors];
-  const int nd = divisors(base.gpus, divs, kMaxDivisors);
-  int64_t batch_divs[kMaxDivisors];
-  const int nb = divisors(base.global_batch, batch_divs, kMaxDivisors);
+// Enumerates every layout of the space: divisors of the GPUs for tp, cp, pp (up to the
+// maxima), vpp up to max_vpp, micro-batches dividing the global batch (up to the pretraining
+// limit), the allowed recompute and ZeRO options.
+void enumerate_space(const SearchRequest& r, Search& s) {
+  const PretrainRequest& base = r.base;
+  int64_t divs[kMaxGpuDivisors];
+  const int nd = divisors(base.gpus, divs, kMaxGpuDivisors);
+  int64_t batch_divs[kMaxBatchDivisors];
+  const int nb = divisors(base.global_batch, batch_divs, kMaxBatchDivisors);
+  if (nd < 0 || nb < 0) fail("", "internal: divisor table too small", MEMEST_ERR_INTERNAL);
+  const int64_t max_mbs = r.max_micro_batch > 0 ? r.max_micro_batch : kMaxMicroBatch;
   int mb_count = 0;
-  for (int i = 0; i < nb; ++i) mb_count += (r.max_micro_batch == 0 || batch_divs[i] <= r.max_micro_batch);
+  auto wanted = [&](int64_t mbs) {
+    return mbs <= max_mbs && (r.micro_batch == 0 || mbs == r.micro_batch);
+  };
+  for (int i = 0; i < nb; ++i) mb_count += wanted(batch_divs[i]);
   int options = 0;  // recompute x zero choices
-  for (int rc = 0; rc < 3; ++rc)
+  for (int rc = 0; rc < MEMEST_RECOMPUTE_COUNT; ++rc)
     for (int z = 0; z < 4; ++z) options += ((r.recompute_mask >> rc) & 1) && ((r.zero_mask >> z) & 1);
   const uint64_t per_tcp = static_cast<uint64_t>(r.max_vpp) * static_cast<uint64_t>(mb_count) *
                            static_cast<uint64_t>(options);
@@ -219,10 +231,11 @@ void run_search(const memest_search_request& r, memest_search_result& result,
   };
   const double space = count_upto(max_tp) * count_upto(r.max_cp) * count_upto(r.max_pp) *
                        static_cast<double>(per_tcp);
-  if (space > kMaxCandidates) {
+  if (space > kMaxSearchCandidates) {
     fail("search", "the space holds up to " + std::to_string(static_cast<long long>(space)) +
-                       " candidate layouts (limit 50000000): lower max_micro_batch, max_vpp, "
-                       "max_cp or max_pp, or give layouts");
+                       " candidate layouts (limit " +
+                       std::to_string(static_cast<long long>(kMaxSearchCandidates)) +
+                       "): lower max_micro_batch, max_vpp, max_cp or max_pp, or give layouts");
   }
   for (int it = 0; it < nd && divs[it] <= max_tp; ++it) {
     const int64_t tp = divs[it];
@@ -238,24 +251,23 @@ void run_search(const memest_search_request& r, memest_search_result& result,
           break;
         }
         if (base.gpus % (tp * cp * pp) != 0) {  // counted whole, not visited
-          result.candidates += per_tcp;
-          result.pruned[MEMEST_PRUNE_GPUS] += per_tcp;
+          s.prune(MEMEST_PRUNE_GPUS, per_tcp);
           continue;
         }
         if (r.tp_within_node && tp > base.gpu.gpus_per_node) {
-          result.candidates += per_tcp;
-          result.pruned[MEMEST_PRUNE_TP_ACROSS_NODES] += per_tcp;
+          s.prune(MEMEST_PRUNE_TP_ACROSS_NODES, per_tcp);
           continue;
         }
         for (int64_t vpp = 1; vpp <= r.max_vpp; ++vpp) {
           for (int ib = 0; ib < nb; ++ib) {
             const int64_t mbs = batch_divs[ib];
-            if (r.max_micro_batch > 0 && mbs > r.max_micro_batch) break;
-            for (int32_t rc = 0; rc < 3; ++rc) {
+            if (mbs > max_mbs) break;
+            if (!wanted(mbs)) continue;
+            for (int32_t rc = 0; rc < MEMEST_RECOMPUTE_COUNT; ++rc) {
               if (!((r.recompute_mask >> rc) & 1)) continue;
               for (int32_t z = 0; z < 4; ++z) {
                 if (!((r.zero_mask >> z) & 1)) continue;
-                s.evaluate(memest_layout{tp, cp, pp, vpp, mbs, rc, z});
+                s.evaluate(Layout{tp, cp, pp, vpp, mbs, rc, z});
               }
             }
           }
@@ -263,6 +275,36 @@ void run_search(const memest_search_request& r, memest_search_result& result,
       }
     }
   }
+}
+
+}  // namespace
+
+int divisors(int64_t n, int64_t* out, int max) {
+  int count = 0;
+  int nlarge = 0;
+  // Divisors above sqrt(n) are found in decreasing order: collect them at the end of `out`.
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    const int need = d != n / d ? 2 : 1;
+    if (count + nlarge + need > max) return -1;
+    out[count++] = d;
+    if (need == 2) out[max - 1 - nlarge++] = n / d;
+  }
+  for (int i = 0; i < nlarge; ++i) out[count + i] = out[max - nlarge + i];
+  return count + nlarge;
+}
+
+SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
+  validate_search(r);
+  SearchOutcome out;
+  Search s{r.base, &out, capacity, r.include_oom == 1};
+  s.candidate.uneven_pipeline = r.uneven_pipeline;
+  if (!r.layouts.empty()) {
+    rank_shortlist(r, s);
+  } else {
+    enumerate_space(r, s);
+  }
+  return out;
 }
 
 }  // namespace memest

@@ -5,8 +5,11 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "model/model.hpp"
+#include "core/limits.hpp"
 #include "core/verdict.hpp"
+#include "model/gpu_profile.hpp"
+#include "model/model.hpp"
+#include "plan/plan.hpp"
 
 namespace memest {
 
@@ -18,36 +21,13 @@ StateBytes state_bytes(double params, const Precision& precision, int zero, doub
   return s;
 }
 
-void validate_precision(const Precision& p, const char* prefix) {
-  const std::string base(prefix);
-  auto check = [&](double v, const char* name, double min) {
-    if (!std::isfinite(v) || v < min || v > 64) {
-      fail(base + "." + name, "must be between " + std::to_string(static_cast<int>(min)) +
-                                  " and 64 bytes per parameter");
-    }
-  };
-  check(p.param_bytes, "param_dtype", 0.125);  // down to 1-bit weights
-  check(p.grad_bytes, "grad_dtype", 0.125);
-  check(p.optimizer_bytes, "optimizer", 0);
-}
-
-void validate_zero(int zero, const char* field) {
-  if (zero < 0 || zero > 3) fail(field, "must be 0, 1, 2 or 3, got " + std::to_string(zero));
-}
-
-memest_model_states_result compute_model_states(const memest_model_states_request& r) {
-  if (r.struct_size < sizeof(memest_model_states_request)) {
-    fail("struct_size", "smaller than this version's request; call memest_model_states_request_init",
-         MEMEST_ERR_STRUCT_SIZE);
-  }
+memest_model_states_result compute_model_states(const ModelStatesRequest& r) {
   validate_model(r.model, "model", true);
-  if (r.gpus < 1 || r.gpus > (int64_t{1} << 24)) {
-    fail("parallel.gpus", "must be between 1 and 16777216, got " + std::to_string(r.gpus));
-  }
+  check_range("parallel.gpus", r.gpus, 1, kMaxGpus);
   validate_zero(r.zero, "parallel.zero");
-  const Precision precision{r.param_bytes, r.grad_bytes, r.optimizer_bytes};
+  const Precision& precision = r.precision;
   validate_precision(precision, "training");
-  const double capacity = validate_capacity(r.gpu, "gpu", false);
+  const double capacity = validate_gpu(r.gpu, "gpu", false);
 
   memest_model_states_result out;
   std::memset(&out, 0, sizeof out);

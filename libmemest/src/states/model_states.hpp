@@ -1,18 +1,12 @@
 // Model-state memory: weights, gradients and optimizer states per GPU under ZeRO.
 // ZeRO paper / lecture Table 1: stage 1 (P_os) shards the optimizer, stage 2 (P_os+g) also
 // the gradients, stage 3 (P_os+g+p) also the weights, each over the data-parallel group.
-// The 4D paper's default is bf16 weights (2) + fp32 gradients (4) + Adam K = 12: 18 bytes.
 #pragma once
 
 #include "memest/memest.h"
+#include "plan/requests.hpp"
 
 namespace memest {
-
-struct Precision {
-  double param_bytes = 2;       // bf16 weights
-  double grad_bytes = 4;        // fp32 gradient accumulation (Llama 3, Megatron-LM)
-  double optimizer_bytes = 12;  // Adam: fp32 master weights, momentum, variance (K = 12)
-};
 
 struct StateBytes {
   double weights = 0;
@@ -26,10 +20,7 @@ struct StateBytes {
 // distributed optimizer with context parallelism: 4D paper Eq. 10).
 StateBytes state_bytes(double params, const Precision& precision, int zero, double shard_group);
 
-void validate_precision(const Precision& p, const char* prefix);
-void validate_zero(int zero, const char* field);
-
 // The model-states mode behind memest_model_states.
-memest_model_states_result compute_model_states(const memest_model_states_request& request);
+memest_model_states_result compute_model_states(const ModelStatesRequest& request);
 
 }  // namespace memest

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "model/model.hpp"
-#include "pretrain/pretrain.hpp"
+#include "plan/plan.hpp"
 
 namespace memest {
 

@@ -1,4 +1,4 @@
-#include "pretrain/activations.hpp"
+#include "activations/activations.hpp"
 
 #include "model/model.hpp"
 

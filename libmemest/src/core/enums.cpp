@@ -1,0 +1,77 @@
+#include "core/enums.hpp"
+
+#include <cstring>
+
+namespace memest {
+
+namespace {
+
+// Indexed by the enum's value; the header's *_COUNT constants must match (checked below).
+constexpr const char* kStatus[] = {
+    "ok",           "invalid_argument", "missing_field", "wrong_type",   "parse_error",
+    "unknown_preset", "unknown_field",  "unsupported",   "overflow",     "struct_size",
+    "null_pointer", "out_of_range",     "no_memory",     "internal"};
+constexpr const char* kFamily[] = {"llama", "gpt"};
+constexpr const char* kVerdict[] = {"fits", "tight", "oom", "unknown"};
+constexpr const char* kRecompute[] = {"none", "selective", "full"};
+constexpr const char* kActivationModel[] = {"auto", "llama", "gpt"};
+constexpr const char* kPruneReason[] = {
+    "oom",        "tp_across_nodes",    "tp_heads",     "tp_kv_heads",
+    "tp_ffn",     "gpus_not_divisible", "pp_exceeds_layers", "vpp_needs_pp",
+    "layers_not_divisible", "cp_sequence", "global_batch", "interleaved_microbatches",
+    "equivalent"};
+constexpr const char* kFinetuneMethod[] = {"cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"};
+
+template <std::size_t N>
+constexpr uint32_t count_of(const char* const (&)[N]) {
+  return static_cast<uint32_t>(N);
+}
+static_assert(count_of(kStatus) == MEMEST_STATUS_COUNT, "memest_status names");
+static_assert(count_of(kVerdict) == MEMEST_VERDICT_COUNT, "memest_verdict names");
+static_assert(count_of(kRecompute) == MEMEST_RECOMPUTE_COUNT, "memest_recompute names");
+static_assert(count_of(kActivationModel) == MEMEST_ACTIVATIONS_COUNT, "activation model names");
+static_assert(count_of(kPruneReason) == MEMEST_PRUNE_REASON_COUNT, "prune reason names");
+static_assert(count_of(kFinetuneMethod) == MEMEST_FINETUNE_METHOD_COUNT, "fine-tune method names");
+static_assert(MEMEST_FAMILY_GPT + 1 == count_of(kFamily), "memest_family names");
+
+}  // namespace
+
+EnumTable enum_table(memest_enum which) {
+  switch (which) {
+    case MEMEST_ENUM_STATUS: return {kStatus, count_of(kStatus)};
+    case MEMEST_ENUM_FAMILY: return {kFamily, count_of(kFamily)};
+    case MEMEST_ENUM_VERDICT: return {kVerdict, count_of(kVerdict)};
+    case MEMEST_ENUM_RECOMPUTE: return {kRecompute, count_of(kRecompute)};
+    case MEMEST_ENUM_ACTIVATION_MODEL: return {kActivationModel, count_of(kActivationModel)};
+    case MEMEST_ENUM_PRUNE_REASON: return {kPruneReason, count_of(kPruneReason)};
+    case MEMEST_ENUM_FINETUNE_METHOD: return {kFinetuneMethod, count_of(kFinetuneMethod)};
+    case MEMEST_ENUM_COUNT: break;
+  }
+  return {nullptr, 0};
+}
+
+const char* enum_name(memest_enum which, int32_t value) {
+  const EnumTable t = enum_table(which);
+  if (value < 0 || static_cast<uint32_t>(value) >= t.count) return nullptr;
+  return t.names[value];
+}
+
+int32_t enum_value(memest_enum which, const std::string& name) {
+  const EnumTable t = enum_table(which);
+  for (uint32_t i = 0; i < t.count; ++i) {
+    if (name == t.names[i]) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+std::string enum_choices(memest_enum which) {
+  const EnumTable t = enum_table(which);
+  std::string out;
+  for (uint32_t i = 0; i < t.count; ++i) {
+    if (i > 0) out += i + 1 == t.count ? " or " : ", ";
+    out += t.names[i];
+  }
+  return out;
+}
+
+}  // namespace memest

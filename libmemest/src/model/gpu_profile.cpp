@@ -1,0 +1,49 @@
+#include "model/gpu_profile.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace memest {
+
+namespace {
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+void check_number(double v, double min, double max, const std::string& path) {
+  if (!std::isfinite(v) || v < min || v > max) {
+    fail(path, "must be a finite number between " + number_text(min) + " and " +
+                   number_text(max) + ", got " + number_text(v));
+  }
+}
+
+}  // namespace
+
+double validate_gpu(const memest_gpu& gpu, const std::string& field, bool required) {
+  const double gib = gpu.memory_bytes / kGiB;
+  if (gpu.memory_bytes == 0) {
+    if (required) {
+      throw Error(MEMEST_ERR_MISSING_FIELD, field,
+                  field + ": missing (a preset id or {\"memory_gib\": N})");
+    }
+  } else {
+    check_number(gib, kMinMemoryGib, kMaxMemoryGib, field + ".memory_gib");
+  }
+  check_number(gpu.peak_bf16_tflops, 0, kMaxPeakTflops, field + ".peak_bf16_tflops");
+  for (const GpuProfileField& p : kGpuProfileFields) {
+    check_number(gpu.*p.member / p.scale, p.min, p.max, field + "." + p.key);
+  }
+  if (gpu.gpus_per_node < 1 || gpu.gpus_per_node > kMaxGpusPerNode) {
+    fail(field + ".gpus_per_node", "must be between 1 and " + std::to_string(kMaxGpusPerNode) +
+                                       ", got " + std::to_string(gpu.gpus_per_node));
+  }
+  return gpu.memory_bytes;
+}
+
+}  // namespace memest

@@ -1,0 +1,243 @@
+#include "plan/plan.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/enums.hpp"
+#include "core/error.hpp"
+#include "core/limits.hpp"
+#include "model/gpu_profile.hpp"
+#include "model/model.hpp"
+
+namespace memest {
+
+void validate_precision(const Precision& p, const char* prefix) {
+  const std::string base(prefix);
+  auto check = [&](double v, const char* name, double min) {
+    if (!std::isfinite(v) || v < min || v > 64) {
+      fail(base + "." + name, "must be between " + std::to_string(static_cast<int>(min)) +
+                                  " and 64 bytes per parameter");
+    }
+  };
+  check(p.param_bytes, "param_dtype", 0.125);  // down to 1-bit weights
+  check(p.grad_bytes, "grad_dtype", 0.125);
+  check(p.optimizer_bytes, "optimizer", 0);
+}
+
+void validate_zero(int zero, const char* field) {
+  if (zero < 0 || zero > 3) fail(field, "must be 0, 1, 2 or 3, got " + std::to_string(zero));
+}
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string json_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// "parallel.tp=3 does not divide num_attention_heads=32"
+void check_divides(const std::string& field, int64_t divisor, const char* what, int64_t value) {
+  if (value % divisor != 0) {
+    throw Error(MEMEST_ERR_INVALID_ARGUMENT, field,
+                field + "=" + str(divisor) + " does not divide " + what + "=" + str(value));
+  }
+}
+}  // namespace
+
+bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out) {
+  if (layers % (pp * vpp) == 0) {
+    out.first = out.middle = out.last = layers / pp;
+    return true;
+  }
+  if (!uneven || vpp != 1 || pp < 2) return false;
+  const int64_t middle = (layers + pp - 1) / pp;
+  const int64_t fewer = middle * pp - layers;  // layers the end stages give up
+  if (fewer > 2 || middle < 2) return false;
+  out.middle = middle;
+  out.first = middle - 1;
+  out.last = fewer == 2 ? middle - 1 : middle;
+  return true;
+}
+
+LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
+  const memest_model& m = r.model;
+  if (m.num_attention_heads % r.tp != 0) return LayoutIssue::TpHeads;
+  if (m.num_key_value_heads % r.tp != 0) return LayoutIssue::TpKvHeads;
+  if (m.intermediate_size % r.tp != 0) return LayoutIssue::TpFfn;
+  // d = gpus / (t * c * p) (4D paper Sec. 3). tp, cp, pp <= 2^24 each: their product can pass
+  // 2^63, so compare in double first.
+  out.model_parallel =
+      static_cast<double>(r.tp) * static_cast<double>(r.cp) * static_cast<double>(r.pp);
+  if (out.model_parallel > static_cast<double>(r.gpus) || r.gpus % (r.tp * r.cp * r.pp) != 0) {
+    return LayoutIssue::GpusNotDivisible;
+  }
+  out.dp = r.gpus / (r.tp * r.cp * r.pp);
+  if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
+  if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
+  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers)) {
+    return LayoutIssue::LayersNotDivisible;
+  }
+  if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
+  if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
+      r.seq_len > m.max_position_embeddings) {
+    return LayoutIssue::SequenceTooLong;
+  }
+  out.num_microbatches = 0;
+  if (r.global_batch > 0) {
+    const int64_t per_step = r.micro_batch * out.dp;
+    if (r.global_batch % per_step != 0) return LayoutIssue::GlobalBatch;
+    out.num_microbatches = r.global_batch / per_step;
+    if (r.vpp > 1 && out.num_microbatches % r.pp != 0) return LayoutIssue::InterleavedMicrobatches;
+  }
+  return LayoutIssue::None;
+}
+
+const char* layout_issue_name(LayoutIssue issue) {
+  switch (issue) {
+    case LayoutIssue::None: return "none";
+    case LayoutIssue::TpHeads: return "tp_heads";
+    case LayoutIssue::TpKvHeads: return "tp_kv_heads";
+    case LayoutIssue::TpFfn: return "tp_ffn";
+    case LayoutIssue::GpusNotDivisible: return "gpus_not_divisible";
+    case LayoutIssue::PpExceedsLayers: return "pp_exceeds_layers";
+    case LayoutIssue::VppNeedsPp: return "vpp_needs_pp";
+    case LayoutIssue::LayersNotDivisible: return "layers_not_divisible";
+    case LayoutIssue::CpSequence: return "cp_sequence";
+    case LayoutIssue::SequenceTooLong: return "sequence_too_long";
+    case LayoutIssue::GlobalBatch: return "global_batch";
+    case LayoutIssue::InterleavedMicrobatches: return "interleaved_microbatches";
+  }
+  return "unknown";
+}
+
+namespace {
+
+[[noreturn]] void throw_layout_issue(LayoutIssue issue, const PretrainRequest& r,
+                                     const LayoutCheck& check) {
+  const memest_model& m = r.model;
+  switch (issue) {
+    case LayoutIssue::TpHeads:
+      check_divides("parallel.tp", r.tp, "num_attention_heads", m.num_attention_heads);
+      break;
+    case LayoutIssue::TpKvHeads:
+      check_divides("parallel.tp", r.tp, "num_key_value_heads", m.num_key_value_heads);
+      break;
+    case LayoutIssue::TpFfn:
+      check_divides("parallel.tp", r.tp, "intermediate_size", m.intermediate_size);
+      break;
+    case LayoutIssue::GpusNotDivisible:
+      throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.gpus",
+                  "parallel.gpus=" + str(r.gpus) + " is not divisible by tp*cp*pp=" +
+                      json_number(check.model_parallel));
+    case LayoutIssue::PpExceedsLayers:
+      throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
+                  "parallel.pp=" + str(r.pp) + " is larger than num_hidden_layers=" +
+                      str(m.num_hidden_layers));
+    case LayoutIssue::VppNeedsPp:
+      fail("parallel.vpp", "the interleaved schedule (vpp > 1) needs pp >= 2");
+    case LayoutIssue::LayersNotDivisible:
+      if (r.uneven_pipeline == 1 && r.vpp == 1) {
+        throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
+                    "parallel.pp=" + str(r.pp) + " splits num_hidden_layers=" +
+                        str(m.num_hidden_layers) +
+                        " unevenly by more than one layer in the first and the last stage");
+      }
+      check_divides(r.vpp > 1 ? "parallel.pp*vpp" : "parallel.pp", r.pp * r.vpp,
+                    "num_hidden_layers", m.num_hidden_layers);
+      break;
+    case LayoutIssue::CpSequence:
+      fail("training.seq_len", "seq_len=" + str(r.seq_len) + " is not divisible by 2*cp=" +
+                                   str(2 * r.cp) + " (context parallelism splits it in 2*cp chunks)");
+    case LayoutIssue::SequenceTooLong:
+      fail("training.seq_len", "seq_len=" + str(r.seq_len) +
+                                   " is longer than the model's learned positions "
+                                   "(max_position_embeddings=" + str(m.max_position_embeddings) + ")");
+    case LayoutIssue::GlobalBatch:
+      fail("training.global_batch", "global_batch=" + str(r.global_batch) +
+                                        " is not divisible by micro_batch*dp=" +
+                                        str(r.micro_batch * check.dp));
+    case LayoutIssue::InterleavedMicrobatches:
+      fail("training.global_batch", "the interleaved schedule needs the number of micro-batches (" +
+                                        str(r.global_batch / (r.micro_batch * check.dp)) +
+                                        ") to be a multiple of pp=" + str(r.pp));
+    case LayoutIssue::None:
+      break;
+  }
+  fail("", "internal: unexpected layout issue", MEMEST_ERR_INTERNAL);
+}
+
+}  // namespace
+
+void validate_fields(const PretrainRequest& r) {
+  validate_model(r.model, "model", false);
+  check_range("parallel.gpus", r.gpus, 1, kMaxGpus);
+  check_range("parallel.tp", r.tp, 1, kMaxGpus);
+  check_range("parallel.cp", r.cp, 1, kMaxGpus);
+  check_range("parallel.pp", r.pp, 1, kMaxGpus);
+  check_range("parallel.vpp", r.vpp, 1, kMaxVpp);
+  check_range("training.seq_len", r.seq_len, 1, kMaxSeq);
+  check_range("training.micro_batch", r.micro_batch, 1, kMaxMicroBatch);
+  check_range("training.global_batch", r.global_batch, 0, kMaxGlobalBatch);
+  validate_zero(r.zero, "parallel.zero");
+  if (r.sequence_parallel != 0 && r.sequence_parallel != 1) fail("parallel.sp", "must be 0 or 1");
+  if (r.flash_attention != 0 && r.flash_attention != 1) {
+    fail("training.flash_attention", "must be 0 or 1");
+  }
+  if (r.uneven_pipeline != 0 && r.uneven_pipeline != 1) fail("parallel.uneven_pipeline", "must be 0 or 1");
+  if (!enum_name(MEMEST_ENUM_RECOMPUTE, r.recompute)) {
+    fail("training.recompute", "must be one of " + enum_choices(MEMEST_ENUM_RECOMPUTE) +
+                                   " (0.." + str(MEMEST_RECOMPUTE_COUNT - 1) + "), got " +
+                                   str(r.recompute));
+  }
+  if (!enum_name(MEMEST_ENUM_ACTIVATION_MODEL, r.activation_model)) {
+    fail("training.activation_model", "must be one of " +
+                                          enum_choices(MEMEST_ENUM_ACTIVATION_MODEL) + " (0.." +
+                                          str(MEMEST_ACTIVATIONS_COUNT - 1) + "), got " +
+                                          str(r.activation_model));
+  }
+  validate_precision(r.precision, "training");
+  validate_gpu(r.gpu, "gpu", true);
+}
+
+Plan make_plan(const PretrainRequest& r) {
+  validate_fields(r);
+  LayoutCheck check;
+  const LayoutIssue issue = check_layout(r, check);
+  if (issue != LayoutIssue::None) throw_layout_issue(issue, r, check);
+  return make_plan_unchecked(r, check);
+}
+
+Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
+  const memest_model& m = r.model;
+  Plan plan;
+  plan.model = &m;
+  plan.gpu = &r.gpu;
+  plan.tp = r.tp;
+  plan.cp = r.cp;
+  plan.pp = r.pp;
+  plan.vpp = r.vpp;
+  plan.dp = check.dp;
+  plan.layers = check.layers;
+  plan.num_microbatches = check.num_microbatches;
+  plan.precision = r.precision;
+  plan.zero = r.zero;
+  plan.layout.seq_len = static_cast<double>(r.seq_len);
+  plan.layout.micro_batch = static_cast<double>(r.micro_batch);
+  plan.layout.tp = static_cast<double>(r.tp);
+  plan.layout.cp = static_cast<double>(r.cp);
+  plan.layout.sequence_parallel = r.sequence_parallel == 1;
+  plan.layout.flash_attention = r.flash_attention == 1;
+  plan.layout.recompute = static_cast<memest_recompute>(r.recompute);
+  plan.activation_model = static_cast<memest_activation_model>(r.activation_model);
+  if (plan.activation_model == MEMEST_ACTIVATIONS_AUTO) {
+    plan.activation_model =
+        m.family == MEMEST_FAMILY_GPT ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_LLAMA;
+  }
+  plan.coefficients = activation_coefficients(m, plan.activation_model);
+  return plan;
+}
+
+}  // namespace memest

@@ -1,0 +1,77 @@
+// What every mode shares once a request is resolved: the layout checks, the split of the
+// layers over pipeline stages, and the Plan the stage loop, the overhead model, the
+// throughput model and the search all read. Depends on model/, activations/ and core/ only.
+#pragma once
+
+#include <cstdint>
+
+#include "activations/activations.hpp"
+#include "memest/memest.h"
+#include "plan/requests.hpp"
+
+namespace memest {
+
+// Transformer layers per pipeline stage: `middle` = ceil(L / pp) everywhere, except that an
+// uneven pipeline gives the first and then the last stage one layer fewer when pp does not
+// divide L (at most one each).
+struct StageLayers {
+  int64_t first = 0, middle = 0, last = 0;
+  int64_t of(int64_t stage, int64_t pp) const {
+    return stage == 0 ? first : stage == pp - 1 ? last : middle;
+  }
+};
+// False when the layers cannot be split so (pp*vpp must then divide them).
+bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out);
+
+// Everything the stage loop needs, validated and converted once.
+struct Plan {
+  const memest_model* model;
+  const memest_gpu* gpu;  // device profile (overhead model)
+  int64_t tp, cp, pp, vpp, dp;
+  StageLayers layers;
+  int64_t num_microbatches;  // 0 = not known (global batch not given)
+  Precision precision;
+  int zero;
+  ActivationLayout layout;
+  ActivationCoefficients coefficients;
+  memest_activation_model activation_model;
+};
+
+// Why a layout cannot run (the same checks make_plan reports as errors). The search counts
+// these instead of throwing.
+enum class LayoutIssue {
+  None,
+  TpHeads,
+  TpKvHeads,
+  TpFfn,
+  GpusNotDivisible,
+  PpExceedsLayers,
+  VppNeedsPp,
+  LayersNotDivisible,
+  CpSequence,
+  SequenceTooLong,
+  GlobalBatch,
+  InterleavedMicrobatches,
+};
+struct LayoutCheck {
+  StageLayers layers;
+  double model_parallel = 0;  // tp * cp * pp
+  int64_t dp = 0;
+  int64_t num_microbatches = 0;
+};
+// Checks the layout of a request whose fields are each in range. Allocation-free, and free
+// of overflow for every in-range field (products are formed in double or checked first).
+LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out);
+
+// Validates the precision ("<prefix>.param_dtype", ...) and a ZeRO stage.
+void validate_precision(const Precision& p, const char* prefix);
+void validate_zero(int zero, const char* field);
+// Validates every field but the layout's consistency (throws memest::Error naming the field).
+void validate_fields(const PretrainRequest& r);
+// Validates everything (throws memest::Error naming the field) and prepares the stage loop.
+// The Plan points into `r`, which must outlive it.
+Plan make_plan(const PretrainRequest& r);
+// Plan for a layout already known to pass check_layout, of a request validated before.
+Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check);
+
+}  // namespace memest

@@ -1,0 +1,94 @@
+// The requests of every mode as the core sees them: plain C++ values with their defaults
+// written once, here. The C API (capi/) copies a caller's versioned structs into these, the
+// JSON reader (json/) fills them from a document; the modes never see either form.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "memest/memest.h"
+#include "model/gpu_profile.hpp"
+#include "model/model.hpp"
+
+namespace memest {
+
+// How parameters, gradients and optimizer states are stored, in bytes per parameter.
+// The 4D paper's default is bf16 weights (2) + fp32 gradients (4) + Adam K = 12: 18 bytes.
+struct Precision {
+  double param_bytes = 2;       // bf16 weights
+  double grad_bytes = 4;        // fp32 gradient accumulation (Llama 3, Megatron-LM)
+  double optimizer_bytes = 12;  // Adam: fp32 master weights, momentum, variance (K = 12)
+};
+
+struct ModelStatesRequest {
+  memest_model model = default_model();
+  memest_gpu gpu = default_gpu();  // no capacity: verdict UNKNOWN
+  int64_t gpus = 1;
+  int32_t zero = 0;
+  Precision precision;
+};
+
+// One parallel layout (the data-parallel size follows from the GPUs).
+struct Layout {
+  int64_t tp = 1, cp = 1, pp = 1, vpp = 1;
+  int64_t micro_batch = 1;
+  int32_t recompute = MEMEST_RECOMPUTE_NONE;
+  int32_t zero = 1;  // the distributed optimizer over d*cp
+};
+
+struct PretrainRequest {
+  memest_model model = default_model();
+  memest_gpu gpu = default_gpu();
+  int64_t gpus = 1;
+  int64_t tp = 1, cp = 1, pp = 1, vpp = 1;
+  int32_t sequence_parallel = 1;
+  int32_t zero = 1;
+  int64_t seq_len = 2048;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 0;  // 0: not given (pipeline assumed full)
+  int32_t recompute = MEMEST_RECOMPUTE_NONE;
+  int32_t flash_attention = 1;
+  int32_t activation_model = MEMEST_ACTIVATIONS_AUTO;
+  Precision precision;
+  int32_t uneven_pipeline = 0;
+
+  void set_layout(const Layout& l) {
+    tp = l.tp, cp = l.cp, pp = l.pp, vpp = l.vpp, micro_batch = l.micro_batch;
+    recompute = l.recompute, zero = l.zero;
+  }
+};
+
+struct SearchRequest {
+  PretrainRequest base;  // model, GPU, gpus, seq_len, global_batch (> 0), precision, SP, FA
+  // the space to enumerate (when `layouts` is empty)
+  int64_t max_tp = 0;    // 0: gpus_per_node when tp_within_node, else gpus
+  int64_t max_cp = 0;    // 0: no limit
+  int64_t max_pp = 0;    // 0: no limit
+  int64_t max_vpp = 4;
+  int64_t max_micro_batch = 0;  // 0: no limit
+  int64_t micro_batch = 0;      // > 0: only this micro-batch (a pinned training.micro_batch)
+  uint32_t recompute_mask = (1u << MEMEST_RECOMPUTE_COUNT) - 1;  // every option
+  uint32_t zero_mask = 1u << 1;                                   // the distributed optimizer
+  int32_t tp_within_node = 1;
+  std::vector<Layout> layouts;  // or exactly these
+  int32_t include_oom = 0;
+  int32_t uneven_pipeline = 1;
+};
+
+struct FinetuneRequest {
+  memest_model model = default_model();
+  memest_gpu gpu = default_gpu();
+  int64_t gpus = 1;
+  int32_t method = MEMEST_FINETUNE_CDP;
+  int64_t tp = 0;        // DP+TP: tensor-parallel size (0 = best for AUTO)
+  int64_t batch = 1;
+  int64_t seq_len = 512;  // LLMem's experiments
+  int32_t gradient_checkpointing = 1;
+  int32_t flash_attention = 0;
+  double param_bytes = 2;  // B16
+  double base_bytes = -1;  // m_base override; < 0: the GPU's context_bytes
+  double page_bytes = 0;   // cu_p override; 0: the GPU's page_bytes
+  double chunk_bytes = 0;  // chunk size override; 0: searched
+};
+
+}  // namespace memest
