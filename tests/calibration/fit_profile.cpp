@@ -24,7 +24,10 @@
 #include <nlohmann/json.hpp>
 
 #include "memest/memest.h"
+#include "model/presets.hpp"
+#include "plan/requests.hpp"
 #include "pretrain/pretrain.hpp"
+#include "search/search.hpp"
 #include "throughput/throughput.hpp"
 
 namespace {
@@ -50,10 +53,9 @@ std::vector<Run> load(const std::string& path) {
   return runs;
 }
 
-memest_pretrain_request request_for(const Run& run, const memest_gpu& gpu) {
-  memest_pretrain_request r;
-  memest_pretrain_request_init(&r);
-  memest_model_from_preset("llama-3.1-8b", &r.model);
+memest::PretrainRequest request_for(const Run& run, const memest_gpu& gpu) {
+  memest::PretrainRequest r;
+  r.model = memest::find_model_preset("llama-3.1-8b", "model").model;
   r.gpu = gpu;
   r.gpus = run.gpus;
   r.tp = run.tp;
@@ -66,12 +68,12 @@ memest_pretrain_request request_for(const Run& run, const memest_gpu& gpu) {
 }
 
 double peak(const Run& run, const memest_gpu& gpu) {
-  const memest_pretrain_request r = request_for(run, gpu);
+  const memest::PretrainRequest r = request_for(run, gpu);
   return memest::peak_memory(memest::make_plan(r), nullptr);
 }
 
 double predicted_tflops(const Run& run, const memest_gpu& gpu) {
-  const memest_pretrain_request r = request_for(run, gpu);
+  const memest::PretrainRequest r = request_for(run, gpu);
   return memest::estimate_throughput(memest::make_plan(r)).tflops_per_gpu;
 }
 
@@ -216,7 +218,7 @@ memest_gpu fit_throughput(const std::vector<const Run*>& ran, memest_gpu gpu) {
 int best_layout_check(const std::vector<Run>& runs, const memest_gpu& gpu, bool print) {
   int passing = 0;
   for (int64_t gpus : {8, 16, 32, 64, 128, 256}) {
-    std::vector<memest_layout> layouts;
+    std::vector<memest::Layout> layouts;
     std::vector<const Run*> column;
     double best_measured = 0;
     for (const Run& r : runs) {
@@ -225,27 +227,25 @@ int best_layout_check(const std::vector<Run>& runs, const memest_gpu& gpu, bool 
       layouts.push_back({r.tp, r.cp, r.pp, 1, r.mbs, MEMEST_RECOMPUTE_NONE, 1});
       best_measured = std::max(best_measured, r.tflops);
     }
-    memest_search_request s;
-    memest_search_request_init(&s);
+    memest::SearchRequest s;
     s.base = request_for(*column[0], gpu);
-    s.layouts = layouts.data();
-    s.layout_count = static_cast<uint32_t>(layouts.size());
-    memest_search_result res;
-    memest_search_entry top;
-    if (memest_search(&s, &res, &top, 1) != MEMEST_OK || res.count == 0) continue;
+    s.layouts = layouts;
+    const memest::SearchOutcome res = memest::run_search(s, 1);
+    if (res.entries.empty()) continue;
+    const memest_search_entry& top = res.entries[0];
     const Run* pick = nullptr;
     for (const Run* r : column)
-      if (r->tp == top.layout.tp && r->cp == top.layout.cp && r->pp == top.layout.pp &&
-          r->mbs == top.layout.micro_batch)
+      if (r->tp == top.tp && r->cp == top.cp && r->pp == top.pp &&
+          r->mbs == top.micro_batch)
         pick = r;
     const bool ok = pick && !pick->oom && pick->tflops >= 0.95 * best_measured;
     passing += ok;
     if (print) {
       std::printf("  %3lld GPUs: best predicted (tp %lld, cp %lld, pp %lld, mbs %lld) %.1f TFLOP/s; "
                   "measured %s; column best %.2f -> %s\n",
-                  static_cast<long long>(gpus), static_cast<long long>(top.layout.tp),
-                  static_cast<long long>(top.layout.cp), static_cast<long long>(top.layout.pp),
-                  static_cast<long long>(top.layout.micro_batch), top.tflops_per_gpu,
+                  static_cast<long long>(gpus), static_cast<long long>(top.tp),
+                  static_cast<long long>(top.cp), static_cast<long long>(top.pp),
+                  static_cast<long long>(top.micro_batch), top.tflops_per_gpu,
                   pick && !pick->oom ? std::to_string(pick->tflops).substr(0, 6).c_str() : "OOM",
                   best_measured, ok ? "ok" : "MISS");
     }
@@ -270,8 +270,7 @@ int main(int argc, char** argv) {
     all.push_back(&r);
     if (!r.oom) ran.push_back(&r);
   }
-  memest_gpu shipped;
-  memest_gpu_from_preset("a100-40gb", &shipped);
+  const memest_gpu shipped = memest::find_gpu_preset("a100-40gb", "gpu").gpu;
   bool ok = true;
 
   std::printf("== overhead model: fit on %zu runs (A100 40GB, Llama-3.1-8B, seq 8192)\n", all.size());

@@ -6,8 +6,10 @@
 
 int main() {
   memest_model model;
+  model.struct_size = sizeof model;
   if (memest_model_from_preset("gpt3-175b", &model) != MEMEST_OK) return 1;
   memest_param_count count;
+  count.struct_size = sizeof count;
   if (memest_model_parameter_count(&model, &count) != MEMEST_OK) return 1;
   std::printf("C++: GPT-3 has %.0f parameters\n", count.total);
   if (memest_model_from_preset("no-such-model", &model) != MEMEST_ERR_UNKNOWN_PRESET) return 1;

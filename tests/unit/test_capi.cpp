@@ -8,6 +8,9 @@
 #include <thread>
 
 #include "memest/memest.h"
+#include "requests.hpp"
+
+using memest_test::sized;
 
 TEST_CASE("Version macros agree with the runtime version") {
   CHECK(memest_version_number() == MEMEST_VERSION_NUMBER);
@@ -16,8 +19,10 @@ TEST_CASE("Version macros agree with the runtime version") {
 
 TEST_CASE("Init functions fill the documented defaults") {
   memest_pretrain_request r;
-  REQUIRE(memest_pretrain_request_init(&r) == MEMEST_OK);
+  REQUIRE(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
   CHECK(r.struct_size == sizeof r);
+  CHECK(r.model == nullptr);
+  CHECK(r.gpu == nullptr);
   CHECK(r.tp == 1);
   CHECK(r.sequence_parallel == 1);
   CHECK(r.zero == 1);
@@ -26,20 +31,24 @@ TEST_CASE("Init functions fill the documented defaults") {
   CHECK(r.grad_bytes == 4);
   CHECK(r.optimizer_bytes == 12);
   memest_model_states_request m;
-  REQUIRE(memest_model_states_request_init(&m) == MEMEST_OK);
+  REQUIRE(memest_model_states_request_init(&m, sizeof m) == MEMEST_OK);
   CHECK(m.zero == 0);
   CHECK(m.param_bytes + m.grad_bytes + m.optimizer_bytes == 18);
 }
 
 TEST_CASE("NULL pointers are refused with MEMEST_ERR_NULL_POINTER, never a crash") {
-  CHECK(memest_model_init(nullptr) == MEMEST_ERR_NULL_POINTER);
+  CHECK(memest_model_init(nullptr, sizeof(memest_model)) == MEMEST_ERR_NULL_POINTER);
   CHECK(memest_model_from_preset(nullptr, nullptr) == MEMEST_ERR_NULL_POINTER);
-  CHECK(memest_pretrain(nullptr, nullptr, nullptr, 0) == MEMEST_ERR_NULL_POINTER);
+  CHECK(memest_pretrain(nullptr, nullptr, nullptr, 0, 0) == MEMEST_ERR_NULL_POINTER);
   CHECK(std::string(memest_last_error_field()) == "request");
-  memest_pretrain_request r;
-  memest_pretrain_request_init(&r);
-  memest_pretrain_result out;
-  CHECK(memest_pretrain(&r, &out, nullptr, 4) == MEMEST_ERR_NULL_POINTER);  // capacity, no buffer
+  memest_test::Pretrain p("llama-3.1-8b", "a100-40gb");
+  memest_pretrain_result out = sized<memest_pretrain_result>();
+  CHECK(memest_pretrain(&p.r, &out, nullptr, sizeof(memest_stage), 4) ==
+        MEMEST_ERR_NULL_POINTER);  // capacity, no buffer
+  CHECK(std::string(memest_last_error_field()) == "stages");
+  p.r.model = nullptr;  // requests point to their model
+  CHECK(memest_pretrain(&p.r, &out, nullptr, 0, 0) == MEMEST_ERR_MISSING_FIELD);
+  CHECK(std::string(memest_last_error_field()) == "model");
   CHECK(memest_request_json(nullptr, nullptr) == MEMEST_ERR_NULL_POINTER);
   char* response = nullptr;
   CHECK(memest_request_json(nullptr, &response) == MEMEST_ERR_NULL_POINTER);
@@ -50,7 +59,7 @@ TEST_CASE("NULL pointers are refused with MEMEST_ERR_NULL_POINTER, never a crash
 }
 
 TEST_CASE("The last error is set on failure and cleared by the next success") {
-  memest_model m;
+  memest_model m = sized<memest_model>();
   CHECK(memest_model_from_preset("nope", &m) == MEMEST_ERR_UNKNOWN_PRESET);
   CHECK(memest_last_error_code() == MEMEST_ERR_UNKNOWN_PRESET);
   CHECK(std::string(memest_last_error()).find("nope") != std::string::npos);
@@ -61,10 +70,10 @@ TEST_CASE("The last error is set on failure and cleared by the next success") {
 }
 
 TEST_CASE("Errors are per thread") {
-  memest_model m;
+  memest_model m = sized<memest_model>();
   CHECK(memest_model_from_preset("nope", &m) == MEMEST_ERR_UNKNOWN_PRESET);
   std::thread other([] {
-    memest_gpu g;
+    memest_gpu g = sized<memest_gpu>();
     CHECK(memest_gpu_from_preset("h100-80gb", &g) == MEMEST_OK);
     CHECK(memest_last_error_code() == MEMEST_OK);
   });
@@ -73,23 +82,20 @@ TEST_CASE("Errors are per thread") {
 }
 
 TEST_CASE("Stage buffers: stage_count tells how many exist; only `capacity` are written") {
-  memest_pretrain_request r;
-  memest_pretrain_request_init(&r);
-  REQUIRE(memest_model_from_preset("llama-3.1-70b", &r.model) == MEMEST_OK);
-  REQUIRE(memest_gpu_from_preset("h100-80gb", &r.gpu) == MEMEST_OK);
-  r.gpus = 64;
-  r.tp = 8;
-  r.pp = 8;
-  r.seq_len = 8192;
-  memest_pretrain_result out;
-  REQUIRE(memest_pretrain(&r, &out, nullptr, 0) == MEMEST_OK);
+  memest_test::Pretrain p("llama-3.1-70b", "h100-80gb");
+  p.r.gpus = 64;
+  p.r.tp = 8;
+  p.r.pp = 8;
+  p.r.seq_len = 8192;
+  memest_pretrain_result out = memest_test::sized<memest_pretrain_result>();
+  REQUIRE(p.run(out) == MEMEST_OK);
   CHECK(out.stage_count == 8);
   memest_stage stages[3];
   std::memset(stages, 0, sizeof stages);
   memest_stage sentinel;
   std::memset(&sentinel, 0x5A, sizeof sentinel);
   memest_stage buffer[4] = {stages[0], stages[1], stages[2], sentinel};
-  REQUIRE(memest_pretrain(&r, &out, buffer, 3) == MEMEST_OK);
+  REQUIRE(p.run(out, buffer, 3) == MEMEST_OK);
   CHECK(buffer[0].index == 0);
   CHECK(buffer[2].index == 2);
   CHECK(buffer[0].total_bytes == out.estimate_bytes);  // 8 micro-batches fill the pipeline
@@ -101,11 +107,52 @@ TEST_CASE("Preset listing ends with NULL") {
   const uint32_t n = memest_model_preset_count();
   CHECK(n >= 19);
   for (uint32_t i = 0; i < n; ++i) {
-    memest_model m;
+    memest_model m = sized<memest_model>();
     CHECK(memest_model_from_preset(memest_model_preset_id(i), &m) == MEMEST_OK);
   }
   CHECK(memest_model_preset_id(n) == nullptr);
   CHECK(std::string(memest_status_name(MEMEST_ERR_TYPE)) == "wrong_type");
   CHECK(std::string(memest_status_name(static_cast<memest_status>(99))) == "unknown");
   CHECK(std::string(memest_verdict_name(MEMEST_VERDICT_TIGHT)) == "tight");
+}
+
+TEST_CASE("Enumeration names come from one table, with their counts") {
+  CHECK(memest_enum_count(MEMEST_ENUM_STATUS) == MEMEST_STATUS_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_RECOMPUTE) == MEMEST_RECOMPUTE_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_PRUNE_REASON) == MEMEST_PRUNE_REASON_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_FINETUNE_METHOD) == MEMEST_FINETUNE_METHOD_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_COUNT) == 0);
+  CHECK(std::string(memest_enum_name(MEMEST_ENUM_STATUS, MEMEST_ERR_INTERNAL)) == "internal");
+  CHECK(std::string(memest_enum_name(MEMEST_ENUM_RECOMPUTE, MEMEST_RECOMPUTE_FULL)) == "full");
+  CHECK(std::string(memest_enum_name(MEMEST_ENUM_FINETUNE_METHOD, MEMEST_FINETUNE_DP_TP)) == "dp+tp");
+  CHECK(memest_enum_name(MEMEST_ENUM_VERDICT, MEMEST_VERDICT_COUNT) == nullptr);
+  CHECK(memest_enum_name(MEMEST_ENUM_VERDICT, -1) == nullptr);
+  CHECK(memest_enum_value(MEMEST_ENUM_PRUNE_REASON, "equivalent") == MEMEST_PRUNE_EQUIVALENT);
+  CHECK(memest_enum_value(MEMEST_ENUM_PRUNE_REASON, "nope") == -1);
+  CHECK(memest_enum_value(MEMEST_ENUM_PRUNE_REASON, nullptr) == -1);
+  CHECK(std::string(memest_prune_reason_name(MEMEST_PRUNE_TP_KV_HEADS)) == "tp_kv_heads");
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_FITS) == 0.8);
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_TIGHT) == 1.0);
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_OOM) == 0);
+}
+
+TEST_CASE("struct_size: a smaller caller's layout is read and written up to its size") {
+  // A caller built when memest_model_states_result ended before `verdict` would pass a
+  // smaller size; this library refuses sizes below the first released layout...
+  memest_test::ModelStates m;
+  m.model.num_parameters = 7.5e9;
+  memest_model_states_result res = sized<memest_model_states_result>();
+  res.struct_size = 8;
+  CHECK(memest_model_states(&m.r, &res) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(std::string(memest_last_error_field()) == "result.struct_size");
+  // ...and above its own (a caller built against a newer header).
+  res.struct_size = sizeof res + 8;
+  CHECK(memest_model_states(&m.r, &res) == MEMEST_ERR_STRUCT_SIZE);
+  // An _init call writes only the size it is given.
+  unsigned char bytes[sizeof(memest_layout) + 16];
+  std::memset(bytes, 0x77, sizeof bytes);
+  REQUIRE(memest_layout_init(reinterpret_cast<memest_layout*>(bytes), sizeof(memest_layout)) ==
+          MEMEST_OK);
+  for (std::size_t i = sizeof(memest_layout); i < sizeof bytes; ++i) CHECK(bytes[i] == 0x77);
+  CHECK(reinterpret_cast<memest_layout*>(bytes)->tp == 1);
 }

@@ -8,30 +8,30 @@
 #include "finetune/chunks.hpp"
 #include "finetune/llmem.hpp"
 #include "helpers.hpp"
+#include "requests.hpp"
 
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-memest_finetune_request request(const char* model, int64_t gpus, int64_t batch, int64_t seq,
-                                double chunk_elements) {
-  memest_finetune_request r;
-  REQUIRE(memest_finetune_request_init(&r) == MEMEST_OK);
-  REQUIRE(memest_model_from_preset(model, &r.model) == MEMEST_OK);
-  REQUIRE(memest_gpu_from_preset("v100-16gb", &r.gpu) == MEMEST_OK);
-  r.gpus = gpus;
-  r.batch = batch;
-  r.seq_len = seq;
-  r.base_bytes = 512 * kMiB;
-  r.chunk_bytes = chunk_elements * 2;  // B16 bytes per element
-  return r;
+using Request = memest_test::Finetune;
+
+Request request(const char* model, int64_t gpus, int64_t batch, int64_t seq,
+                double chunk_elements) {
+  Request f(model, "v100-16gb");
+  f.r.gpus = gpus;
+  f.r.batch = batch;
+  f.r.seq_len = seq;
+  f.r.base_bytes = 512 * kMiB;
+  f.r.chunk_bytes = chunk_elements * 2;  // B16 bytes per element
+  return f;
 }
 
-memest_finetune_result run(memest_finetune_request r, memest_finetune_method method, int64_t tp = 0) {
-  r.method = method;
-  r.tp = tp;
-  memest_finetune_result out;
-  const memest_status st = memest_finetune(&r, &out);
+memest_finetune_result run(Request f, memest_finetune_method method, int64_t tp = 0) {
+  f.r.method = method;
+  f.r.tp = tp;
+  memest_finetune_result out = memest_test::sized<memest_finetune_result>();
+  const memest_status st = memest_finetune(&f.r, &out);
   INFO(memest_last_error());
   REQUIRE(st == MEMEST_OK);
   return out;
@@ -66,7 +66,7 @@ TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by ha
   // m_out = ceil((2 + 24) * 4 * 500 * 2048 * 2 / 2 MiB) pages = 102 pages = 213909504.
   // m_lm (fp16 logits, tied head): 4*500*50272*2 -> 96 pages, 2 * (4*499*50272*2 -> 96 pages).
   // m_back (tp 4) = ceil(24 * 4 * 500 * 2048 * 3/4 * 2 / 2 MiB) = 71 pages = 148897792.
-  const memest_finetune_request r = request("opt-1.3b", 4, 4, 500, 40 * kMiB);
+  const Request r = request("opt-1.3b", 4, 4, 500, 40 * kMiB);
   const memest_finetune_result cdp = run(r, MEMEST_FINETUNE_CDP);
   CHECK(cdp.parts.base == 536870912.0);
   CHECK(cdp.parts.params == 7916748800.0);
@@ -99,7 +99,7 @@ TEST_CASE("LLaMA-7B, 4 GPUs, bs 2, sl 512, cs = 48 Mi elements: fp32 logits, unt
   // m_lm = pages(2*512*32000*4) + 2 * pages(2*511*32000*4) + lm_p * 2 (untied head,
   //        32000 * 4096 * 2 bytes) = 125 + 2 * 125 pages + 262144000 = 658505728.
   // m_out = ceil((1 + 32) * 2 * 512 * 4096 * 2 / 2 MiB) = 132 pages = 276824064.
-  const memest_finetune_request r = request("llama-7b", 4, 2, 512, 48 * kMiB);
+  const Request r = request("llama-7b", 4, 2, 512, 48 * kMiB);
   const memest_finetune_result cdp = run(r, MEMEST_FINETUNE_CDP);
   CHECK(cdp.parts.params == 39743127552.0);
   CHECK(cdp.parts.params_fp16 == 13247709184.0);
@@ -114,29 +114,29 @@ TEST_CASE("LLaMA-7B, 4 GPUs, bs 2, sl 512, cs = 48 Mi elements: fp32 logits, unt
 }
 
 TEST_CASE("The chunk size is searched as a chunk manager would, and reported") {
-  memest_finetune_request r = request("opt-1.3b", 1, 1, 512, 0);
-  r.chunk_bytes = 0;  // search
+  Request r = request("opt-1.3b", 1, 1, 512, 0);
+  r.r.chunk_bytes = 0;  // search
   const memest_finetune_result out = run(r, MEMEST_FINETUNE_CDP);
   CHECK(out.chunk_elements >= 32 * kMiB);
   CHECK(out.chunk_count > 0);
   // No candidate of the search space wastes less than the one chosen.
   std::vector<double> sizes;
   {
-    memest_finetune_request probe = r;
-    probe.chunk_bytes = out.chunk_elements * 2;
+    Request probe = r;
+    probe.r.chunk_bytes = out.chunk_elements * 2;
     CHECK(run(probe, MEMEST_FINETUNE_CDP).chunk_waste_bytes == out.chunk_waste_bytes);
   }
   for (double cs = 32 * kMiB; cs <= 64 * kMiB; cs += 1024 * 257) {
-    memest_finetune_request probe = r;
-    probe.chunk_bytes = cs * 2;
+    Request probe = r;
+    probe.r.chunk_bytes = cs * 2;
     CHECK(run(probe, MEMEST_FINETUNE_CDP).chunk_waste_bytes >= out.chunk_waste_bytes);
   }
 }
 
 TEST_CASE("Without gradient checkpointing every layer keeps its activations") {
-  memest_finetune_request r = request("opt-1.3b", 1, 1, 512, 40 * kMiB);
+  Request r = request("opt-1.3b", 1, 1, 512, 40 * kMiB);
   const double with = run(r, MEMEST_FINETUNE_CDP).parts.outputs;
-  r.gradient_checkpointing = 0;
+  r.r.gradient_checkpointing = 0;
   const double without = run(r, MEMEST_FINETUNE_CDP).parts.outputs;
   // GPT activations (Korthikanti Eq. 1, 5as/h = 5*32*512/2048 = 40): sbh(34 + 40) per layer,
   // 24 layers, plus 2 embedding outputs of 2sbh: sbh = 512 * 2048 = 1048576.
@@ -146,34 +146,32 @@ TEST_CASE("Without gradient checkpointing every layer keeps its activations") {
 
 TEST_CASE("Algorithm 1: CDP when it fits, TP when only TP fits, CPU offload when nothing fits") {
   auto select = [](const char* model, double gib) {
-    memest_finetune_request r;
-    memest_finetune_request_init(&r);
-    REQUIRE(memest_model_from_preset(model, &r.model) == MEMEST_OK);
-    REQUIRE(memest_gpu_from_preset("v100-16gb", &r.gpu) == MEMEST_OK);
-    r.gpu.memory_bytes = gib * 1024 * kMiB;
-    r.gpus = 4;
-    r.method = MEMEST_FINETUNE_AUTO;
-    memest_finetune_choice c;
-    REQUIRE(memest_finetune_select(&r, &c) == MEMEST_OK);
+    Request f(model, "v100-16gb");
+    f.gpu.memory_bytes = gib * 1024 * kMiB;
+    f.r.gpus = 4;
+    f.r.method = MEMEST_FINETUNE_AUTO;
+    memest_test::Choice c;
+    REQUIRE(c.run(f.r) == MEMEST_OK);
+    CHECK(c.choice.option_count == 4);
     return c;
   };
   // GPT-2 (124M) fits whole on each GPU: CDP's 1.5x score wins over ZeRO-3's.
-  const memest_finetune_choice small = select("gpt2", 16);
-  CHECK(small.selected == MEMEST_FINETUNE_CDP);
+  const memest_test::Choice small = select("gpt2", 16);
+  CHECK(small.choice.selected == MEMEST_FINETUNE_CDP);
   CHECK(small.options[0].max_batch > 0);
   CHECK(small.options[0].score == small.options[0].max_batch * 4 * 1.5);
-  CHECK(small.batch == small.options[0].max_batch);
+  CHECK(small.choice.batch == small.options[0].max_batch);
   // BLOOM-3b on 12 GiB GPUs: neither data-parallel method nor DP+TP fits batch 1; TP does.
-  const memest_finetune_choice tp_only = select("bloom-3b", 12);
+  const memest_test::Choice tp_only = select("bloom-3b", 12);
   CHECK(tp_only.options[0].max_batch == 0);
   CHECK(tp_only.options[1].max_batch == 0);
   CHECK(tp_only.options[3].max_batch == 0);
   CHECK(tp_only.options[2].max_batch > 0);
-  CHECK(tp_only.selected == MEMEST_FINETUNE_TP);
+  CHECK(tp_only.choice.selected == MEMEST_FINETUNE_TP);
   // LLaMA-7B on 4 x V100 16GB: nothing fits: CPU offloading with batch 0.
-  const memest_finetune_choice none = select("llama-7b", 16);
-  CHECK(none.selected == MEMEST_FINETUNE_CPU_OFFLOAD);
-  CHECK(none.batch == 0);
+  const memest_test::Choice none = select("llama-7b", 16);
+  CHECK(none.choice.selected == MEMEST_FINETUNE_CPU_OFFLOAD);
+  CHECK(none.choice.batch == 0);
   // Each max batch is the largest that fits: one more does not.
   for (const auto& o : tp_only.options) {
     if (!o.applicable || o.max_batch == 0) continue;
@@ -182,8 +180,7 @@ TEST_CASE("Algorithm 1: CDP when it fits, TP when only TP fits, CPU offload when
 }
 
 TEST_CASE("Algorithm 1 ties go to CDP, ADP, TP, DP+TP in that order") {
-  memest_finetune_choice c;
-  std::memset(&c, 0, sizeof c);
+  memest::FinetuneChoice c;
   const memest_finetune_method order[4] = {MEMEST_FINETUNE_CDP, MEMEST_FINETUNE_ZERO3,
                                            MEMEST_FINETUNE_TP, MEMEST_FINETUNE_DP_TP};
   for (int i = 0; i < 4; ++i) c.options[i].method = order[i];

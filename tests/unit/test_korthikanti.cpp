@@ -6,7 +6,7 @@
 
 #include "helpers.hpp"
 #include "model/model.hpp"
-#include "pretrain/activations.hpp"
+#include "activations/activations.hpp"
 
 namespace {
 

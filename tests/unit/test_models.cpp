@@ -5,12 +5,13 @@
 #include <string>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 #include "model/tensors.hpp"
 
 namespace {
 
 memest_model from_config(const char* text) {
-  memest_model m;
+  memest_model m = memest_test::sized<memest_model>();
   const memest_status st = memest_model_from_config_json(text, &m);
   INFO(memest_last_error());
   REQUIRE(st == MEMEST_OK);
@@ -18,7 +19,7 @@ memest_model from_config(const char* text) {
 }
 
 double params(const memest_model& m) {
-  memest_param_count c;
+  memest_param_count c = memest_test::sized<memest_param_count>();
   REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
   return c.total;
 }
@@ -58,26 +59,26 @@ TEST_CASE("Model type conventions") {
     CHECK(params(m) == 124439808.0);  // GPT-2 small
   }
   SUBCASE("GPT-BigCode multi_query: one key/value head") {
-    memest_model m;
+    memest_model m = memest_test::sized<memest_model>();
     REQUIRE(memest_model_from_preset("gpt-bigcode-santacoder", &m) == MEMEST_OK);
     CHECK(m.num_key_value_heads == 1);
     CHECK(params(m) == 1124886528.0);
   }
   SUBCASE("Gemma: head_dim differs from hidden/heads") {
-    memest_model m;
+    memest_model m = memest_test::sized<memest_model>();
     REQUIRE(memest_model_from_preset("gemma-7b", &m) == MEMEST_OK);
     CHECK(m.head_dim == 256);
     CHECK(params(m) == 8537680896.0);
   }
   SUBCASE("BLOOM: ALiBi (no positions), LayerNorm after the embedding") {
-    memest_model m;
+    memest_model m = memest_test::sized<memest_model>();
     REQUIRE(memest_model_from_preset("bloom-1b1", &m) == MEMEST_OK);
     CHECK(m.embedding_norm == 1);
     CHECK(m.learned_position_rows == 0);
     CHECK(params(m) == 1065314304.0);
   }
   SUBCASE("CodeGen: one LayerNorm per layer, untied head with bias") {
-    memest_model m;
+    memest_model m = memest_test::sized<memest_model>();
     REQUIRE(memest_model_from_preset("codegen-2b-nl", &m) == MEMEST_OK);
     CHECK(m.norms_per_layer == 1);
     CHECK(m.lm_head_bias == 1);
@@ -104,8 +105,8 @@ TEST_CASE("Model type conventions") {
 }
 
 TEST_CASE("Unsupported and malformed configs are refused with the field named") {
-  memest_model m;
-  memest_model_init(&m);
+  memest_model m = memest_test::sized<memest_model>();
+  memest_model_init(&m, sizeof m);
   CHECK(memest_model_from_config_json(R"({"model_type": "mixtral", "hidden_size": 4096})", &m) ==
         MEMEST_ERR_UNSUPPORTED);
   CHECK(std::string(memest_last_error_field()) == "model.model_type");
@@ -122,23 +123,20 @@ TEST_CASE("Unsupported and malformed configs are refused with the field named") 
 TEST_CASE("Pipeline stages hold every parameter exactly once (tp = 1), tied copy aside") {
   for (const char* id : {"llama-3.1-8b", "gpt2", "opt-1.3b", "bloom-1b1", "codegen-2b-nl"}) {
     CAPTURE(id);
-    memest_pretrain_request r;
-    memest_pretrain_request_init(&r);
-    REQUIRE(memest_model_from_preset(id, &r.model) == MEMEST_OK);
-    REQUIRE(memest_gpu_from_preset("h100-80gb", &r.gpu) == MEMEST_OK);
-    r.gpus = 4;
-    r.tp = 1;
-    r.pp = 4;
-    r.seq_len = 1024;
-    memest_pretrain_result res;
+    memest_test::Pretrain p(id, "h100-80gb");
+    p.r.gpus = 4;
+    p.r.tp = 1;
+    p.r.pp = 4;
+    p.r.seq_len = 1024;
+    memest_pretrain_result res = memest_test::sized<memest_pretrain_result>();
     memest_stage stages[4];
-    REQUIRE(memest_pretrain(&r, &res, stages, 4) == MEMEST_OK);
+    REQUIRE(p.run(res, stages, 4) == MEMEST_OK);
     double sum = 0;
     for (const auto& s : stages) sum += s.parameters;
-    memest_param_count c;
-    memest_model_parameter_count(&r.model, &c);
-    const double tied_copy = r.model.tie_word_embeddings
-                                 ? static_cast<double>(r.model.vocab_size * r.model.hidden_size)
+    memest_param_count c = memest_test::sized<memest_param_count>();
+    REQUIRE(memest_model_parameter_count(&p.model, &c) == MEMEST_OK);
+    const double tied_copy = p.model.tie_word_embeddings
+                                 ? static_cast<double>(p.model.vocab_size * p.model.hidden_size)
                                  : 0.0;
     CHECK(sum == c.total + tied_copy);
   }
@@ -148,7 +146,7 @@ TEST_CASE("The tensors LLMem sees add up to the parameter count, for every prese
   for (uint32_t i = 0; i < memest_model_preset_count(); ++i) {
     const char* id = memest_model_preset_id(i);
     CAPTURE(id);
-    memest_model m;
+    memest_model m = memest_test::sized<memest_model>();
     REQUIRE(memest_model_from_preset(id, &m) == MEMEST_OK);
     double sum = 0;
     for (const auto& t : memest::parameter_tensors(m)) sum += t.numel;

@@ -6,14 +6,13 @@
 #include <cmath>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 
 namespace {
 
 double typed_estimate_gib(const test::json& row) {
-  memest_pretrain_request r;
-  REQUIRE(memest_pretrain_request_init(&r) == MEMEST_OK);
-  REQUIRE(memest_model_from_preset("llama-3.1-8b", &r.model) == MEMEST_OK);
-  REQUIRE(memest_gpu_from_preset("a100-40gb", &r.gpu) == MEMEST_OK);
+  memest_test::Pretrain p("llama-3.1-8b", "a100-40gb");
+  memest_pretrain_request& r = p.r;
   r.gpus = row["gpus"];
   r.tp = row["tp"];
   r.cp = row["cp"];
@@ -21,9 +20,9 @@ double typed_estimate_gib(const test::json& row) {
   r.micro_batch = row["mbs"];
   r.seq_len = 8192;
   r.global_batch = 1024;
-  memest_pretrain_result result;
+  memest_pretrain_result result = memest_test::sized<memest_pretrain_result>();
   memest_stage stages[4];
-  REQUIRE(memest_pretrain(&r, &result, stages, 4) == MEMEST_OK);
+  REQUIRE(p.run(result, stages, 4) == MEMEST_OK);
   // With pp = 1 the single stage is the whole model; otherwise stage 0 is Eq. 18's.
   CHECK(stages[0].total_bytes == doctest::Approx(result.estimate_bytes).epsilon(1e-12));
   return result.estimate_bytes / test::kGiB;

@@ -9,13 +9,14 @@
 #include <string>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 
 namespace {
 
 double preset_params(const char* id) {
-  memest_model m;
+  memest_model m = memest_test::sized<memest_model>();
   REQUIRE(memest_model_from_preset(id, &m) == MEMEST_OK);
-  memest_param_count c;
+  memest_param_count c = memest_test::sized<memest_param_count>();
   REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
   return c.total;
 }
@@ -72,9 +73,9 @@ TEST_CASE("OPT-1.3b by hand: learned positions with OPT's offset of 2, LayerNorm
   // embeddings 50272*2048 = 102957056; positions (2048 + 2)*2048 = 4198400;
   // per layer: attention 4*(2048^2 + 2048) = 16785408, MLP 2*2048*8192 + 8192 + 2048 = 33564672,
   // two LayerNorms 8192: 50358272 * 24 = 1208598528; final LayerNorm 4096; tied head.
-  memest_model m;
+  memest_model m = memest_test::sized<memest_model>();
   REQUIRE(memest_model_from_preset("opt-1.3b", &m) == MEMEST_OK);
-  memest_param_count c;
+  memest_param_count c = memest_test::sized<memest_param_count>();
   REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
   CHECK(c.embedding == 102957056.0 + 4198400.0);
   CHECK(c.per_layer == 50358272.0);
@@ -88,12 +89,12 @@ TEST_CASE("GPU presets: the issue's set, nominal GiB capacities") {
       {"h100-80gb", 80}, {"h100-94gb", 94}, {"h200-141gb", 141}};
   for (const auto& [id, gib] : kGpus) {
     CAPTURE(id);
-    memest_gpu g;
+    memest_gpu g = memest_test::sized<memest_gpu>();
     REQUIRE(memest_gpu_from_preset(id, &g) == MEMEST_OK);
     CHECK(g.memory_bytes == gib * test::kGiB);
     CHECK(g.gpus_per_node >= 1);
   }
-  memest_gpu g;
+  memest_gpu g = memest_test::sized<memest_gpu>();
   REQUIRE(memest_gpu_from_preset("h100-94gb", &g) == MEMEST_OK);
   CHECK(g.gpus_per_node == 4);  // the 4D paper's H100 94GB x 4 nodes
   CHECK(memest_gpu_preset_count() >= 10);

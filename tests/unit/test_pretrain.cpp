@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 #include "pretrain/pretrain.hpp"
 
 namespace {
@@ -157,10 +158,9 @@ TEST_CASE("The most loaded stage is always the first or the last (what the searc
        for (int32_t uneven : {0, 1}) {
         for (int64_t mbs : {1, 4}) {
           for (int64_t gb : {0, 8, 512}) {
-            memest_pretrain_request r;
-            memest_pretrain_request_init(&r);
-            REQUIRE(memest_model_from_preset(model, &r.model) == MEMEST_OK);
-            REQUIRE(memest_gpu_from_preset("h100-80gb", &r.gpu) == MEMEST_OK);
+            memest::PretrainRequest r;
+            r.model = memest_test::model_preset(model);
+            r.gpu = memest_test::gpu_preset("h100-80gb");
             r.gpus = 2 * pp;
             r.tp = 2;
             r.pp = pp;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 #include "pretrain/pretrain.hpp"
 #include "throughput/throughput.hpp"
 
@@ -74,7 +75,7 @@ TEST_CASE("Model FLOPs match Megatron-LM's formula for Llama-3.1-8B") {
   // 12 B s L h^2 ((1 + k/a + s/h) + 1.5 h_ffn/h + v/(2 L h)) per iteration, B = 1024.
   const double h = 4096, L = 32, s = 8192, v = 128256;
   const double megatron = 12 * 1024 * s * L * h * h * ((1 + 0.25 + s / h) + 1.5 * 14336 / h + v / (2 * L * h));
-  memest_model m;
+  memest_model m = memest_test::sized<memest_model>();
   REQUIRE(memest_model_from_preset("llama-3.1-8b", &m) == MEMEST_OK);
   CHECK(memest::model_flops_per_token(m, s) * s * 1024 == doctest::Approx(megatron).epsilon(1e-12));
 }
@@ -144,22 +145,28 @@ TEST_CASE("No layout fits: an empty result with the reason, not an error") {
 }
 
 TEST_CASE("Typed search: allocation-free top-k into the caller's buffer") {
+  memest_test::Pretrain base("llama-3.1-8b", "a100-40gb");
   memest_search_request r;
-  REQUIRE(memest_search_request_init(&r) == MEMEST_OK);
-  REQUIRE(memest_model_from_preset("llama-3.1-8b", &r.base.model) == MEMEST_OK);
-  REQUIRE(memest_gpu_from_preset("a100-40gb", &r.base.gpu) == MEMEST_OK);
-  r.base.gpus = 64;
-  r.base.seq_len = 8192;
-  r.base.global_batch = 1024;
-  memest_search_result res;
+  REQUIRE(memest_search_request_init(&r, sizeof r) == MEMEST_OK);
+  r.base = &base.r;
+  base.r.gpus = 64;
+  base.r.seq_len = 8192;
+  base.r.global_batch = 1024;
+  memest_search_result res = memest_test::sized<memest_search_result>();
   memest_search_entry top[3];
-  REQUIRE(memest_search(&r, &res, top, 3) == MEMEST_OK);
+  uint64_t pruned[MEMEST_PRUNE_REASON_COUNT];
+  REQUIRE(memest_search(&r, &res, top, sizeof top[0], 3, pruned, MEMEST_PRUNE_REASON_COUNT) ==
+          MEMEST_OK);
   CHECK(res.count == 3);
+  uint64_t sum = 0;
+  for (uint64_t n : pruned) sum += n;
+  CHECK(sum == res.pruned_total);
+  CHECK(res.candidates == res.evaluated + res.pruned_total - pruned[MEMEST_PRUNE_OOM]);
   CHECK(res.ranked >= 3);
   CHECK(top[0].tflops_per_gpu >= top[1].tflops_per_gpu);
   CHECK(top[0].tokens_per_s == doctest::Approx(8192.0 * 1024 / top[0].step_seconds));
-  r.base.global_batch = 0;
-  CHECK(memest_search(&r, &res, top, 3) == MEMEST_ERR_MISSING_FIELD);
+  base.r.global_batch = 0;
+  CHECK(memest_search(&r, &res, top, sizeof top[0], 3, nullptr, 0) == MEMEST_ERR_MISSING_FIELD);
   CHECK(std::string(memest_last_error_field()) == "training.global_batch");
   CHECK(std::string(memest_prune_reason_name(MEMEST_PRUNE_OOM)) == "oom");
 }

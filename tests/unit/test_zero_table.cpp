@@ -9,6 +9,7 @@
 #include <string>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 
 namespace {
 
@@ -50,14 +51,14 @@ TEST_CASE("Lecture ZeRO table: 54 cells, through the typed API and the JSON entr
       CAPTURE(cell.params);
       CAPTURE(cell.dp);
       CAPTURE(stage);
-      memest_model_states_request r;
-      REQUIRE(memest_model_states_request_init(&r) == MEMEST_OK);
-      r.model.num_parameters = cell.params;
+      memest_test::ModelStates ms;
+      memest_model_states_request& r = ms.r;
+      ms.model.num_parameters = cell.params;
       r.gpus = cell.dp;
       r.zero = stage;
       r.param_bytes = 2;  // fp16 weights
       r.grad_bytes = 2;   // fp16 gradients (the ZeRO paper's 16 bytes/param)
-      memest_model_states_result out;
+      memest_model_states_result out = memest_test::sized<memest_model_states_result>();
       REQUIRE(memest_model_states(&r, &out) == MEMEST_OK);
       const double gb = out.estimate_bytes / 1e9;
       CHECK(matches_print(gb, cell.printed[stage - 1]));
@@ -80,24 +81,24 @@ TEST_CASE("ZeRO stages by hand: 7.5B, N_d = 64, K = 12 (ZeRO paper Figure 1)") {
   // P_os+g: 2*7.5 + 105/64 = 16.640625 GB; P_os+g+p: 120/64 = 1.875 GB.
   const double expected[4] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
   for (int stage = 0; stage <= 3; ++stage) {
-    memest_model_states_request r;
-    memest_model_states_request_init(&r);
-    r.model.num_parameters = 7.5e9;
+    memest_test::ModelStates ms;
+    memest_model_states_request& r = ms.r;
+    ms.model.num_parameters = 7.5e9;
     r.gpus = 64;
     r.zero = stage;
     r.param_bytes = 2;
     r.grad_bytes = 2;
-    memest_model_states_result out;
+    memest_model_states_result out = memest_test::sized<memest_model_states_result>();
     REQUIRE(memest_model_states(&r, &out) == MEMEST_OK);
     CHECK(out.estimate_bytes == doctest::Approx(expected[stage]).epsilon(1e-15));
   }
 }
 
 TEST_CASE("Default precision is the 4D paper's 18 bytes/param (bf16 + fp32 grads + Adam)") {
-  memest_model_states_request r;
-  memest_model_states_request_init(&r);
-  REQUIRE(memest_model_from_preset("llama-3.1-8b", &r.model) == MEMEST_OK);
-  memest_model_states_result out;
+  memest_test::ModelStates ms;
+  memest_model_states_request& r = ms.r;
+  ms.model = memest_test::model_preset("llama-3.1-8b");
+  memest_model_states_result out = memest_test::sized<memest_model_states_result>();
   REQUIRE(memest_model_states(&r, &out) == MEMEST_OK);
   CHECK(out.weights_bytes == 2.0 * 8030261248.0);
   CHECK(out.gradients_bytes == 4.0 * 8030261248.0);
@@ -106,7 +107,7 @@ TEST_CASE("Default precision is the 4D paper's 18 bytes/param (bf16 + fp32 grads
   CHECK(out.verdict == MEMEST_VERDICT_UNKNOWN);  // no GPU given
 
   // With a GPU: 144.5 GB of model states do not fit one 80 GiB GPU.
-  REQUIRE(memest_gpu_from_preset("a100-80gb", &r.gpu) == MEMEST_OK);
+  ms.use_gpu("a100-80gb");
   REQUIRE(memest_model_states(&r, &out) == MEMEST_OK);
   CHECK(out.verdict == MEMEST_VERDICT_OOM);
   // ZeRO-3 over 8 GPUs: 18.07 GB per GPU = 21 % of 80 GiB: fits.
