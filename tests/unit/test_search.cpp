@@ -1,4 +1,4 @@
-// Issue 4: the overhead model's oom_predicted on the 147 measured A100 runs, overhead terms by
+// The overhead model's oom_predicted on the 147 measured A100 runs, overhead terms by
 // hand, the throughput model's FLOPs, and the layout search (same code as single estimates,
 // deterministic, empty results and bad requests).
 #include <doctest/doctest.h>

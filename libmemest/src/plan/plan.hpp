@@ -62,6 +62,8 @@ struct LayoutCheck {
 // Checks the layout of a request whose fields are each in range. Allocation-free, and free
 // of overflow for every in-range field (products are formed in double or checked first).
 LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out);
+// "tp_heads", "global_batch", ... ("none" for None).
+const char* layout_issue_name(LayoutIssue issue);
 
 // Validates the precision ("<prefix>.param_dtype", ...) and a ZeRO stage.
 void validate_precision(const Precision& p, const char* prefix);

@@ -120,7 +120,8 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
   out.dp = plan.dp;
   out.num_microbatches = plan.num_microbatches;
   // Eq. 18: the first stage with the paper's p micro-batches in flight (pp = 1: whole model,
-  // including the LM head and final norm: DESIGN formula note 1).
+  // including the LM head and final norm, 2hv/t + h instead of hv/t: with that, the paper's
+  // Table 2 reproduces).
   out.estimate_bytes = stage_memory(plan, 0, false).total_bytes;
   out.capacity_bytes = capacity;
   out.stage_count = static_cast<int32_t>(plan.pp);
