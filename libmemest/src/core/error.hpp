@@ -25,10 +25,9 @@ class Error : public std::runtime_error {
 
 // A caller's string as an error message quotes it: cut to kMaxEchoChars (a 100 MB preset id
 // is not sent back whole), with its length said when cut.
-inline std::string echo(const std::string& s) {
-  constexpr std::size_t kMaxEchoChars = 64;
-  if (s.size() <= kMaxEchoChars) return s;
-  return s.substr(0, kMaxEchoChars) + "...(" + std::to_string(s.size()) + " bytes)";
+inline std::string echo(const std::string& s, std::size_t max_chars = 64) {
+  if (s.size() <= max_chars) return s;
+  return s.substr(0, max_chars) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
 // Shorthand for the common case: a value out of range, with the field named.

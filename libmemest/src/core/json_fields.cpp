@@ -51,7 +51,7 @@ json parse_document(const std::string& text, const char* what) {
   try {
     return json::parse(text, check);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
-    throw Error(MEMEST_ERR_PARSE, "", std::string(what) + " is not valid JSON: " + echo(e.what()));
+    throw Error(MEMEST_ERR_PARSE, "", std::string(what) + " is not valid JSON: " + echo(e.what(), 300));
   }
 }
 

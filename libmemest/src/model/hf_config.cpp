@@ -94,7 +94,7 @@ std::string resolve_model_type(const JsonFields& f, const json& object) {
     const std::string name = (*arch)[0].get<std::string>();
     for (const auto& [cls, type] : kArchitectures)
       if (name == cls) return type;
-    fail(f.path_of("architectures"), "unknown architecture \"" + name +
+    fail(f.path_of("architectures"), "unknown architecture \"" + echo(name) +
                                          "\"; set model_type to one of " + supported_model_types(),
          MEMEST_ERR_UNSUPPORTED);
   }
@@ -129,7 +129,7 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   const std::string type = resolve_model_type(f, object);
   for (const char* u : kUnsupported) {
     if (type == u) {
-      fail(f.path_of("model_type"), "\"" + type +
+      fail(f.path_of("model_type"), "\"" + echo(type) +
                                         "\" (mixture of experts or non-decoder) is not supported; "
                                         "supported: " + supported_model_types(),
            MEMEST_ERR_UNSUPPORTED);
@@ -137,7 +137,7 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   }
   const Convention* c = find_convention(type);
   if (!c) {
-    fail(f.path_of("model_type"), "unknown model_type \"" + type + "\"; supported: " +
+    fail(f.path_of("model_type"), "unknown model_type \"" + echo(type) + "\"; supported: " +
                                       supported_model_types() +
                                       " (or omit model_type and give the dimensions)",
          MEMEST_ERR_UNSUPPORTED);
