@@ -3,13 +3,24 @@
 // small enough that every product formed from them stays exact in a double and in int64.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace memest {
 
+// Model dimensions: far beyond any real model, small enough that every product of them stays
+// exact in a double.
+constexpr int64_t kMaxHidden = int64_t{1} << 20;
+constexpr int64_t kMaxLayers = 100000;
+constexpr int64_t kMaxHeads = int64_t{1} << 16;
+constexpr int64_t kMaxFfn = int64_t{1} << 24;
+constexpr int64_t kMaxVocab = int64_t{1} << 27;
+constexpr int64_t kMaxPositions = int64_t{1} << 31;
+constexpr double kMaxBareParameters = 1e16;
+
 // Parallel layout (pretraining, model states, search)
 constexpr int64_t kMaxGpus = int64_t{1} << 24;        // GPUs, and each of tp, cp, pp
-constexpr int64_t kMaxVpp = 100000;                   // virtual stages: at most one per layer
+constexpr int64_t kMaxVpp = kMaxLayers;               // virtual stages: at most one per layer
 // Training
 constexpr int64_t kMaxSeq = int64_t{1} << 24;         // tokens per sequence
 constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;  // sequences per micro-batch
@@ -20,5 +31,15 @@ constexpr int64_t kMaxFinetuneBatch = int64_t{1} << 20;
 // Search
 constexpr double kMaxSearchCandidates = 5e7;  // refused above, with how to narrow the space
 constexpr uint32_t kMaxShortlist = 1u << 20;  // explicit layouts in one search
+
+}  // namespace memest
+
+namespace memest {
+
+// a * b, or false when it would pass INT64_MAX (both non-negative). For products of
+// caller-given sizes, so that no layout check ever divides by a wrapped-around value.
+inline bool checked_mul(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
 
 }  // namespace memest

@@ -5,19 +5,10 @@
 
 #include <string>
 
+#include "core/limits.hpp"
 #include "memest/memest.h"
 
 namespace memest {
-
-// Largest accepted dimensions: far beyond any real model, small enough that every
-// product below stays exact in a double.
-constexpr int64_t kMaxHidden = int64_t{1} << 20;
-constexpr int64_t kMaxLayers = 100000;
-constexpr int64_t kMaxHeads = int64_t{1} << 16;
-constexpr int64_t kMaxFfn = int64_t{1} << 24;
-constexpr int64_t kMaxVocab = int64_t{1} << 27;
-constexpr int64_t kMaxPositions = int64_t{1} << 31;
-constexpr double kMaxBareParameters = 1e16;
 
 // Default-filled model (Llama conventions, all sizes 0).
 memest_model default_model();

@@ -87,8 +87,11 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   }
   out.num_microbatches = 0;
   if (r.global_batch > 0) {
-    const int64_t per_step = r.micro_batch * out.dp;
-    if (r.global_batch % per_step != 0) return LayoutIssue::GlobalBatch;
+    int64_t per_step = 0;
+    if (!checked_mul(r.micro_batch, out.dp, per_step) || per_step <= 0 ||
+        r.global_batch % per_step != 0) {
+      return LayoutIssue::GlobalBatch;
+    }
     out.num_microbatches = r.global_batch / per_step;
     if (r.vpp > 1 && out.num_microbatches % r.pp != 0) return LayoutIssue::InterleavedMicrobatches;
   }
