@@ -32,6 +32,18 @@ bool names_unknown_subcommand(const CLI::App& app, int argc, char** argv) {
   return true;
 }
 
+// CLI11's message for a parse error, as one line; "A excludes B" reads "A and B cannot be used
+// together" (--gpu-profile with --gpu, --config with --model, ...).
+std::string parse_error_message(const CLI::Error& e) {
+  std::string what = e.what();
+  const std::string excludes = " excludes ";
+  if (const auto pos = what.find(excludes);
+      dynamic_cast<const CLI::ExcludesError*>(&e) && pos != std::string::npos) {
+    what = what.substr(0, pos) + " and " + what.substr(pos + excludes.size()) + " cannot be used together";
+  }
+  return what;
+}
+
 // Parses the command line. Help and version are printed here (exit 0); a parse error is
 // printed as one line (exit 2, whatever CLI11's own code for it). Returns -1 to go on.
 int parse(CLI::App& app, int argc, char** argv) {
@@ -41,7 +53,7 @@ int parse(CLI::App& app, int argc, char** argv) {
                        "see memest --help)");
   }
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("memest: error: ") + e.what() + "\n";
+    return "memest: error: " + parse_error_message(e) + "\n";
   });
   try {
     app.parse(argc, argv);

@@ -111,18 +111,27 @@ ojson model_value(const ModelChoice& choice) {
 }
 
 void add_gpu_options(CLI::App& cmd, GpuChoice& gpu) {
-  cmd.add_option("-g,--gpu", gpu.preset, "GPU preset id (see `memest gpus`)")->capture_default_str();
-  add_real(cmd, "--memory-gib", gpu.memory_gib, "GPU capacity in GiB (overrides the preset's)",
-           Sign::positive);
-  add_integer(cmd, "--gpus-per-node", gpu.gpus_per_node, "GPUs per node (overrides the preset's)",
-              Sign::positive);
+  auto* preset = cmd.add_option("-g,--gpu", gpu.preset, "GPU preset id (see `memest gpus`)")
+                     ->capture_default_str();
+  auto* memory = add_real(cmd, "--memory-gib", gpu.memory_gib,
+                          "GPU capacity in GiB (overrides the preset's)", Sign::positive);
+  auto* per_node = add_integer(cmd, "--gpus-per-node", gpu.gpus_per_node,
+                               "GPUs per node (overrides the preset's)", Sign::positive);
+  cmd.add_option("--gpu-profile", gpu.profile_path,
+                 "A JSON file with a device profile, the object a request takes as \"gpu\" "
+                 "(memory_gib, gpus_per_node, context_mib, fragmentation, ...)")
+      ->type_name("FILE")
+      ->excludes(preset)
+      ->excludes(memory)
+      ->excludes(per_node);
 }
 
 bool gpu_given(const GpuChoice& gpu) {
-  return !gpu.preset.empty() || gpu.memory_gib > 0;
+  return !gpu.preset.empty() || gpu.memory_gib > 0 || !gpu.profile_path.empty();
 }
 
 ojson gpu_value(const GpuChoice& gpu) {
+  if (!gpu.profile_path.empty()) return read_json_file("--gpu-profile", gpu.profile_path);
   if (gpu.memory_gib <= 0 && gpu.gpus_per_node <= 0) return gpu.preset;
   ojson g = ojson::object();
   if (!gpu.preset.empty()) g["preset"] = gpu.preset;

@@ -59,7 +59,7 @@ void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count);
 // The request's "model": a preset id, the parsed config file, or {"num_parameters": N}.
 ojson model_value(const ModelChoice& choice);
 
-// ---- the GPU: --gpu PRESET with --memory-gib / --gpus-per-node ----
+// ---- the GPU: --gpu PRESET with --memory-gib / --gpus-per-node, or --gpu-profile FILE ----
 
 struct GpuChoice {
   GpuChoice() = default;
@@ -67,12 +67,13 @@ struct GpuChoice {
   std::string preset;
   double memory_gib = 0;   // 0: the preset's
   int gpus_per_node = 0;   // 0: the preset's
+  std::string profile_path;
 };
 
 void add_gpu_options(CLI::App& cmd, GpuChoice& gpu);
 // Whether the command line named a GPU at all (model-states runs without one).
 bool gpu_given(const GpuChoice& gpu);
-// The request's "gpu": the preset id, or {"preset", overrides...}.
+// The request's "gpu": the preset id, {"preset", overrides...}, or the profile file's object.
 ojson gpu_value(const GpuChoice& gpu);
 
 // ---- the run that pretrain and search share: GPUs, sequence, global batch, SP, FlashAttention ----

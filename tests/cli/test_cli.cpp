@@ -234,3 +234,26 @@ TEST_CASE("Integer flags refuse fractions, garbage and values out of range: exit
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("--gpu-profile: the file's object is the request's gpu, the same as in `memest request`") {
+  const std::string profile = std::string(MEMEST_TEST_DATA) + "/../cli/data/gpu_profile.json";
+  const Run cli = run("pretrain --gpu-profile '" + profile + "' --gpus 16 --format json");
+  REQUIRE(cli.rc == 0);
+  const std::string request =
+      json{{"mode", "pretrain"},
+           {"model", "llama-3.1-8b"},
+           {"gpu", json::parse(read_file(profile))},
+           {"parallel", {{"gpus", 16}, {"tp", 4}, {"cp", 1}, {"pp", 2}}},
+           {"training", {{"seq_len", 8192}, {"micro_batch", 1}, {"global_batch", 1024}}}}
+          .dump();
+  const Run req = run("request", &request);
+  REQUIRE(req.rc == 0);
+  CHECK(json::parse(cli.out) == json::parse(req.out));
+  for (const char* other : {"--gpu a100-80gb", "--memory-gib 40", "--gpus-per-node 4"}) {
+    CAPTURE(other);
+    const Run both = run("search --gpu-profile '" + profile + "' " + other);
+    CHECK(both.rc == 2);
+    CHECK(both.out.empty());
+    CHECK(both.err.find("--gpu-profile cannot be used together") != std::string::npos);
+  }
+}
