@@ -217,6 +217,7 @@ Command add_request(CLI::App& app) {
   auto o = std::make_shared<RequestOptions>();
   cmd->add_option("file", o->path, "Request file, or - for standard input")->capture_default_str();
   add_format_option(*cmd, o->output, "json");
+  add_wide_flag(*cmd, o->output);
   // In JSON, a refused request also prints the library's {"ok": false} document.
   return {cmd, [o] { return answer(read_request(o->path), o->output, o->output.format == "json"); }};
 }

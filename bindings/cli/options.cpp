@@ -169,6 +169,12 @@ void add_format_option(CLI::App& cmd, Output& output, const char* fallback) {
   add_choice(cmd, "-f,--format", output.format, "Output format", {"table", "json", "csv"});
 }
 
+void add_wide_flag(CLI::App& cmd, Output& output) {
+  cmd.add_flag("--wide", output.wide,
+               "Search table with every column (dp, estimate, tokens/s, bubble, the reason); "
+               "the default one fits 100 columns");
+}
+
 ojson read_json_file(const std::string& flag, const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   std::string text;

@@ -105,9 +105,11 @@ void put_precision(const Precision& precision, ojson& training);
 
 struct Output {
   std::string format;  // table, json or csv
+  bool wide = false;   // search tables: every column
 };
 
 void add_format_option(CLI::App& cmd, Output& output, const char* fallback);
+void add_wide_flag(CLI::App& cmd, Output& output);
 
 // The JSON document in `path`; InputError naming `flag` when unreadable or not JSON.
 ojson read_json_file(const std::string& flag, const std::string& path);

@@ -39,7 +39,7 @@ void print_response(const ojson& response, const Output& output) {
   if (output.format == "json") {
     std::cout << response.dump(2) << "\n";
   } else if (mode == "search") {
-    std::cout << (csv ? search_csv(response) : search_table(response));
+    std::cout << (csv ? search_csv(response) : search_table(response, output.wide));
   } else if (mode == "finetune") {
     std::cout << (csv ? finetune_csv(response) : finetune_table(response));
   } else if (mode == "pretrain") {

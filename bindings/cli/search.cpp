@@ -21,6 +21,9 @@ struct SearchOptions {
   Output output;
 };
 
+constexpr const char* kGlobalBatchHelp =
+    "Global batch size (default 1024; the search counts the micro-batches of a step from it)";
+
 // The bounds of the enumeration: --top and the --max-* flags.
 void add_bound_options(CLI::App& cmd, SearchOptions& o) {
   add_integer(cmd, "--top", o.top, "Layouts to show")->check(CLI::Range(1, 10000))->capture_default_str();
@@ -77,10 +80,11 @@ Command add_search(CLI::App& app) {
   auto o = std::make_shared<SearchOptions>();
   add_model_options(*cmd, o->model, false);
   add_gpu_options(*cmd, o->gpu);
-  add_run_options(*cmd, o->run, "Number of GPUs", "Global batch size");
+  add_run_options(*cmd, o->run, "Number of GPUs", kGlobalBatchHelp);
   add_bound_options(*cmd, *o);
   add_choice_options(*cmd, *o);
   add_format_option(*cmd, o->output, "table");
+  add_wide_flag(*cmd, o->output);
   return {cmd, [o] { return answer(search_request(*o).dump(), o->output); }};
 }
 

@@ -257,3 +257,21 @@ TEST_CASE("--gpu-profile: the file's object is the request's gpu, the same as in
     CHECK(both.err.find("--gpu-profile cannot be used together") != std::string::npos);
   }
 }
+
+TEST_CASE("search --help states the global-batch default, and the table fits 100 columns unless --wide") {
+  const Run help = run("search --help");
+  REQUIRE(help.rc == 0);
+  CHECK(help.out.find("default 1024") != std::string::npos);
+  auto widest = [](const std::string& text) {
+    std::size_t most = 0;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) most = std::max(most, line.size());
+    return most;
+  };
+  const Run narrow = run("search --gpus 64 --top 10 --include-oom");
+  const Run wide = run("search --gpus 64 --top 10 --include-oom --wide");
+  REQUIRE(narrow.rc == 0);
+  REQUIRE(wide.rc == 0);
+  CHECK(widest(narrow.out) <= 100);
+  CHECK(widest(wide.out) > 100);
+}
