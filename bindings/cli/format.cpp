@@ -145,29 +145,61 @@ std::string model_states_csv(const ojson& r) {
   return out;
 }
 
-std::string search_table(const ojson& r) {
-  std::string out = fmt::format(
+namespace {
+
+std::string search_header(const ojson& r) {
+  return fmt::format(
       "{} on {} x {} | seq {} | global batch {}\n{} candidates, {} evaluated, {} ranked, {} predicted OOM\n\n",
       r["model"]["name"].get<std::string>(), r["gpus"].get<int64_t>(), r["gpu"]["name"].get<std::string>(),
       r["training"]["seq_len"].get<int64_t>(), r["training"]["global_batch"].get<int64_t>(),
       r["candidates"].get<uint64_t>(), r["evaluated"].get<uint64_t>(), r["ranked"].get<uint64_t>(),
       r["pruned"]["oom"].get<uint64_t>());
-  if (r["results"].empty()) return out + r["message"].get<std::string>() + "\n";
-  out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n",
-                     "rank", "tp", "cp", "pp", "vpp", "dp", "mbs", "recompute", "zero", "estimate",
-                     "peak", "TFLOP/s", "tokens/s", "bubble", "why");
-  for (const ojson& e : r["results"]) {
+}
+
+// Every column, the reason last: about 190 characters a line.
+std::string search_rows_wide(const ojson& results) {
+  std::string out = fmt::format(
+      "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n",
+      "rank", "tp", "cp", "pp", "vpp", "dp", "mbs", "recompute", "zero", "estimate", "peak", "TFLOP/s",
+      "tokens/s", "bubble", "why");
+  for (const ojson& e : results) {
     const ojson& l = e["layout"];
-    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}\n",
-                       e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
-                       l["pp"].get<int64_t>(), l["vpp"].get<int64_t>(), l["dp"].get<int64_t>(),
-                       l["micro_batch"].get<int64_t>(), l["recompute"].get<std::string>(),
-                       l["zero"].get<int>(), gib(e["estimate_bytes"].get<double>()),
-                       gib(e["peak_bytes"].get<double>()), e["tflops_per_gpu"].get<double>(),
-                       e["tokens_per_s"].get<double>(), 100 * e["bubble_fraction"].get<double>(),
-                       e["reason"].get<std::string>());
+    out += fmt::format(
+        "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}\n",
+        e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(), l["pp"].get<int64_t>(),
+        l["vpp"].get<int64_t>(), l["dp"].get<int64_t>(), l["micro_batch"].get<int64_t>(),
+        l["recompute"].get<std::string>(), l["zero"].get<int>(), gib(e["estimate_bytes"].get<double>()),
+        gib(e["peak_bytes"].get<double>()), e["tflops_per_gpu"].get<double>(),
+        e["tokens_per_s"].get<double>(), 100 * e["bubble_fraction"].get<double>(),
+        e["reason"].get<std::string>());
   }
   return out;
+}
+
+// The columns that matter to choose a layout, 76 characters a line.
+std::string search_rows_compact(const ojson& results) {
+  std::string out = fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>4} {:>11} {:>8}\n",
+                                "rank", "tp", "cp", "pp", "vpp", "mbs", "recompute", "zero",
+                                "peak GiB", "fit", "TFLOP/s/GPU", "step s");
+  for (const ojson& e : results) {
+    const ojson& l = e["layout"];
+    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>4} {:>11.1f} {:>8.2f}\n",
+                       e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
+                       l["pp"].get<int64_t>(), l["vpp"].get<int64_t>(), l["micro_batch"].get<int64_t>(),
+                       l["recompute"].get<std::string>(), l["zero"].get<int>(),
+                       e["peak_bytes"].get<double>() / kGiB,
+                       e["oom_predicted"].get<bool>() ? "oom" : "fits",
+                       e["tflops_per_gpu"].get<double>(), e["step_seconds"].get<double>());
+  }
+  return out + "(--wide adds dp, the estimate, tokens/s, the pipeline bubble and the reason)\n";
+}
+
+}  // namespace
+
+std::string search_table(const ojson& r, bool wide) {
+  const std::string out = search_header(r);
+  if (r["results"].empty()) return out + r["message"].get<std::string>() + "\n";
+  return out + (wide ? search_rows_wide(r["results"]) : search_rows_compact(r["results"]));
 }
 
 std::string search_csv(const ojson& r) {

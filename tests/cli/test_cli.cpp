@@ -163,8 +163,8 @@ TEST_CASE("--config reads a real Hugging Face config.json") {
 }
 
 TEST_CASE("--help on every subcommand, --version, exit 0") {
-  for (const char* cmd : {"--help", "pretrain --help", "finetune --help", "model-states --help", "request --help",
-                          "models --help", "gpus --help"}) {
+  for (const char* cmd : {"--help", "pretrain --help", "finetune --help", "model-states --help", "search --help",
+                          "request --help", "models --help", "gpus --help"}) {
     CAPTURE(cmd);
     const Run r = run(cmd);
     CHECK(r.rc == 0);
@@ -191,4 +191,87 @@ TEST_CASE("CSV and JSON carry the same numbers") {
   std::string cell;
   for (int i = 0; i < 9; ++i) std::getline(cells, cell, ',');
   CHECK(std::stod(cell) == body["stages"][0]["total_bytes"].get<double>());
+}
+
+TEST_CASE("Every floating flag refuses inf, -inf, nan and 1e999: exit 2, one line naming the flag") {
+  const char* flags[][2] = {
+      {"pretrain", "--memory-gib"}, {"search", "--memory-gib"},  {"finetune", "--memory-gib"},
+      {"model-states", "--memory-gib"}, {"model-states", "--params"}, {"finetune", "--base-mib"},
+      {"finetune", "--page-mib"},   {"finetune", "--chunk-bytes"},
+  };
+  for (const auto& f : flags) {
+    for (const char* value : {"inf", "-inf", "nan", "1e999", "INFINITY"}) {
+      const std::string args = std::string(f[0]) + " " + f[1] + " " + value;
+      CAPTURE(args);
+      const Run r = run(args);
+      CHECK(r.rc == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err == std::string("memest: error: ") + f[1] + ": must be a finite number, got " + value + "\n");
+    }
+  }
+}
+
+TEST_CASE("Integer flags refuse fractions, garbage and values out of range: exit 2, the flag named") {
+  const char* cases[][2] = {
+      {"pretrain --tp 2.5", "--tp: must be an integer, got 2.5"},
+      {"pretrain --gpus 8x", "--gpus: must be an integer, got 8x"},
+      {"pretrain --seq 1e4", "--seq: must be an integer, got 1e4"},
+      {"pretrain --global-batch 99999999999999999999", "--global-batch: must be an integer from"},
+      {"pretrain --gpus-per-node 0", "--gpus-per-node: must be a positive integer, got 0"},
+      {"pretrain --gpus-per-node 4294967296", "--gpus-per-node: must be an integer from 1 to 2147483647"},
+      {"search --max-vpp nan", "--max-vpp: must be an integer, got nan"},
+      {"search --zero 1 x", "--zero: must be an integer, got x"},
+      {"search --top 0", "--top"},
+      {"finetune --batch 1.5", "--batch: must be an integer, got 1.5"},
+      {"model-states --zero 7", "--zero"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c[0]);
+    const Run r = run(c[0]);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind(std::string("memest: error: ") + c[1], 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("--gpu-profile: the file's object is the request's gpu, the same as in `memest request`") {
+  const std::string profile = std::string(MEMEST_TEST_DATA) + "/../cli/data/gpu_profile.json";
+  const Run cli = run("pretrain --gpu-profile '" + profile + "' --gpus 16 --format json");
+  REQUIRE(cli.rc == 0);
+  const std::string request =
+      json{{"mode", "pretrain"},
+           {"model", "llama-3.1-8b"},
+           {"gpu", json::parse(read_file(profile))},
+           {"parallel", {{"gpus", 16}, {"tp", 4}, {"cp", 1}, {"pp", 2}}},
+           {"training", {{"seq_len", 8192}, {"micro_batch", 1}, {"global_batch", 1024}}}}
+          .dump();
+  const Run req = run("request", &request);
+  REQUIRE(req.rc == 0);
+  CHECK(json::parse(cli.out) == json::parse(req.out));
+  for (const char* other : {"--gpu a100-80gb", "--memory-gib 40", "--gpus-per-node 4"}) {
+    CAPTURE(other);
+    const Run both = run("search --gpu-profile '" + profile + "' " + other);
+    CHECK(both.rc == 2);
+    CHECK(both.out.empty());
+    CHECK(both.err.find("--gpu-profile cannot be used together") != std::string::npos);
+  }
+}
+
+TEST_CASE("search --help states the global-batch default, and the table fits 100 columns unless --wide") {
+  const Run help = run("search --help");
+  REQUIRE(help.rc == 0);
+  CHECK(help.out.find("default 1024") != std::string::npos);
+  auto widest = [](const std::string& text) {
+    std::size_t most = 0;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) most = std::max(most, line.size());
+    return most;
+  };
+  const Run narrow = run("search --gpus 64 --top 10 --include-oom");
+  const Run wide = run("search --gpus 64 --top 10 --include-oom --wide");
+  REQUIRE(narrow.rc == 0);
+  REQUIRE(wide.rc == 0);
+  CHECK(widest(narrow.out) <= 100);
+  CHECK(widest(wide.out) > 100);
 }

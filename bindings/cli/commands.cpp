@@ -1,0 +1,239 @@
+// pretrain, model-states, finetune, request, models and gpus (search is in search.cpp).
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace memest_cli {
+
+namespace {
+
+// ---- memest pretrain ----
+
+struct PretrainOptions {
+  ModelChoice model{"llama-3.1-8b"};
+  GpuChoice gpu{"a100-40gb"};
+  RunShape run;
+  int64_t tp = 4, cp = 1, pp = 2, vpp = 1, micro_batch = 1;
+  int zero = 1;
+  bool uneven = false;
+  std::string recompute = "none", activation_model = "auto";
+  Precision precision;
+  Output output;
+};
+
+void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
+  add_integer(cmd, "--tp", o.tp, "Tensor-parallel size")->capture_default_str();
+  add_integer(cmd, "--cp", o.cp, "Context-parallel size")->capture_default_str();
+  add_integer(cmd, "--pp", o.pp, "Pipeline-parallel size")->capture_default_str();
+  add_integer(cmd, "--vpp", o.vpp, "Virtual stages per device (interleaved 1F1B)")->capture_default_str();
+  cmd.add_flag("--uneven-pipeline", o.uneven,
+               "When pp does not divide the layers, let the first and last stage hold one fewer");
+  add_integer(cmd, "--zero", o.zero, "ZeRO stage (1 = distributed optimizer)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  add_integer(cmd, "-b,--mbs,--micro-batch", o.micro_batch, "Micro-batch size")->capture_default_str();
+}
+
+ojson pretrain_request(const PretrainOptions& o) {
+  ojson training = {{"seq_len", o.run.seq_len},         {"micro_batch", o.micro_batch},
+                    {"global_batch", o.run.global_batch}, {"recompute", o.recompute},
+                    {"flash_attention", !o.run.no_flash}, {"activation_model", o.activation_model}};
+  put_precision(o.precision, training);
+  return {{"mode", "pretrain"},
+          {"model", model_value(o.model)},
+          {"gpu", gpu_value(o.gpu)},
+          {"parallel",
+           {{"gpus", o.run.gpus}, {"tp", o.tp}, {"cp", o.cp}, {"pp", o.pp}, {"vpp", o.vpp},
+            {"sp", !o.run.no_sp}, {"zero", o.zero}, {"uneven_pipeline", o.uneven}}},
+          {"training", training}};
+}
+
+// ---- memest model-states ----
+
+struct ModelStatesOptions {
+  ModelChoice model{"llama-3.1-8b"};
+  GpuChoice gpu;  // optional: without one, no capacity and no verdict
+  int64_t gpus = 1;
+  int zero = 0;
+  Precision precision;
+  Output output;
+};
+
+ojson model_states_request(const ModelStatesOptions& o) {
+  ojson training = ojson::object();
+  put_precision(o.precision, training);
+  ojson request = {{"mode", "model_states"},
+                   {"model", model_value(o.model)},
+                   {"parallel", {{"gpus", o.gpus}, {"zero", o.zero}}},
+                   {"training", training}};
+  if (gpu_given(o.gpu)) request["gpu"] = gpu_value(o.gpu);
+  return request;
+}
+
+// ---- memest finetune ----
+
+struct FinetuneOptions {
+  ModelChoice model{"opt-1.3b"};
+  GpuChoice gpu{"v100-16gb"};
+  int64_t gpus = 4, tp = 0, batch = 1, seq_len = 512;
+  std::string method = "auto", dtype = "fp16";
+  bool no_checkpointing = false, flash = false;
+  double base_mib = -1, page_mib = 0, chunk_bytes = 0;  // below zero / zero: not given
+  Output output;
+};
+
+void add_finetune_environment(CLI::App& cmd, FinetuneOptions& o) {
+  add_real(cmd, "--base-mib", o.base_mib, "m_base in MiB (default: the GPU preset's)",
+           Sign::non_negative);
+  add_real(cmd, "--page-mib", o.page_mib, "CUDA page size in MiB (default: 2)", Sign::positive);
+  add_real(cmd, "--chunk-bytes", o.chunk_bytes, "Chunk size x 2 bytes (default: searched)",
+           Sign::positive);
+}
+
+ojson finetune_request(const FinetuneOptions& o) {
+  ojson options = {{"method", o.method}, {"batch", o.batch},
+                   {"gradient_checkpointing", !o.no_checkpointing},
+                   {"flash_attention", o.flash}, {"dtype", o.dtype}};
+  if (o.tp > 0) options["tp"] = o.tp;
+  if (o.base_mib >= 0) options["base_bytes"] = o.base_mib * 1024 * 1024;
+  if (o.page_mib > 0) options["page_bytes"] = o.page_mib * 1024 * 1024;
+  if (o.chunk_bytes > 0) options["chunk_bytes"] = o.chunk_bytes;
+  return {{"mode", "finetune"},
+          {"model", model_value(o.model)},
+          {"gpu", gpu_value(o.gpu)},
+          {"parallel", {{"gpus", o.gpus}}},
+          {"training", {{"seq_len", o.seq_len}}},
+          {"finetune", options}};
+}
+
+// ---- memest request ----
+
+std::string read_request(const std::string& path) {
+  if (path == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read request file \"" + path + "\"");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// ---- memest models / gpus: a few columns of the library's "presets" mode ----
+
+using Columns = std::vector<std::pair<const char*, const char*>>;  // {column, key}
+
+const Columns kModelColumns = {
+    {"id", "id"}, {"name", "name"}, {"family", "family"}, {"num_parameters", "num_parameters"},
+    {"layers", "num_hidden_layers"}, {"hidden", "hidden_size"}, {"heads", "num_attention_heads"},
+    {"kv_heads", "num_key_value_heads"}, {"ffn", "intermediate_size"}, {"vocab", "vocab_size"},
+    {"max_positions", "max_position_embeddings"}, {"tied", "tie_word_embeddings"}};
+
+const Columns kGpuColumns = {{"id", "id"}, {"name", "name"}, {"memory_gib", "memory_gib"},
+                             {"gpus_per_node", "gpus_per_node"},
+                             {"peak_bf16_tflops", "peak_bf16_tflops"}};
+
+// Prints `columns` of each object in the presets response's `list` ("models" or "gpus").
+int print_presets(const char* list, const Columns& columns, const std::string& format) {
+  ojson presets;
+  if (int rc = ask_library(R"({"mode": "presets"})", presets, false); rc != kExitOk) return rc;
+  ojson rows = ojson::array();
+  for (const ojson& item : presets[list]) {
+    ojson row = ojson::object();
+    for (const auto& [column, key] : columns) row[column] = item[key];
+    rows.push_back(row);
+  }
+  if (format == "json") std::cout << rows.dump(2) << "\n";
+  else if (format == "csv") std::cout << list_csv(rows);
+  else std::cout << list_table(rows);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_pretrain(CLI::App& app) {
+  auto* cmd = app.add_subcommand("pretrain",
+                                 "Per-GPU memory of every pipeline stage for 4D-parallel pretraining");
+  auto o = std::make_shared<PretrainOptions>();
+  add_model_options(*cmd, o->model, false);
+  add_gpu_options(*cmd, o->gpu);
+  add_run_options(*cmd, o->run, "Number of GPUs", "Global batch size (0: not given)");
+  add_layout_options(*cmd, *o);
+  add_choice(*cmd, "--recompute", o->recompute, "Activation recomputation", {"none", "selective", "full"});
+  add_choice(*cmd, "--activation-model", o->activation_model,
+             "Activation formula: by family, Llama (4D paper) or GPT (Korthikanti)",
+             {"auto", "llama", "gpt"});
+  add_precision_options(*cmd, o->precision);
+  add_format_option(*cmd, o->output, "table");
+  return {cmd, [o] { return answer(pretrain_request(*o).dump(), o->output); }};
+}
+
+Command add_model_states(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "model-states", "Model-state memory per GPU (weights, gradients, optimizer) under ZeRO");
+  auto o = std::make_shared<ModelStatesOptions>();
+  add_model_options(*cmd, o->model, true);
+  add_gpu_options(*cmd, o->gpu);
+  add_integer(*cmd, "-n,--gpus", o->gpus, "Data-parallel degree N_d")->capture_default_str();
+  add_integer(*cmd, "--zero", o->zero, "ZeRO stage: 0 none, 1 P_os, 2 P_os+g, 3 P_os+g+p")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  add_precision_options(*cmd, o->precision);
+  add_format_option(*cmd, o->output, "table");
+  return {cmd, [o] { return answer(model_states_request(*o).dump(), o->output); }};
+}
+
+Command add_finetune(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "finetune", "LLMem peak memory for fine-tuning (CDP, ZeRO-3, 1D TP, DP+TP) and the method choice");
+  auto o = std::make_shared<FinetuneOptions>();
+  add_model_options(*cmd, o->model, false);
+  add_gpu_options(*cmd, o->gpu);
+  add_integer(*cmd, "-n,--gpus", o->gpus, "Number of GPUs (gpu_n)")->capture_default_str();
+  add_choice(*cmd, "--method", o->method,
+             "cdp, zero3 (advanced DP), tp (1D TP over all GPUs), dp+tp, or auto (Algorithm 1)",
+             {"cdp", "zero3", "tp", "dp+tp", "auto"});
+  add_integer(*cmd, "--tp", o->tp, "Tensor-parallel size for dp+tp (auto: best when 0)")
+      ->capture_default_str();
+  add_integer(*cmd, "-b,--batch", o->batch, "Batch size per GPU (ignored by auto)")->capture_default_str();
+  add_integer(*cmd, "-s,--seq,--seq-len", o->seq_len, "Sequence length")->capture_default_str();
+  cmd->add_flag("--no-gradient-checkpointing", o->no_checkpointing,
+                "Keep every layer's activations (LLMem assumes checkpointing)");
+  cmd->add_flag("--flash-attention", o->flash, "Without checkpointing: attention scores not kept");
+  add_choice(*cmd, "--dtype", o->dtype, "16-bit parameter type", {"fp16", "bf16"});
+  add_finetune_environment(*cmd, *o);
+  add_format_option(*cmd, o->output, "table");
+  return {cmd, [o] { return answer(finetune_request(*o).dump(), o->output); }};
+}
+
+Command add_request(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "request", "Answer a JSON request (file or stdin) with the JSON response, as the C API does");
+  struct RequestOptions {
+    std::string path = "-";
+    Output output;
+  };
+  auto o = std::make_shared<RequestOptions>();
+  cmd->add_option("file", o->path, "Request file, or - for standard input")->capture_default_str();
+  add_format_option(*cmd, o->output, "json");
+  add_wide_flag(*cmd, o->output);
+  // In JSON, a refused request also prints the library's {"ok": false} document.
+  return {cmd, [o] { return answer(read_request(o->path), o->output, o->output.format == "json"); }};
+}
+
+Command add_models(CLI::App& app) {
+  auto* cmd = app.add_subcommand("models", "List the built-in model presets");
+  auto o = std::make_shared<Output>();
+  add_format_option(*cmd, *o, "table");
+  return {cmd, [o] { return print_presets("models", kModelColumns, o->format); }};
+}
+
+Command add_gpus(CLI::App& app) {
+  auto* cmd = app.add_subcommand("gpus", "List the built-in GPU presets");
+  auto o = std::make_shared<Output>();
+  add_format_option(*cmd, *o, "table");
+  return {cmd, [o] { return print_presets("gpus", kGpuColumns, o->format); }};
+}
+
+}  // namespace memest_cli

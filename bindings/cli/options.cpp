@@ -1,0 +1,202 @@
+#include "options.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace memest_cli {
+
+namespace {
+
+const char* sign_tag(Sign sign) {
+  return sign == Sign::positive ? "POSITIVE" : sign == Sign::non_negative ? "NON-NEGATIVE" : "";
+}
+
+// The message for a text that is not a finite number of the given sign ("" when it is).
+std::string real_problem(const std::string& text, Sign sign) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin || *end != '\0') return "must be a number, got " + text;
+  if (!std::isfinite(v)) return "must be a finite number, got " + text;
+  if (sign == Sign::positive && !(v > 0)) return "must be a positive number, got " + text;
+  if (sign == Sign::non_negative && v < 0) return "must be zero or a positive number, got " + text;
+  return "";
+}
+
+// The same for integers of type T: decimal digits only, and nothing clamped to T's range.
+template <class T>
+std::string integer_problem(const std::string& text, Sign sign) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  if (last - first > 1 && first[0] == '+' && first[1] != '-') ++first;
+  T v{};
+  const auto [end, ec] = std::from_chars(first, last, v);
+  const T lowest = sign == Sign::any ? std::numeric_limits<T>::min() : T(sign == Sign::positive);
+  if (ec == std::errc::result_out_of_range) {
+    return fmt::format("must be an integer from {} to {}, got {}", lowest,
+                       std::numeric_limits<T>::max(), text);
+  }
+  if (ec != std::errc() || end != last) return "must be an integer, got " + text;
+  if (sign == Sign::positive && v <= 0) return "must be a positive integer, got " + text;
+  if (sign == Sign::non_negative && v < 0) return "must be zero or a positive integer, got " + text;
+  return "";
+}
+
+// T: the integer type of each value; V: the variable (a T or a vector of T).
+template <class T, class V>
+CLI::Option* add_integer_of(CLI::App& cmd, const std::string& name, V& value,
+                            const std::string& help, Sign sign) {
+  const CLI::Validator check([sign](std::string& text) { return integer_problem<T>(text, sign); },
+                             sign_tag(sign));
+  return cmd.add_option(name, value, help)->check(check);
+}
+
+}  // namespace
+
+CLI::Option* add_real(CLI::App& cmd, const std::string& name, double& value,
+                      const std::string& help, Sign sign) {
+  const CLI::Validator check([sign](std::string& text) { return real_problem(text, sign); },
+                             sign_tag(sign));
+  return cmd.add_option(name, value, help)->check(check);
+}
+
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, int64_t& value,
+                         const std::string& help, Sign sign) {
+  return add_integer_of<int64_t>(cmd, name, value, help, sign);
+}
+
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, int& value,
+                         const std::string& help, Sign sign) {
+  return add_integer_of<int>(cmd, name, value, help, sign);
+}
+
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, std::vector<int>& values,
+                         const std::string& help, Sign sign) {
+  return add_integer_of<int>(cmd, name, values, help, sign);
+}
+
+CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& value,
+                        const std::string& help, std::initializer_list<const char*> choices) {
+  return cmd.add_option(name, value, help)
+      ->check(CLI::IsMember(std::vector<std::string>(choices.begin(), choices.end())))
+      ->capture_default_str();
+}
+
+void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count) {
+  auto* preset = cmd.add_option("-m,--model", choice.preset, "Model preset id (see `memest models`)")
+                     ->capture_default_str();
+  auto* config = cmd.add_option("--config", choice.config_path,
+                                "A Hugging Face config.json to use instead of a preset")
+                     ->check(CLI::ExistingFile);
+  config->excludes(preset);
+  if (allow_count) {
+    add_real(cmd, "--params", choice.num_parameters,
+             "A bare parameter count (e.g. 7.5e9) instead of a model", Sign::positive)
+        ->excludes(preset)
+        ->excludes(config);
+  }
+}
+
+ojson model_value(const ModelChoice& choice) {
+  if (!choice.config_path.empty()) return read_json_file("--config", choice.config_path);
+  if (choice.num_parameters > 0) return {{"num_parameters", choice.num_parameters}};
+  return choice.preset;
+}
+
+void add_gpu_options(CLI::App& cmd, GpuChoice& gpu) {
+  auto* preset = cmd.add_option("-g,--gpu", gpu.preset, "GPU preset id (see `memest gpus`)")
+                     ->capture_default_str();
+  auto* memory = add_real(cmd, "--memory-gib", gpu.memory_gib,
+                          "GPU capacity in GiB (overrides the preset's)", Sign::positive);
+  auto* per_node = add_integer(cmd, "--gpus-per-node", gpu.gpus_per_node,
+                               "GPUs per node (overrides the preset's)", Sign::positive);
+  cmd.add_option("--gpu-profile", gpu.profile_path,
+                 "A JSON file with a device profile, the object a request takes as \"gpu\" "
+                 "(memory_gib, gpus_per_node, context_mib, fragmentation, ...)")
+      ->type_name("FILE")
+      ->excludes(preset)
+      ->excludes(memory)
+      ->excludes(per_node);
+}
+
+bool gpu_given(const GpuChoice& gpu) {
+  return !gpu.preset.empty() || gpu.memory_gib > 0 || !gpu.profile_path.empty();
+}
+
+ojson gpu_value(const GpuChoice& gpu) {
+  if (!gpu.profile_path.empty()) return read_json_file("--gpu-profile", gpu.profile_path);
+  if (gpu.memory_gib <= 0 && gpu.gpus_per_node <= 0) return gpu.preset;
+  ojson g = ojson::object();
+  if (!gpu.preset.empty()) g["preset"] = gpu.preset;
+  if (gpu.memory_gib > 0) g["memory_gib"] = gpu.memory_gib;
+  if (gpu.gpus_per_node > 0) g["gpus_per_node"] = gpu.gpus_per_node;
+  return g;
+}
+
+void add_run_options(CLI::App& cmd, RunShape& run, const std::string& gpus_help,
+                     const std::string& global_batch_help) {
+  add_integer(cmd, "-n,--gpus", run.gpus, gpus_help)->capture_default_str();
+  add_integer(cmd, "-s,--seq,--seq-len", run.seq_len, "Sequence length")->capture_default_str();
+  add_integer(cmd, "--global-batch", run.global_batch, global_batch_help)->capture_default_str();
+  cmd.add_flag("--no-sp", run.no_sp, "Turn sequence parallelism off");
+  cmd.add_flag("--no-flash-attention", run.no_flash, "Keep attention scores (no FlashAttention)");
+}
+
+void add_precision_options(CLI::App& cmd, Precision& precision) {
+  const auto dtypes = {"bf16", "fp16", "fp32", "fp8"};
+  add_choice(cmd, "--param-dtype", precision.param_dtype, "Weight precision", dtypes);
+  add_choice(cmd, "--grad-dtype", precision.grad_dtype,
+             "Gradient precision (fp16 for the ZeRO paper's 16 bytes/param)", dtypes);
+  add_choice(cmd, "--optimizer", precision.optimizer,
+             "Optimizer (sets bytes of state per parameter)", {"adam", "adamw", "sgd_momentum", "sgd"});
+}
+
+void put_precision(const Precision& precision, ojson& training) {
+  training["param_dtype"] = precision.param_dtype;
+  training["grad_dtype"] = precision.grad_dtype;
+  training["optimizer"] = precision.optimizer;
+}
+
+void add_format_option(CLI::App& cmd, Output& output, const char* fallback) {
+  output.format = fallback;
+  add_choice(cmd, "-f,--format", output.format, "Output format", {"table", "json", "csv"});
+}
+
+void add_wide_flag(CLI::App& cmd, Output& output) {
+  cmd.add_flag("--wide", output.wide,
+               "Search table with every column (dp, estimate, tokens/s, bubble, the reason); "
+               "the default one fits 100 columns");
+}
+
+ojson read_json_file(const std::string& flag, const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  std::string text;
+  int error = file ? 0 : errno;
+  if (file) {
+    errno = 0;
+    char buf[65536];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) text.append(buf, n);
+    if (std::ferror(file)) error = errno ? errno : EIO;
+    std::fclose(file);
+  }
+  if (error) throw InputError(fmt::format("{}: cannot read \"{}\" ({})", flag, path, std::strerror(error)));
+  try {
+    return ojson::parse(text);
+  } catch (const ojson::parse_error& e) {
+    // what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
+    std::string what = e.what();
+    if (const auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string::npos)
+      what.erase(0, pos + 2);
+    throw InputError(fmt::format("{}: \"{}\" is not valid JSON: {}", flag, path, what));
+  }
+}
+
+}  // namespace memest_cli

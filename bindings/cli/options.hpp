@@ -1,0 +1,117 @@
+// Options that several subcommands share (the model, the GPU, the output, numbers that must be
+// finite), and the errors the CLI reports itself. Every other check is the library's.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "format.hpp"
+
+namespace memest_cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;  // one line on stderr naming the flag or the request field
+
+// Bad input found after the flags are parsed (an unreadable file, a file that is not JSON).
+// The message names the flag; main prints it as "memest: error: MESSAGE" and exits 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- numbers: every numeric flag goes through one of these ----
+
+enum class Sign { any, non_negative, positive };
+
+// A floating flag: a finite number ("inf", "nan", "1e999" are refused) of the given sign.
+CLI::Option* add_real(CLI::App& cmd, const std::string& name, double& value,
+                      const std::string& help, Sign sign);
+// An integer flag: decimal digits that fit the type (no silent clamping), of the given sign.
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, int64_t& value,
+                         const std::string& help, Sign sign = Sign::any);
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, int& value,
+                         const std::string& help, Sign sign = Sign::any);
+// A list of integers (each checked as above).
+CLI::Option* add_integer(CLI::App& cmd, const std::string& name, std::vector<int>& values,
+                         const std::string& help, Sign sign = Sign::any);
+
+// An option whose value is one of `choices` (shown in --help with its default).
+CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& value,
+                        const std::string& help, std::initializer_list<const char*> choices);
+
+// ---- the model: --model PRESET, --config FILE, or (model-states) --params COUNT ----
+
+struct ModelChoice {
+  ModelChoice() = default;
+  explicit ModelChoice(std::string default_preset) : preset(std::move(default_preset)) {}
+  std::string preset;
+  std::string config_path;
+  double num_parameters = 0;  // model-states only: a bare count
+};
+
+void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count);
+// The request's "model": a preset id, the parsed config file, or {"num_parameters": N}.
+ojson model_value(const ModelChoice& choice);
+
+// ---- the GPU: --gpu PRESET with --memory-gib / --gpus-per-node, or --gpu-profile FILE ----
+
+struct GpuChoice {
+  GpuChoice() = default;
+  explicit GpuChoice(std::string default_preset) : preset(std::move(default_preset)) {}
+  std::string preset;
+  double memory_gib = 0;   // 0: the preset's
+  int gpus_per_node = 0;   // 0: the preset's
+  std::string profile_path;
+};
+
+void add_gpu_options(CLI::App& cmd, GpuChoice& gpu);
+// Whether the command line named a GPU at all (model-states runs without one).
+bool gpu_given(const GpuChoice& gpu);
+// The request's "gpu": the preset id, {"preset", overrides...}, or the profile file's object.
+ojson gpu_value(const GpuChoice& gpu);
+
+// ---- the run that pretrain and search share: GPUs, sequence, global batch, SP, FlashAttention ----
+
+struct RunShape {
+  int64_t gpus = 8;
+  int64_t seq_len = 8192;
+  int64_t global_batch = 1024;
+  bool no_sp = false;
+  bool no_flash = false;
+};
+
+void add_run_options(CLI::App& cmd, RunShape& run, const std::string& gpus_help,
+                     const std::string& global_batch_help);
+
+// ---- precisions and optimizer (pretrain, model-states) ----
+
+struct Precision {
+  std::string param_dtype = "bf16";
+  std::string grad_dtype = "fp32";
+  std::string optimizer = "adam";
+};
+
+void add_precision_options(CLI::App& cmd, Precision& precision);
+// Adds param_dtype, grad_dtype and optimizer to the request's "training" object.
+void put_precision(const Precision& precision, ojson& training);
+
+// ---- the output ----
+
+struct Output {
+  std::string format;  // table, json or csv
+  bool wide = false;   // search tables: every column
+};
+
+void add_format_option(CLI::App& cmd, Output& output, const char* fallback);
+void add_wide_flag(CLI::App& cmd, Output& output);
+
+// The JSON document in `path`; InputError naming `flag` when unreadable or not JSON.
+ojson read_json_file(const std::string& flag, const std::string& path);
+
+}  // namespace memest_cli

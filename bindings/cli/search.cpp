@@ -1,0 +1,91 @@
+// memest search: the request's "search" section (which layouts to try) from the flags.
+// The library enumerates, prunes, estimates and ranks; the CLI only prints its answer.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace memest_cli {
+
+namespace {
+
+struct SearchOptions {
+  ModelChoice model{"llama-3.1-8b"};
+  GpuChoice gpu{"a100-40gb"};
+  RunShape run{64};
+  int64_t top = 10, max_tp = 0, max_cp = 0, max_pp = 0, max_vpp = 4, max_micro_batch = 0;
+  std::vector<std::string> recompute{"none", "selective", "full"};
+  std::vector<int> zero{1};
+  bool tp_across_nodes = false, include_oom = false, even_pipeline = false;
+  Output output;
+};
+
+constexpr const char* kGlobalBatchHelp =
+    "Global batch size (default 1024; the search counts the micro-batches of a step from it)";
+
+// The bounds of the enumeration: --top and the --max-* flags.
+void add_bound_options(CLI::App& cmd, SearchOptions& o) {
+  add_integer(cmd, "--top", o.top, "Layouts to show")->check(CLI::Range(1, 10000))->capture_default_str();
+  add_integer(cmd, "--max-tp", o.max_tp, "Largest tp (0: the node size)")->capture_default_str();
+  add_integer(cmd, "--max-cp", o.max_cp, "Largest cp (0: no limit)")->capture_default_str();
+  add_integer(cmd, "--max-pp", o.max_pp, "Largest pp (0: no limit)")->capture_default_str();
+  add_integer(cmd, "--max-vpp", o.max_vpp, "Largest interleaving factor")->capture_default_str();
+  add_integer(cmd, "--max-mbs", o.max_micro_batch, "Largest micro-batch (0: no limit)")
+      ->capture_default_str();
+}
+
+// What to try at each layout (recomputation, ZeRO) and which layouts are allowed at all.
+void add_choice_options(CLI::App& cmd, SearchOptions& o) {
+  cmd.add_option("--recompute", o.recompute, "Recomputation options to try")
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->capture_default_str();
+  add_integer(cmd, "--zero", o.zero, "ZeRO stages to try")->check(CLI::Range(0, 3))->capture_default_str();
+  cmd.add_flag("--tp-across-nodes", o.tp_across_nodes, "Allow tp larger than a node");
+  cmd.add_flag("--include-oom", o.include_oom, "Rank layouts predicted to OOM too (after those that fit)");
+  cmd.add_flag("--even-pipeline", o.even_pipeline, "Only pipelines whose stages hold equal layers");
+}
+
+ojson search_section(const SearchOptions& o) {
+  return {{"top", o.top},
+          {"max_tp", o.max_tp},
+          {"max_cp", o.max_cp},
+          {"max_pp", o.max_pp},
+          {"max_vpp", o.max_vpp},
+          {"max_micro_batch", o.max_micro_batch},
+          {"recompute", o.recompute},
+          {"zero", o.zero},
+          {"tp_within_node", !o.tp_across_nodes},
+          {"include_oom", o.include_oom},
+          {"uneven_pipeline", !o.even_pipeline}};
+}
+
+ojson search_request(const SearchOptions& o) {
+  return {{"mode", "search"},
+          {"model", model_value(o.model)},
+          {"gpu", gpu_value(o.gpu)},
+          {"parallel", {{"gpus", o.run.gpus}, {"sp", !o.run.no_sp}}},
+          {"training",
+           {{"seq_len", o.run.seq_len},
+            {"global_batch", o.run.global_batch},
+            {"flash_attention", !o.run.no_flash}}},
+          {"search", search_section(o)}};
+}
+
+}  // namespace
+
+Command add_search(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "search", "Rank parallel layouts by predicted throughput among those predicted to fit");
+  auto o = std::make_shared<SearchOptions>();
+  add_model_options(*cmd, o->model, false);
+  add_gpu_options(*cmd, o->gpu);
+  add_run_options(*cmd, o->run, "Number of GPUs", kGlobalBatchHelp);
+  add_bound_options(*cmd, *o);
+  add_choice_options(*cmd, *o);
+  add_format_option(*cmd, o->output, "table");
+  add_wide_flag(*cmd, o->output);
+  return {cmd, [o] { return answer(search_request(*o).dump(), o->output); }};
+}
+
+}  // namespace memest_cli
