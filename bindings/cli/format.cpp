@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "memest/memest.h"
+
 namespace memest_cli {
 
 namespace {
@@ -32,11 +34,55 @@ std::string csv_line(const std::vector<ojson>& cells) {
   return line + "\n";
 }
 
+// "fits (<= 80 % of capacity)": the 4D paper's bands on its estimate, from the library.
 std::string verdict_note(const std::string& verdict) {
-  if (verdict == "fits") return "fits (<= 80 % of capacity)";
-  if (verdict == "tight") return "tight (80-100 %: may OOM from buffers and fragmentation)";
+  const double fits = 100 * memest_verdict_limit(MEMEST_VERDICT_FITS);
+  if (verdict == "fits") return fmt::format("fits (<= {:.0f} % of capacity)", fits);
+  if (verdict == "tight") {
+    return fmt::format("tight ({:.0f}-100 %: may OOM from buffers and fragmentation)", fits);
+  }
   if (verdict == "oom") return "oom (above capacity)";
   return verdict;
+}
+
+// The headline: the verdict on the overhead model's peak (MEMEST_PEAK_FITS_FRACTION).
+std::string peak_verdict_note(const std::string& verdict) {
+  const double fits = 100 * MEMEST_PEAK_FITS_FRACTION;
+  if (verdict == "fits") return fmt::format("fits (peak <= {:.0f} % of capacity)", fits);
+  if (verdict == "tight") return fmt::format("tight (peak {:.0f}-100 % of capacity)", fits);
+  if (verdict == "oom") return "out of memory (peak above capacity)";
+  return verdict;
+}
+
+// "training.recompute=full parallel.zero=3": a suggestion's changes as request fields.
+std::string changes_text(const ojson& set) {
+  std::string out;
+  for (const auto& [block, fields] : set.items()) {
+    for (const auto& [key, value] : fields.items()) {
+      out += fmt::format("{}{}.{}={}", out.empty() ? "" : " ", block, key,
+                         value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  return out;
+}
+
+std::string advice_text(const ojson& r) {
+  std::string out = "  largest parts:";
+  int shown = 0;
+  for (const ojson& p : r["dominant_parts"]) {
+    if (shown++ == 4) break;
+    out += fmt::format("{} {} {} ({:.0f} %)", shown > 1 ? "," : "", p["part"].get<std::string>(),
+                       gib(p["bytes"].get<double>()), 100 * p["share"].get<double>());
+  }
+  out += "\n";
+  if (!r.contains("suggestions")) return out;
+  if (r["suggestions"].empty()) return out + "  no single change found that fits: try memest search\n";
+  out += "  would fit:\n";
+  for (const ojson& s : r["suggestions"]) {
+    out += fmt::format("    {:<44} peak {}  ({})\n", s["change"].get<std::string>(),
+                       gib(s["peak_bytes"].get<double>()), changes_text(s["set"]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -83,15 +129,19 @@ std::string pretrain_table(const ojson& r) {
   out += fmt::format("\nestimate (4D paper Eq. 18, first stage): {} of {} = {:.1f} %\n",
                      gib(r["estimate_bytes"].get<double>()), gib(r["capacity_bytes"].get<double>()),
                      100.0 * r["usage_fraction"].get<double>());
-  out += fmt::format("verdict: {}\n", verdict_note(r["verdict"].get<std::string>()));
+  out += fmt::format("paper's verdict: {}\n", verdict_note(r["verdict"].get<std::string>()));
   out += fmt::format(
-      "\npeak with the overhead model: stage {}, {} -> {}\n"
+      "\npeak with the overhead model: stage {}, {} of {} = {:.1f} %\n"
       "  overheads: context {}, comm buffers {}, bf16 logits {}, paper corrections {}, "
       "fragmentation {}\n",
       r["peak_stage"].get<int>(), gib(r["peak_bytes"].get<double>()),
-      r["oom_predicted"].get<bool>() ? "OOM predicted" : "fits", gib(o["context_bytes"].get<double>()),
-      gib(o["comm_buffer_bytes"].get<double>()), gib(o["logits_bytes"].get<double>()),
-      gib(o["activation_correction_bytes"].get<double>()), gib(o["fragmentation_bytes"].get<double>()));
+      gib(r["capacity_bytes"].get<double>()),
+      100.0 * r["peak_bytes"].get<double>() / r["capacity_bytes"].get<double>(),
+      gib(o["context_bytes"].get<double>()), gib(o["comm_buffer_bytes"].get<double>()),
+      gib(o["logits_bytes"].get<double>()), gib(o["activation_correction_bytes"].get<double>()),
+      gib(o["fragmentation_bytes"].get<double>()));
+  out += advice_text(r);
+  out += fmt::format("verdict: {}\n", peak_verdict_note(r["peak_verdict"].get<std::string>()));
   return out;
 }
 
@@ -178,17 +228,16 @@ std::string search_rows_wide(const ojson& results) {
 
 // The columns that matter to choose a layout, 76 characters a line.
 std::string search_rows_compact(const ojson& results) {
-  std::string out = fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>4} {:>11} {:>8}\n",
+  std::string out = fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>5} {:>11} {:>8}\n",
                                 "rank", "tp", "cp", "pp", "vpp", "mbs", "recompute", "zero",
                                 "peak GiB", "fit", "TFLOP/s/GPU", "step s");
   for (const ojson& e : results) {
     const ojson& l = e["layout"];
-    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>4} {:>11.1f} {:>8.2f}\n",
+    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>5} {:>11.1f} {:>8.2f}\n",
                        e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
                        l["pp"].get<int64_t>(), l["vpp"].get<int64_t>(), l["micro_batch"].get<int64_t>(),
                        l["recompute"].get<std::string>(), l["zero"].get<int>(),
-                       e["peak_bytes"].get<double>() / kGiB,
-                       e["oom_predicted"].get<bool>() ? "oom" : "fits",
+                       e["peak_bytes"].get<double>() / kGiB, e["peak_verdict"].get<std::string>(),
                        e["tflops_per_gpu"].get<double>(), e["step_seconds"].get<double>());
   }
   return out + "(--wide adds dp, the estimate, tokens/s, the pipeline bubble and the reason)\n";

@@ -189,3 +189,21 @@ TEST_CASE("The search tries uneven pipelines unless told not to") {
         uneven.body["pruned"]["layers_not_divisible"].get<uint64_t>());
   for (const auto& e : even.body["results"]) CHECK(126 % e["layout"]["pp"].get<int64_t>() == 0);
 }
+
+TEST_CASE("The search takes the pretrain training block: a given recompute or micro-batch pins it") {
+  test::json req = search_request();
+  req["training"]["recompute"] = "selective";  // equivalent to none under FlashAttention,
+  req["training"]["micro_batch"] = 2;          // but it is the only choice here: ranked
+  const test::Answer a = test::request(req);
+  REQUIRE(a.status == MEMEST_OK);
+  REQUIRE(a.body["count"].get<int>() > 0);
+  CHECK(a.body["pruned"]["equivalent"] == 0);
+  for (const auto& e : a.body["results"]) {
+    CHECK(e["layout"]["recompute"] == "selective");
+    CHECK(e["layout"]["micro_batch"] == 2);
+  }
+  req["search"]["recompute"] = {"none"};  // pinned twice: refused, naming the field
+  const test::Answer b = test::request(req);
+  CHECK(b.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(b.body["error"]["field"] == "training.recompute");
+}

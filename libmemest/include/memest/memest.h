@@ -254,9 +254,13 @@ typedef enum memest_verdict {
 /** Returns "fits", "tight", "oom" or "unknown". */
 MEMEST_API const char *memest_verdict_name(memest_verdict verdict);
 
-/** Returns the upper bound of a verdict band as a fraction of capacity (FITS: 0.8, TIGHT: 1.0),
- *  or 0 for OOM and UNKNOWN, which have no upper bound. */
+/** Returns the upper bound of a verdict band of the 4D paper's estimate as a fraction of
+ *  capacity (FITS: 0.8, TIGHT: 1.0), or 0 for OOM and UNKNOWN, which have no upper bound. */
 MEMEST_API double memest_verdict_limit(memest_verdict verdict);
+
+/** The verdict on a peak of the overhead model (peak_verdict in results), what front ends
+ *  headline: FITS up to this fraction of capacity, TIGHT up to all of it, OOM above. */
+#define MEMEST_PEAK_FITS_FRACTION 0.95
 
 typedef enum memest_activation_model {
   MEMEST_ACTIVATIONS_AUTO = 0,  /* by the model's family */
@@ -393,6 +397,8 @@ typedef struct memest_pretrain_result {
   int32_t activation_model;  /* the one used: memest_activation_model */
   int32_t oom_predicted;     /* 1 when peak_bytes exceeds capacity_bytes */
   double paper_peak_bytes;   /* the most loaded stage by the papers' terms alone */
+  /* since 1.0, appended */
+  int32_t peak_verdict;      /* memest_verdict on peak_bytes (MEMEST_PEAK_FITS_FRACTION) */
 } memest_pretrain_result;
 
 /** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
@@ -501,6 +507,8 @@ typedef struct memest_search_entry {
   double bubble_fraction;    /* (p - 1) / (vpp * m) */
   int64_t first_stage_layers; /* layers of the first and the last pipeline stage (the others */
   int64_t last_stage_layers;  /* hold ceil(layers / pp)) */
+  /* since 1.0, appended */
+  int32_t peak_verdict;       /* memest_verdict on peak_bytes (MEMEST_PEAK_FITS_FRACTION) */
 } memest_search_entry;
 
 typedef struct memest_search_result {

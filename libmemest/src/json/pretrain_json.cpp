@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "advice/advice.hpp"
 #include "core/limits.hpp"
 #include "core/units.hpp"
 #include "json/modes.hpp"
@@ -60,6 +61,45 @@ ojson overheads_json(const memest_stage& s) {
           {"fragmentation_bytes", s.fragmentation_bytes}};
 }
 
+// The request fields a suggestion changes, as a request would give them.
+ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
+  ojson parallel = ojson::object(), training = ojson::object();
+  if (to.gpus != from.gpus) parallel["gpus"] = to.gpus;
+  if (to.tp != from.tp) parallel["tp"] = to.tp;
+  if (to.cp != from.cp) parallel["cp"] = to.cp;
+  if (to.pp != from.pp) parallel["pp"] = to.pp;
+  if (to.vpp != from.vpp) parallel["vpp"] = to.vpp;
+  if (to.zero != from.zero) parallel["zero"] = to.zero;
+  if (to.sequence_parallel != from.sequence_parallel) parallel["sp"] = to.sequence_parallel == 1;
+  if (to.micro_batch != from.micro_batch) training["micro_batch"] = to.micro_batch;
+  if (to.recompute != from.recompute) training["recompute"] = recompute_name(to.recompute);
+  ojson set = ojson::object();
+  if (!parallel.empty()) set["parallel"] = parallel;
+  if (!training.empty()) set["training"] = training;
+  return set;
+}
+
+// What dominates the most loaded stage and, when it does not fit comfortably, what would.
+void add_advice(const PretrainRequest& r, const memest_pretrain_result& res,
+                const memest_stage& peak_stage, ojson& j) {
+  ojson parts = ojson::array();
+  for (const Part& p : dominant_parts(peak_stage)) {
+    parts.push_back({{"part", p.name}, {"bytes", p.bytes}, {"share", p.bytes / res.peak_bytes}});
+  }
+  j["dominant_parts"] = parts;
+  if (res.peak_verdict == MEMEST_VERDICT_FITS) return;
+  ojson list = ojson::array();
+  for (const Suggestion& s : suggest(r, 5)) {
+    ojson item = {{"change", s.change},
+                  {"set", changed_fields(r, s.request)},
+                  {"peak_bytes", s.peak_bytes},
+                  {"peak_verdict", verdict_name(s.peak_verdict)}};
+    if (s.tflops_per_gpu > 0) item["tflops_per_gpu"] = s.tflops_per_gpu;
+    list.push_back(item);
+  }
+  j["suggestions"] = list;
+}
+
 ojson pretrain_response(const PretrainRequest& r) {
   // One stage per pipeline rank: pp <= num_hidden_layers <= 100000 (validated).
   std::vector<memest_stage> stages(
@@ -82,7 +122,7 @@ ojson pretrain_response(const PretrainRequest& r) {
                           {"overhead_bytes", s.overhead_bytes},
                           {"peak_bytes", s.peak_bytes}});
   }
-  return {{"ok", true},
+  ojson j = {{"ok", true},
           {"mode", "pretrain"},
           {"model", model_json(r.model)},
           {"gpu", gpu_json(r.gpu)},
@@ -109,7 +149,10 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"capacity_bytes", res.capacity_bytes},
           {"usage_fraction", res.usage_fraction},
           {"verdict", verdict_name(res.verdict)},
+          {"peak_verdict", verdict_name(res.peak_verdict)},
           {"stages", stage_list}};
+  add_advice(r, res, stages[static_cast<std::size_t>(res.peak_stage)], j);
+  return j;
 }
 
 ojson model_states_response(const ModelStatesRequest& r) {

@@ -71,7 +71,8 @@ ojson enums_mode(const JsonFields& top) {
   return {{"ok", true},
           {"mode", "enums"},
           {"enums", enums},
-          {"verdict_bands", {{"fits", kFitsFraction}, {"tight", kTightFraction}}}};
+          {"verdict_bands", {{"fits", kFitsFraction}, {"tight", kTightFraction}}},
+          {"peak_verdict_bands", {{"fits", MEMEST_PEAK_FITS_FRACTION}, {"tight", 1.0}}}};
 }
 
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {

@@ -155,6 +155,7 @@ ojson search_response(const JsonSearch& sr) {
                        {"peak_bytes", e.peak_bytes},
                        {"oom_predicted", e.oom_predicted == 1},
                        {"verdict", verdict_name(e.verdict)},
+                       {"peak_verdict", verdict_name(e.peak_verdict)},
                        {"tflops_per_gpu", e.tflops_per_gpu},
                        {"tokens_per_s", e.tokens_per_s},
                        {"step_seconds", e.step_seconds},

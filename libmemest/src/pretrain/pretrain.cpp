@@ -141,6 +141,7 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
     out.paper_peak_bytes = std::max(out.paper_peak_bytes, s.total_bytes);
   }
   out.oom_predicted = out.peak_bytes > capacity;
+  out.peak_verdict = peak_verdict_for(out.peak_bytes, capacity);
   // Only now, with every check passed, write the caller's stage array.
   const int64_t written = std::min<int64_t>(plan.pp, stages ? stage_capacity : 0);
   for (int64_t i = 0; i < written; ++i) stages[i] = stage_memory(plan, i, true);

@@ -55,6 +55,7 @@ struct Search {
   SearchOutcome* out;
   uint32_t capacity;
   bool include_oom;
+  bool none_in_space;  // recompute "none" is enumerated too
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
     out->candidates += n;
@@ -76,8 +77,10 @@ struct Search {
   }
 
   void evaluate(const Layout& layout) {
-    // FlashAttention keeps no attention scores, so selective recomputation changes nothing.
-    if (layout.recompute == MEMEST_RECOMPUTE_SELECTIVE && candidate.flash_attention == 1) {
+    // FlashAttention keeps no attention scores, so selective recomputation changes nothing:
+    // counted once, as "none", when that is in the space too.
+    if (layout.recompute == MEMEST_RECOMPUTE_SELECTIVE && candidate.flash_attention == 1 &&
+        none_in_space) {
       prune(MEMEST_PRUNE_EQUIVALENT);
       return;
     }
@@ -113,6 +116,7 @@ struct Search {
     e.estimate_bytes = stage_memory(plan, 0, false).total_bytes;
     e.capacity_bytes = r.gpu.memory_bytes;
     e.verdict = verdict_for(e.estimate_bytes, e.capacity_bytes);
+    e.peak_verdict = peak_verdict_for(e.peak_bytes, e.capacity_bytes);
     const Throughput t = estimate_throughput(plan);
     e.tflops_per_gpu = t.tflops_per_gpu;
     e.tokens_per_s = t.tokens_per_s;
@@ -297,7 +301,10 @@ int divisors(int64_t n, int64_t* out, int max) {
 SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   validate_search(r);
   SearchOutcome out;
-  Search s{r.base, &out, capacity, r.include_oom == 1};
+  // A shortlist is ranked as given; the enumeration counts selective-as-none once.
+  const bool none_in_space =
+      r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
+  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   if (!r.layouts.empty()) {
     rank_shortlist(r, s);

@@ -1,0 +1,122 @@
+#include "advice/advice.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/verdict.hpp"
+#include "plan/plan.hpp"
+#include "pretrain/pretrain.hpp"
+#include "search/search.hpp"
+#include "throughput/throughput.hpp"
+
+namespace memest {
+
+std::vector<Part> dominant_parts(const memest_stage& s) {
+  std::vector<Part> parts = {{"weights", s.weights_bytes},
+                             {"gradients", s.gradients_bytes},
+                             {"optimizer", s.optimizer_bytes},
+                             {"activations", s.activations_bytes},
+                             {"context", s.context_bytes},
+                             {"comm_buffers", s.comm_buffer_bytes},
+                             {"logits", s.logits_bytes},
+                             {"fragmentation", s.fragmentation_bytes}};
+  parts.erase(std::remove_if(parts.begin(), parts.end(), [](const Part& p) { return p.bytes <= 0; }),
+              parts.end());
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
+  return parts;
+}
+
+namespace {
+
+// The request's peak and throughput, or false when the changed request is not a valid run.
+bool evaluate(Suggestion& s) {
+  LayoutCheck check;
+  try {
+    validate_fields(s.request);
+  } catch (const Error&) {
+    return false;
+  }
+  if (check_layout(s.request, check) != LayoutIssue::None) return false;
+  const Plan plan = make_plan_unchecked(s.request, check);
+  s.peak_bytes = peak_memory(plan, nullptr);
+  s.peak_verdict = peak_verdict_for(s.peak_bytes, s.request.gpu.memory_bytes);
+  if (s.request.gpu.peak_bf16_tflops > 0) s.tflops_per_gpu = estimate_throughput(plan).tflops_per_gpu;
+  return s.peak_verdict == MEMEST_VERDICT_FITS;
+}
+
+// One setting changed at a time.
+std::vector<Suggestion> single_changes(const PretrainRequest& r) {
+  std::vector<Suggestion> out;
+  auto add = [&](const std::string& change, auto&& apply) {
+    Suggestion s{change, r};
+    apply(s.request);
+    if (evaluate(s)) out.push_back(s);
+  };
+  if (r.recompute != MEMEST_RECOMPUTE_FULL) {
+    add("recompute full", [](PretrainRequest& x) { x.recompute = MEMEST_RECOMPUTE_FULL; });
+  }
+  if (r.zero < 3) add("ZeRO-3", [](PretrainRequest& x) { x.zero = 3; });
+  if (r.micro_batch > 1) add("micro-batch 1", [](PretrainRequest& x) { x.micro_batch = 1; });
+  if (r.sequence_parallel == 0 && r.tp > 1) {
+    add("sequence parallelism on", [](PretrainRequest& x) { x.sequence_parallel = 1; });
+  }
+  for (int64_t factor : {2, 4, 8}) {  // more data-parallel ranks shard the ZeRO states further
+    if (r.zero == 0 || r.gpus > kMaxGpus / factor) break;
+    const std::size_t before = out.size();
+    add(std::to_string(r.gpus * factor) + " GPUs",
+        [factor](PretrainRequest& x) { x.gpus *= factor; });
+    if (out.size() > before) break;  // the fewest GPUs that fit
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Suggestion& a, const Suggestion& b) {
+    return a.peak_bytes < b.peak_bytes;
+  });
+  return out;
+}
+
+std::string describe(const memest_search_entry& e) {
+  std::string s = "tp " + std::to_string(e.tp) + ", cp " + std::to_string(e.cp) + ", pp " +
+                  std::to_string(e.pp);
+  if (e.vpp > 1) s += ", vpp " + std::to_string(e.vpp);
+  s += ", micro-batch " + std::to_string(e.micro_batch);
+  if (e.recompute != MEMEST_RECOMPUTE_NONE) {
+    s += e.recompute == MEMEST_RECOMPUTE_FULL ? ", recompute full" : ", recompute selective";
+  }
+  s += ", ZeRO-" + std::to_string(e.zero);
+  return s;
+}
+
+// The search's fastest fitting layouts on the same GPUs (needs a global batch and a GPU peak).
+std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
+  std::vector<Suggestion> out;
+  if (r.global_batch <= 0 || !(r.gpu.peak_bf16_tflops > 0) || max == 0) return out;
+  SearchRequest search;
+  search.base = r;
+  search.zero_mask = (1u << 1) | (1u << 3);
+  search.uneven_pipeline = r.uneven_pipeline;
+  SearchOutcome found;
+  try {
+    found = run_search(search, static_cast<uint32_t>(max * 2));
+  } catch (const Error&) {
+    return out;  // a space too large to search: single changes only
+  }
+  for (const memest_search_entry& e : found.entries) {
+    if (out.size() == max) break;
+    Suggestion s{describe(e), r};
+    s.request.set_layout(Layout{e.tp, e.cp, e.pp, e.vpp, e.micro_batch, e.recompute, e.zero});
+    if (evaluate(s)) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Suggestion> suggest(const PretrainRequest& r, std::size_t max) {
+  std::vector<Suggestion> out = single_changes(r);
+  const std::size_t layout_room = std::min<std::size_t>(2, max);  // keep room for two layouts
+  if (out.size() > max - layout_room) out.resize(max - layout_room);
+  for (Suggestion& s : layouts(r, max - out.size())) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace memest
