@@ -94,8 +94,9 @@ public final class Memest {
   public static String request(String requestJson) throws MemestException {
     int nul = requestJson.indexOf('\0');
     if (nul >= 0) {
+      int offset = requestJson.substring(0, nul).getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
       throw refuse(memest_status.MEMEST_ERR_PARSE, "",
-          "request is not valid JSON: a NUL byte at offset " + nul + " (a C string ends there)");
+          "request is not valid JSON: a NUL byte at offset " + offset + " (a C string ends there)");
     }
     int[] status = new int[1];
     String response = MemestNative.request_json(requestJson, status);
