@@ -170,12 +170,18 @@ PYBIND11_MODULE(_native, m) {
     return ids;
   });
   m.def("model_from_preset", [](const std::string &id) {
+    if (id.find('\0') != std::string::npos) {
+      raise_own_error(MEMEST_ERR_UNKNOWN_PRESET, "model", "model: no preset id holds a NUL byte");
+    }
     memest_model model;
     check(memest_model_init(&model, sizeof model));
     check(memest_model_from_preset(id.c_str(), &model));
     return model_dict(model);
   }, py::arg("id"));
   m.def("gpu_from_preset", [](const std::string &id) {
+    if (id.find('\0') != std::string::npos) {
+      raise_own_error(MEMEST_ERR_UNKNOWN_PRESET, "gpu", "gpu: no preset id holds a NUL byte");
+    }
     memest_gpu gpu;
     check(memest_gpu_init(&gpu, sizeof gpu));
     check(memest_gpu_from_preset(id.c_str(), &gpu));

@@ -160,6 +160,12 @@ def test_nul_in_json_text_is_a_parse_error():
         memest.request_json("\0")
     with pytest.raises(memest.ParseError):
         memest.describe_config('{"model_type": "llama"}\0')
+    from memest import _native
+    with pytest.raises(memest.UnknownPresetError) as preset:
+        _native.model_from_preset("gpt2\0")
+    assert preset.value.field == "model"
+    with pytest.raises(memest.UnknownPresetError):
+        _native.gpu_from_preset("a100-40gb\0")
     # a NUL inside a JSON string of a dict request is an escaped character, not the end
     with pytest.raises(memest.UnknownPresetError):
         memest.pretrain("llama-3.1-8b\0", "a100-40gb")
