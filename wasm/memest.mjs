@@ -72,12 +72,41 @@ export class MemestError extends Error {
   }
 }
 
+/**
+ * The library's enumerations (its "enums" mode): names by value, as requests and responses use
+ * them.
+ * @typedef {object} MemestEnums
+ * @property {string[]} status            "ok", "invalid_argument", ... (index: memest_status)
+ * @property {string[]} family            "llama", "gpt"
+ * @property {string[]} verdict           "fits", "tight", "oom", "unknown"
+ * @property {string[]} recompute         "none", "selective", "full"
+ * @property {string[]} activation_model  "auto", "llama", "gpt"
+ * @property {string[]} prune_reason      "oom", "tp_heads", ...
+ * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
+ */
+
 /** The library, loaded. Create with {@link createMemest}. */
 export class Memest {
   /** @param {any} core the Emscripten module */
   constructor(core) {
     /** @private */ this.core = core;
     /** @private @type {{models: ModelPreset[], gpus: GpuPreset[]} | null} */ this.presets = null;
+    /** @private @type {{enums: MemestEnums, verdict_bands: Record<string, number>} | null} */
+    this.tables = null;
+  }
+
+  /**
+   * The error document for a failure the wrapper finds itself (the status number by the
+   * library's name for it).
+   * @private
+   * @param {string} code @param {string} field @param {string} message
+   */
+  ownError(code, field, message) {
+    let status = -1;
+    try {
+      status = this.enums().status.indexOf(code);
+    } catch { /* out of memory: the name alone */ }
+    return { ok: false, status, error: { code, field, message } };
   }
 
   /**
@@ -88,13 +117,21 @@ export class Memest {
   answer(request) {
     const core = this.core;
     const text = typeof request === 'string' ? request : JSON.stringify(request);
+    const nul = text.indexOf('\0');
+    if (nul >= 0) {
+      // The C entry point reads a NUL-terminated string: the request would be cut short there.
+      const offset = core.lengthBytesUTF8(text.slice(0, nul));
+      return this.ownError('parse_error', '',
+        `request is not valid JSON: a NUL byte at offset ${offset} (a C string ends there)`);
+    }
     const size = core.lengthBytesUTF8(text) + 1;
     const input = core._malloc(size);
     const outSlot = core._malloc(4);
     if (!input || !outSlot) {
       core._free(input);
       core._free(outSlot);
-      throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+      const doc = this.ownError('no_memory', '', 'out of memory');
+      throw new MemestError(doc.error, doc.status);
     }
     try {
       core.stringToUTF8(text, input, size);
@@ -131,10 +168,10 @@ export class Memest {
   }
 
   /**
-   * Estimates a whole table of pretraining layouts in one call (typed, allocation-free path;
-   * ~100x faster than one request() per cell). `base` is a pretrain request whose model, gpu,
-   * parallel.{vpp, sp, zero} and training.{seq_len, global_batch, recompute, flash_attention}
-   * apply to every cell; each cell gives [gpus, tp, cp, pp, micro_batch].
+   * Estimates a whole table of pretraining layouts in one call (~100x faster than one
+   * request() per cell). `base` is a pretrain request, read as the pretrain mode reads it, whose
+   * model, gpu, parallel.{vpp, sp, zero, uneven_pipeline} and training block apply to every
+   * cell; each cell gives [gpus, tp, cp, pp, micro_batch] (the base's own are ignored).
    * Throws a {@link MemestError} when the base model or GPU is bad; a bad cell is
    * {ok: false, error} in its place. With `{messages: false}`, a cell whose layout the library's
    * layout check refuses is {ok: false, issue} without the message (much faster: no C++
@@ -143,12 +180,12 @@ export class Memest {
    * @param {Array<[number, number, number, number, number]>} cells
    * @param {{messages?: boolean}} [options]
    * @returns {Array<{ok: true, estimate_bytes: number, peak_bytes: number, usage_fraction: number,
-   *   verdict: 'fits'|'tight'|'oom'|'unknown'} | {ok: false, error?: MemestErrorInfo, issue?: string}>}
+   *   verdict: string} | {ok: false, error?: MemestErrorInfo, issue?: string}>}
    */
   pretrainTable(base, cells, options = {}) {
     const messages = options.messages ?? true;
     const doc = this.callText('_memest_wasm_pretrain_table', JSON.stringify({ ...base, cells, messages }));
-    if (!doc.ok) throw new MemestError(doc.error, 1);
+    if (!doc.ok) throw new MemestError(doc.error, this.enums().status.indexOf(doc.error.code));
     return doc.cells;
   }
 
@@ -162,11 +199,15 @@ export class Memest {
     const core = this.core;
     const size = core.lengthBytesUTF8(text) + 1;
     const input = core._malloc(size);
-    if (!input) throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+    const noMemory = () => {
+      const doc = this.ownError('no_memory', '', 'out of memory');
+      return new MemestError(doc.error, doc.status);
+    };
+    if (!input) throw noMemory();
     try {
       core.stringToUTF8(text, input, size);
       const out = core[fn](input);
-      if (!out) throw new MemestError({ code: 'no_memory', field: '', message: 'out of memory' }, 12);
+      if (!out) throw noMemory();
       const json = core.UTF8ToString(out);
       core._memest_string_free(out);
       return JSON.parse(json);
@@ -185,6 +226,34 @@ export class Memest {
     return /** @type {{models: ModelPreset[], gpus: GpuPreset[]}} */ (this.presets);
   }
 
+  /** @private */
+  loadTables() {
+    if (!this.tables) {
+      // The library's "enums" mode: every enumeration's names and the verdict bands.
+      const response = this.request({ mode: 'enums' });
+      this.tables = { enums: response.enums, verdict_bands: response.verdict_bands };
+    }
+    return /** @type {{enums: MemestEnums, verdict_bands: Record<string, number>}} */ (this.tables);
+  }
+
+  /**
+   * The library's enumerations, names by value (a copy): `enums().recompute` is
+   * ["none", "selective", "full"], `enums().status[3]` the name of status 3.
+   * @returns {MemestEnums}
+   */
+  enums() {
+    return /** @type {MemestEnums} */ (structuredClone(this.loadTables().enums));
+  }
+
+  /**
+   * The upper bound of each bounded verdict band as a fraction of capacity, e.g.
+   * {fits: 0.8, tight: 1.0}; above the last, the verdict is "oom".
+   * @returns {Record<string, number>}
+   */
+  verdictBands() {
+    return { ...this.loadTables().verdict_bands };
+  }
+
   /** The built-in model presets, in the library's order. @returns {ModelPreset[]} */
   models() {
     return this.loadPresets().models.map((m) => ({ ...m }));
@@ -195,7 +264,7 @@ export class Memest {
     return this.loadPresets().gpus.map((g) => ({ ...g }));
   }
 
-  /** The library's version string, e.g. "0.1.0". @returns {string} */
+  /** The library's version string, e.g. "1.0.0". @returns {string} */
   version() {
     return this.core.UTF8ToString(this.core._memest_version_string());
   }

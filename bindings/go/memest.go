@@ -15,9 +15,12 @@ package memest
 import "C"
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -38,22 +41,47 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Status == e.Status
 }
 
-// Sentinels for errors.Is, one per memest_status.
+func sentinel(status C.memest_status) *Error {
+	return &Error{Status: int(status), Code: C.GoString(C.memest_status_name(status))}
+}
+
+// Sentinels for errors.Is, one per memest_status: the numbers are the header's, the codes the
+// library's names for them (memest_status_name). StatusError finds them by number; the tests
+// check that they cover the library's status table.
 var (
-	ErrInvalidArgument = &Error{Status: 1, Code: "invalid_argument"}
-	ErrMissingField    = &Error{Status: 2, Code: "missing_field"}
-	ErrWrongType       = &Error{Status: 3, Code: "wrong_type"}
-	ErrParse           = &Error{Status: 4, Code: "parse_error"}
-	ErrUnknownPreset   = &Error{Status: 5, Code: "unknown_preset"}
-	ErrUnknownField    = &Error{Status: 6, Code: "unknown_field"}
-	ErrUnsupported     = &Error{Status: 7, Code: "unsupported"}
-	ErrOverflow        = &Error{Status: 8, Code: "overflow"}
-	ErrStructSize      = &Error{Status: 9, Code: "struct_size"}
-	ErrNullPointer     = &Error{Status: 10, Code: "null_pointer"}
-	ErrOutOfRange      = &Error{Status: 11, Code: "out_of_range"}
-	ErrNoMemory        = &Error{Status: 12, Code: "no_memory"}
-	ErrInternal        = &Error{Status: 13, Code: "internal"}
+	ErrInvalidArgument = sentinel(C.MEMEST_ERR_INVALID_ARGUMENT)
+	ErrMissingField    = sentinel(C.MEMEST_ERR_MISSING_FIELD)
+	ErrWrongType       = sentinel(C.MEMEST_ERR_TYPE)
+	ErrParse           = sentinel(C.MEMEST_ERR_PARSE)
+	ErrUnknownPreset   = sentinel(C.MEMEST_ERR_UNKNOWN_PRESET)
+	ErrUnknownField    = sentinel(C.MEMEST_ERR_UNKNOWN_FIELD)
+	ErrUnsupported     = sentinel(C.MEMEST_ERR_UNSUPPORTED)
+	ErrOverflow        = sentinel(C.MEMEST_ERR_OVERFLOW)
+	ErrStructSize      = sentinel(C.MEMEST_ERR_STRUCT_SIZE)
+	ErrNullPointer     = sentinel(C.MEMEST_ERR_NULL_POINTER)
+	ErrOutOfRange      = sentinel(C.MEMEST_ERR_OUT_OF_RANGE)
+	ErrNoMemory        = sentinel(C.MEMEST_ERR_NO_MEMORY)
+	ErrInternal        = sentinel(C.MEMEST_ERR_INTERNAL)
 )
+
+var sentinels = []*Error{ErrInvalidArgument, ErrMissingField, ErrWrongType, ErrParse,
+	ErrUnknownPreset, ErrUnknownField, ErrUnsupported, ErrOverflow, ErrStructSize, ErrNullPointer,
+	ErrOutOfRange, ErrNoMemory, ErrInternal}
+
+// StatusError is the sentinel of a memest_status (for errors.Is), or nil when there is none.
+func StatusError(status int) *Error {
+	for _, e := range sentinels {
+		if e.Status == status {
+			return e
+		}
+	}
+	return nil
+}
+
+// ownError is an *Error of this binding's own, for input it cannot hand to the library.
+func ownError(sentinel *Error, field, message string) *Error {
+	return &Error{Status: sentinel.Status, Code: sentinel.Code, Field: field, Message: message}
+}
 
 // check turns a status into an *Error with this thread's last error. Callers hold the OS thread
 // (runtime.LockOSThread) from the C call to here: the last error is thread-local.
@@ -85,9 +113,65 @@ func VersionNumber() int { return int(C.memest_version_number()) }
 // StatusName is memest_status_name.
 func StatusName(status int) string { return C.GoString(C.memest_status_name(C.memest_status(status))) }
 
+// ---- enumerations -------------------------------------------------------
+
+// Enum names one of the library's enumerations (memest_enum).
+type Enum int
+
+// The enumerations, by the keys of the JSON "enums" mode.
+const (
+	EnumStatus          = Enum(C.MEMEST_ENUM_STATUS)
+	EnumFamily          = Enum(C.MEMEST_ENUM_FAMILY)
+	EnumVerdict         = Enum(C.MEMEST_ENUM_VERDICT)
+	EnumRecompute       = Enum(C.MEMEST_ENUM_RECOMPUTE)
+	EnumActivationModel = Enum(C.MEMEST_ENUM_ACTIVATION_MODEL)
+	EnumPruneReason     = Enum(C.MEMEST_ENUM_PRUNE_REASON)
+	EnumFinetuneMethod  = Enum(C.MEMEST_ENUM_FINETUNE_METHOD)
+)
+
+// EnumNames lists an enumeration's names by value, from the library's table
+// (memest_enum_count, memest_enum_name): the names JSON requests and responses use.
+func EnumNames(which Enum) []string {
+	n := int(C.memest_enum_count(C.memest_enum(which)))
+	names := make([]string, 0, n)
+	for v := 0; v < n; v++ {
+		names = append(names, C.GoString(C.memest_enum_name(C.memest_enum(which), C.int32_t(v))))
+	}
+	return names
+}
+
+// EnumValue is the value named `name` in an enumeration, or -1 (memest_enum_value).
+func EnumValue(which Enum, name string) int {
+	if strings.IndexByte(name, 0) >= 0 {
+		return -1
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return int(C.memest_enum_value(C.memest_enum(which), cname))
+}
+
+// VerdictBands maps each bounded verdict band to its upper bound as a fraction of capacity
+// ({"fits": 0.8, "tight": 1.0}; memest_verdict_limit). Above the last, the verdict is "oom".
+func VerdictBands() map[string]float64 {
+	bands := map[string]float64{}
+	for v, name := range EnumNames(EnumVerdict) {
+		if limit := float64(C.memest_verdict_limit(C.memest_verdict(v))); limit > 0 {
+			bands[name] = limit
+		}
+	}
+	return bands
+}
+
+// ---- the JSON entry point -----------------------------------------------
+
 // RequestJSON answers a JSON request text (every mode: pretrain, model_states, finetune, search,
-// ...) with memest_request_json and returns the response text, or an *Error.
+// enums, ...) with memest_request_json and returns the response text, or an *Error. Text with a
+// NUL byte is refused as a parse error (the C string would end there).
 func RequestJSON(request []byte) ([]byte, error) {
+	if i := bytes.IndexByte(request, 0); i >= 0 {
+		return nil, ownError(ErrParse, "", fmt.Sprintf(
+			"request is not valid JSON: a NUL byte at offset %d (a C string ends there)", i))
+	}
 	creq := C.CString(string(request))
 	defer C.free(unsafe.Pointer(creq))
 	var resp *C.char
@@ -100,11 +184,17 @@ func RequestJSON(request []byte) ([]byte, error) {
 }
 
 // Request marshals req (a map or struct in the JSON request format) and returns the decoded
-// response, or an *Error.
+// response, or an *Error. A value JSON cannot hold is an *Error too: NaN and infinities a parse
+// error (the library refuses numbers past a double's range), values of no JSON type wrong_type.
+// A nil field marshals to null, which the library refuses: leave the key out for its default.
 func Request(req any) (map[string]any, error) {
 	text, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		var value *json.UnsupportedValueError
+		if errors.As(err, &value) {
+			return nil, ownError(ErrParse, "", "request is not valid JSON: "+err.Error())
+		}
+		return nil, ownError(ErrWrongType, "", "request is not valid JSON: "+err.Error())
 	}
 	out, err := RequestJSON(text)
 	if err != nil {
@@ -122,12 +212,20 @@ func Request(req any) (map[string]any, error) {
 // Model is a model's dimensions (memest_model).
 type Model struct{ c C.memest_model }
 
+func newModel() *Model {
+	m := &Model{}
+	C.memest_model_init(&m.c, C.uint32_t(unsafe.Sizeof(m.c)))
+	return m
+}
+
 // ModelPreset looks up a built-in model ("llama-3.1-8b").
 func ModelPreset(id string) (*Model, error) {
-	m := &Model{}
+	if strings.IndexByte(id, 0) >= 0 {
+		return nil, ownError(ErrUnknownPreset, "model", fmt.Sprintf("model: no preset %q (a NUL byte)", id))
+	}
+	m := newModel()
 	cid := C.CString(id)
 	defer C.free(unsafe.Pointer(cid))
-	C.memest_model_init(&m.c)
 	if err := call(func() C.memest_status { return C.memest_model_from_preset(cid, &m.c) }); err != nil {
 		return nil, err
 	}
@@ -136,10 +234,13 @@ func ModelPreset(id string) (*Model, error) {
 
 // ModelFromConfigJSON reads a Hugging Face config.json text.
 func ModelFromConfigJSON(config []byte) (*Model, error) {
-	m := &Model{}
+	if i := bytes.IndexByte(config, 0); i >= 0 {
+		return nil, ownError(ErrParse, "", fmt.Sprintf(
+			"config_json is not valid JSON: a NUL byte at offset %d (a C string ends there)", i))
+	}
+	m := newModel()
 	ctext := C.CString(string(config))
 	defer C.free(unsafe.Pointer(ctext))
-	C.memest_model_init(&m.c)
 	err := call(func() C.memest_status {
 		if s := C.memest_model_from_config_json(ctext, &m.c); s != C.MEMEST_OK {
 			return s
@@ -154,8 +255,7 @@ func ModelFromConfigJSON(config []byte) (*Model, error) {
 
 // BareModel is a bare parameter count, accepted by ModelStates only.
 func BareModel(numParameters float64) *Model {
-	m := &Model{}
-	C.memest_model_init(&m.c)
+	m := newModel()
 	m.c.num_parameters = C.double(numParameters)
 	return m
 }
@@ -173,21 +273,46 @@ func (m *Model) NumParameters() (float64, error) {
 		return float64(m.c.num_parameters), nil
 	}
 	var c C.memest_param_count
+	c.struct_size = C.uint32_t(unsafe.Sizeof(c))
 	if err := call(func() C.memest_status { return C.memest_model_parameter_count(&m.c, &c) }); err != nil {
 		return 0, err
 	}
 	return float64(c.total), nil
 }
 
+// Family is the model's architecture family, by the library's name ("llama", "gpt").
+func (m *Model) Family() string {
+	return C.GoString(C.memest_enum_name(C.MEMEST_ENUM_FAMILY, m.c.family))
+}
+
+// cModel is a copy of m in C memory, for a request to point at (cgo lets C memory hold no Go
+// pointer, and a request passed to C may hold only C pointers). Free it with C.free.
+func cModel(m *Model) *C.memest_model {
+	if m == nil {
+		return nil
+	}
+	p := (*C.memest_model)(C.malloc(C.size_t(unsafe.Sizeof(m.c))))
+	*p = m.c
+	return p
+}
+
 // GPU is a GPU kind (memest_gpu).
 type GPU struct{ c C.memest_gpu }
 
+func newGPU() *GPU {
+	g := &GPU{}
+	C.memest_gpu_init(&g.c, C.uint32_t(unsafe.Sizeof(g.c)))
+	return g
+}
+
 // GPUPreset looks up a built-in GPU ("a100-40gb").
 func GPUPreset(id string) (*GPU, error) {
-	g := &GPU{}
+	if strings.IndexByte(id, 0) >= 0 {
+		return nil, ownError(ErrUnknownPreset, "gpu", fmt.Sprintf("gpu: no preset %q (a NUL byte)", id))
+	}
+	g := newGPU()
 	cid := C.CString(id)
 	defer C.free(unsafe.Pointer(cid))
-	C.memest_gpu_init(&g.c)
 	if err := call(func() C.memest_status { return C.memest_gpu_from_preset(cid, &g.c) }); err != nil {
 		return nil, err
 	}
@@ -196,8 +321,7 @@ func GPUPreset(id string) (*GPU, error) {
 
 // CustomGPU is a GPU given by its capacity; the rest keeps the library's defaults.
 func CustomGPU(memoryBytes float64, gpusPerNode int) *GPU {
-	g := &GPU{}
-	C.memest_gpu_init(&g.c)
+	g := newGPU()
 	g.c.memory_bytes = C.double(memoryBytes)
 	g.c.gpus_per_node = C.int32_t(gpusPerNode)
 	return g
@@ -205,6 +329,16 @@ func CustomGPU(memoryBytes float64, gpusPerNode int) *GPU {
 
 func (g *GPU) Name() string         { return C.GoString(&g.c.name[0]) }
 func (g *GPU) MemoryBytes() float64 { return float64(g.c.memory_bytes) }
+
+// cGPU is a copy of g in C memory (see cModel), or nil. Free it with C.free.
+func cGPU(g *GPU) *C.memest_gpu {
+	if g == nil {
+		return nil
+	}
+	p := (*C.memest_gpu)(C.malloc(C.size_t(unsafe.Sizeof(g.c))))
+	*p = g.c
+	return p
+}
 
 // ModelPresets and GPUPresets list the built-in ids.
 func ModelPresets() []string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestPretrainScheduler(t *testing.T) {
 	}
 	if res.PeakBytes < res.EstimateBytes {
 		t.Fatalf("peak %v < estimate %v", res.PeakBytes, res.EstimateBytes)
+	}
+	if res.UsageFraction > memest.VerdictBands()["fits"] {
+		t.Fatalf("usage %v above the fits band", res.UsageFraction)
 	}
 }
 
@@ -103,13 +107,146 @@ func TestErrorNamesField(t *testing.T) {
 	}
 }
 
+// The sentinels cover the library's status table: one per failure status, with its name.
 func TestSentinelsMatchLibrary(t *testing.T) {
+	names := memest.EnumNames(memest.EnumStatus)
+	if len(names) < 2 || names[0] != "ok" {
+		t.Fatalf("status table %v", names)
+	}
+	for status, name := range names[1:] {
+		s := memest.StatusError(status + 1)
+		if s == nil {
+			t.Errorf("no sentinel for status %d (%s)", status+1, name)
+			continue
+		}
+		if s.Code != name || memest.StatusName(s.Status) != name {
+			t.Errorf("status %d: sentinel %q, library %q", s.Status, s.Code, name)
+		}
+	}
 	for _, s := range []*memest.Error{memest.ErrInvalidArgument, memest.ErrMissingField, memest.ErrWrongType,
 		memest.ErrParse, memest.ErrUnknownPreset, memest.ErrUnknownField, memest.ErrUnsupported,
 		memest.ErrOverflow, memest.ErrStructSize, memest.ErrNullPointer, memest.ErrOutOfRange,
 		memest.ErrNoMemory, memest.ErrInternal} {
-		if memest.StatusName(s.Status) != s.Code {
-			t.Errorf("status %d: %q vs %q", s.Status, memest.StatusName(s.Status), s.Code)
+		if s.Status <= 0 || s.Status >= len(names) || names[s.Status] != s.Code {
+			t.Errorf("sentinel %d %q is not in the library's table", s.Status, s.Code)
+		}
+	}
+	if memest.StatusError(0) != nil || memest.StatusError(len(names)) != nil {
+		t.Error("a sentinel outside the failure statuses")
+	}
+}
+
+// The enumerations and bands are the library's, as the JSON "enums" mode lists them.
+func TestEnumsAreTheLibraryTables(t *testing.T) {
+	resp, err := memest.Request(map[string]any{"mode": "enums"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := resp["enums"].(map[string]any)
+	for key, which := range map[string]memest.Enum{"status": memest.EnumStatus, "family": memest.EnumFamily,
+		"verdict": memest.EnumVerdict, "recompute": memest.EnumRecompute,
+		"activation_model": memest.EnumActivationModel, "prune_reason": memest.EnumPruneReason,
+		"finetune_method": memest.EnumFinetuneMethod} {
+		got := memest.EnumNames(which)
+		want := tables[key].([]any)
+		if len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%s: %v vs %v", key, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i].(string) || memest.EnumValue(which, got[i]) != i {
+				t.Fatalf("%s[%d]: %q vs %q", key, i, got[i], want[i])
+			}
+		}
+	}
+	if memest.EnumValue(memest.EnumRecompute, "sometimes") != -1 || memest.EnumNames(memest.Enum(99)) == nil ||
+		len(memest.EnumNames(memest.Enum(99))) != 0 {
+		t.Fatal("unknown names and enumerations")
+	}
+	// the header's constants are the table's values
+	for name, v := range map[string]int{"none": memest.RecomputeNone, "selective": memest.RecomputeSelective,
+		"full": memest.RecomputeFull} {
+		if memest.EnumValue(memest.EnumRecompute, name) != v {
+			t.Errorf("recompute %s: %d", name, v)
+		}
+	}
+	for name, v := range map[string]int{"cdp": memest.MethodCDP, "zero3": memest.MethodZero3, "tp": memest.MethodTP,
+		"dp+tp": memest.MethodDPTP, "cpu_offload": memest.MethodCPUOffload, "auto": memest.MethodAuto} {
+		if memest.EnumValue(memest.EnumFinetuneMethod, name) != v || memest.MethodName(v) != name {
+			t.Errorf("method %s: %d", name, v)
+		}
+	}
+	bands := memest.VerdictBands()
+	want := resp["verdict_bands"].(map[string]any)
+	if len(bands) != len(want) || len(bands) == 0 {
+		t.Fatalf("bands %v vs %v", bands, want)
+	}
+	for k, v := range want {
+		if bands[k] != v.(float64) {
+			t.Fatalf("band %s: %v vs %v", k, bands[k], v)
+		}
+	}
+	if m := mustModel(t, "gpt2"); m.Family() != "gpt" {
+		t.Fatalf("family %q", m.Family())
+	}
+}
+
+// Text the C library cannot be handed as is: refused with the binding's *Error.
+func TestRefusedInput(t *testing.T) {
+	var e *memest.Error
+	good := []byte(`{"mode": "model_states", "model": "llama-2-7b"}`)
+	if _, err := memest.RequestJSON(good); err != nil {
+		t.Fatal(err)
+	}
+	_, err := memest.RequestJSON(append(append([]byte{}, good...), []byte("\x00 lost")...))
+	if !errors.As(err, &e) || e.Code != "parse_error" || !errors.Is(err, memest.ErrParse) || e.Field != "" {
+		t.Fatalf("NUL byte: %v", err)
+	}
+	if _, err := memest.ModelFromConfigJSON([]byte("{}\x00")); !errors.Is(err, memest.ErrParse) {
+		t.Fatalf("NUL byte in a config: %v", err)
+	}
+	if _, err := memest.ModelPreset("gpt2\x00x"); !errors.Is(err, memest.ErrUnknownPreset) {
+		t.Fatalf("NUL byte in a preset id: %v", err)
+	}
+	for _, v := range []float64{math.NaN(), math.Inf(1)} {
+		_, err = memest.Request(map[string]any{"mode": "model_states", "model": map[string]any{"num_parameters": v}})
+		if !errors.Is(err, memest.ErrParse) {
+			t.Fatalf("%v: %v", v, err)
+		}
+	}
+	_, err = memest.Request(map[string]any{"mode": "model_states", "model": make(chan int)})
+	if !errors.Is(err, memest.ErrWrongType) {
+		t.Fatalf("a channel: %v", err)
+	}
+	// strict JSON: null refused with the field named, duplicate keys and 1e999 are parse errors
+	_, err = memest.Request(map[string]any{"mode": "pretrain", "model": "gpt2", "gpu": "a100-40gb",
+		"training": map[string]any{"recompute": nil}})
+	if !errors.As(err, &e) || e.Code != "wrong_type" || e.Field != "training.recompute" {
+		t.Fatalf("null: %v", err)
+	}
+	for _, text := range []string{`{"mode": "model_states", "model": "gpt2", "model": "gpt2"}`,
+		`{"mode": "model_states", "model": {"num_parameters": 1e999}}`} {
+		if _, err := memest.RequestJSON([]byte(text)); !errors.Is(err, memest.ErrParse) {
+			t.Fatalf("%s: %v", text, err)
+		}
+	}
+}
+
+// The search pins training.recompute and training.micro_batch.
+func TestSearchPinsTraining(t *testing.T) {
+	resp, err := memest.Request(map[string]any{"mode": "search", "model": "llama-3.1-8b", "gpu": "a100-40gb",
+		"parallel": map[string]any{"gpus": 8},
+		"training": map[string]any{"seq_len": 8192, "global_batch": 1024, "recompute": "full", "micro_batch": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := resp["results"].([]any)
+	if len(results) == 0 {
+		t.Fatal("no layout ranked")
+	}
+	for _, r := range results {
+		l := r.(map[string]any)["layout"].(map[string]any)
+		if l["recompute"] != "full" || l["micro_batch"].(float64) != 2 {
+			t.Fatalf("layout %v", l)
 		}
 	}
 }
@@ -135,6 +272,11 @@ func TestFinetune(t *testing.T) {
 	}
 	if len(choice.Options) != 4 || choice.Selected == "unknown" || choice.Batch < 1 {
 		t.Fatalf("%+v", choice)
+	}
+	for i, o := range choice.Options {
+		if o.Method != memest.EnumNames(memest.EnumFinetuneMethod)[i] {
+			t.Fatalf("option %d is %s", i, o.Method)
+		}
 	}
 	resp, err := memest.Request(map[string]any{"mode": "finetune", "model": "opt-1.3b", "gpu": "v100-16gb",
 		"parallel": map[string]any{"gpus": 4}, "finetune": map[string]any{"method": "auto"}})

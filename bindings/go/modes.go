@@ -1,18 +1,21 @@
 package memest
 
 /*
+#include <stdlib.h>
 #include <memest/memest.h>
 */
 import "C"
 
-// Recompute choices (memest_recompute).
+import "unsafe"
+
+// Recompute choices (memest_recompute; their names: EnumNames(EnumRecompute)).
 const (
 	RecomputeNone      = int(C.MEMEST_RECOMPUTE_NONE)
 	RecomputeSelective = int(C.MEMEST_RECOMPUTE_SELECTIVE)
 	RecomputeFull      = int(C.MEMEST_RECOMPUTE_FULL)
 )
 
-// Fine-tuning methods (memest_finetune_method).
+// Fine-tuning methods (memest_finetune_method; their names: EnumNames(EnumFinetuneMethod)).
 const (
 	MethodCDP        = int(C.MEMEST_FINETUNE_CDP)
 	MethodZero3      = int(C.MEMEST_FINETUNE_ZERO3)
@@ -41,12 +44,25 @@ type PretrainRequest struct {
 	FlashAttention                        bool
 	ActivationModel                       int
 	ParamBytes, GradBytes, OptimizerBytes float64
+	UnevenPipeline                        bool // lighter first and last stages when pp does not divide the layers
+}
+
+func (r *PretrainRequest) toC() C.memest_pretrain_request {
+	var c C.memest_pretrain_request
+	C.memest_pretrain_request_init(&c, C.uint32_t(unsafe.Sizeof(c)))
+	c.gpus, c.tp, c.cp, c.pp, c.vpp = C.int64_t(r.GPUs), C.int64_t(r.TP), C.int64_t(r.CP), C.int64_t(r.PP), C.int64_t(r.VPP)
+	c.sequence_parallel, c.zero = boolInt(r.SequenceParallel), C.int32_t(r.Zero)
+	c.seq_len, c.micro_batch, c.global_batch = C.int64_t(r.SeqLen), C.int64_t(r.MicroBatch), C.int64_t(r.GlobalBatch)
+	c.recompute, c.flash_attention, c.activation_model = C.int32_t(r.Recompute), boolInt(r.FlashAttention), C.int32_t(r.ActivationModel)
+	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
+	c.uneven_pipeline = boolInt(r.UnevenPipeline)
+	return c
 }
 
 // NewPretrainRequest returns a request holding memest_pretrain_request_init's defaults.
 func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 	var c C.memest_pretrain_request
-	C.memest_pretrain_request_init(&c)
+	C.memest_pretrain_request_init(&c, C.uint32_t(unsafe.Sizeof(c)))
 	return &PretrainRequest{
 		Model: model, GPU: gpu, GPUs: int64(c.gpus), TP: int64(c.tp), CP: int64(c.cp),
 		PP: int64(c.pp), VPP: int64(c.vpp), SequenceParallel: c.sequence_parallel != 0,
@@ -54,7 +70,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		GlobalBatch: int64(c.global_batch), Recompute: int(c.recompute),
 		FlashAttention: c.flash_attention != 0, ActivationModel: int(c.activation_model),
 		ParamBytes: float64(c.param_bytes), GradBytes: float64(c.grad_bytes),
-		OptimizerBytes: float64(c.optimizer_bytes),
+		OptimizerBytes: float64(c.optimizer_bytes), UnevenPipeline: c.uneven_pipeline != 0,
 	}
 }
 
@@ -79,27 +95,19 @@ type PretrainResult struct {
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
 func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
-	var c C.memest_pretrain_request
-	C.memest_pretrain_request_init(&c)
-	if r.Model != nil {
-		c.model = r.Model.c
-	}
-	if r.GPU != nil {
-		c.gpu = r.GPU.c
-	}
-	c.gpus, c.tp, c.cp, c.pp, c.vpp = C.int64_t(r.GPUs), C.int64_t(r.TP), C.int64_t(r.CP), C.int64_t(r.PP), C.int64_t(r.VPP)
-	c.sequence_parallel, c.zero = boolInt(r.SequenceParallel), C.int32_t(r.Zero)
-	c.seq_len, c.micro_batch, c.global_batch = C.int64_t(r.SeqLen), C.int64_t(r.MicroBatch), C.int64_t(r.GlobalBatch)
-	c.recompute, c.flash_attention, c.activation_model = C.int32_t(r.Recompute), boolInt(r.FlashAttention), C.int32_t(r.ActivationModel)
-	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
+	c := r.toC()
+	c.model, c.gpu = cModel(r.Model), cGPU(r.GPU)
+	defer C.free(unsafe.Pointer(c.model))
+	defer C.free(unsafe.Pointer(c.gpu))
 	n := r.PP
 	if n < 1 || n > 1<<17 {
 		n = 1
 	}
 	stages := make([]C.memest_stage, n)
 	var res C.memest_pretrain_result
+	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
 	if err := call(func() C.memest_status {
-		return C.memest_pretrain(&c, &res, &stages[0], C.uint32_t(len(stages)))
+		return C.memest_pretrain(&c, &res, &stages[0], C.uint32_t(unsafe.Sizeof(stages[0])), C.uint32_t(len(stages)))
 	}); err != nil {
 		return nil, err
 	}
@@ -137,7 +145,7 @@ type ModelStatesRequest struct {
 // NewModelStatesRequest returns memest_model_states_request_init's defaults.
 func NewModelStatesRequest(model *Model) *ModelStatesRequest {
 	var c C.memest_model_states_request
-	C.memest_model_states_request_init(&c)
+	C.memest_model_states_request_init(&c, C.uint32_t(unsafe.Sizeof(c)))
 	return &ModelStatesRequest{Model: model, GPUs: int64(c.gpus), Zero: int(c.zero),
 		ParamBytes: float64(c.param_bytes), GradBytes: float64(c.grad_bytes),
 		OptimizerBytes: float64(c.optimizer_bytes)}
@@ -152,16 +160,14 @@ type ModelStatesResult struct {
 // ModelStates computes weights, gradients and optimizer states per GPU (memest_model_states).
 func ModelStates(r *ModelStatesRequest) (*ModelStatesResult, error) {
 	var c C.memest_model_states_request
-	C.memest_model_states_request_init(&c)
-	if r.Model != nil {
-		c.model = r.Model.c
-	}
-	if r.GPU != nil {
-		c.gpu = r.GPU.c
-	}
+	C.memest_model_states_request_init(&c, C.uint32_t(unsafe.Sizeof(c)))
+	c.model, c.gpu = cModel(r.Model), cGPU(r.GPU) // a nil GPU: verdict "unknown"
+	defer C.free(unsafe.Pointer(c.model))
+	defer C.free(unsafe.Pointer(c.gpu))
 	c.gpus, c.zero = C.int64_t(r.GPUs), C.int32_t(r.Zero)
 	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
 	var res C.memest_model_states_result
+	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
 	if err := call(func() C.memest_status { return C.memest_model_states(&c, &res) }); err != nil {
 		return nil, err
 	}
@@ -186,7 +192,7 @@ type FinetuneRequest struct {
 // NewFinetuneRequest returns memest_finetune_request_init's defaults.
 func NewFinetuneRequest(model *Model, gpu *GPU) *FinetuneRequest {
 	var c C.memest_finetune_request
-	C.memest_finetune_request_init(&c)
+	C.memest_finetune_request_init(&c, C.uint32_t(unsafe.Sizeof(c)))
 	return &FinetuneRequest{Model: model, GPU: gpu, GPUs: int64(c.gpus), Method: int(c.method),
 		TP: int64(c.tp), Batch: int64(c.batch), SeqLen: int64(c.seq_len),
 		GradientCheckpointing: c.gradient_checkpointing != 0, FlashAttention: c.flash_attention != 0,
@@ -194,19 +200,20 @@ func NewFinetuneRequest(model *Model, gpu *GPU) *FinetuneRequest {
 		PageBytes: float64(c.page_bytes), ChunkBytes: float64(c.chunk_bytes)}
 }
 
+// toC is the C request, pointing at C copies of the model and GPU: call free when done.
 func (r *FinetuneRequest) toC() C.memest_finetune_request {
 	var c C.memest_finetune_request
-	C.memest_finetune_request_init(&c)
-	if r.Model != nil {
-		c.model = r.Model.c
-	}
-	if r.GPU != nil {
-		c.gpu = r.GPU.c
-	}
+	C.memest_finetune_request_init(&c, C.uint32_t(unsafe.Sizeof(c)))
+	c.model, c.gpu = cModel(r.Model), cGPU(r.GPU)
 	c.gpus, c.method, c.tp, c.batch, c.seq_len = C.int64_t(r.GPUs), C.int32_t(r.Method), C.int64_t(r.TP), C.int64_t(r.Batch), C.int64_t(r.SeqLen)
 	c.gradient_checkpointing, c.flash_attention = boolInt(r.GradientCheckpointing), boolInt(r.FlashAttention)
 	c.param_bytes, c.base_bytes, c.page_bytes, c.chunk_bytes = C.double(r.ParamBytes), C.double(r.BaseBytes), C.double(r.PageBytes), C.double(r.ChunkBytes)
 	return c
+}
+
+func freeFinetune(c *C.memest_finetune_request) {
+	C.free(unsafe.Pointer(c.model))
+	C.free(unsafe.Pointer(c.gpu))
 }
 
 // FinetuneResult is the part of memest_finetune_result a scheduler needs.
@@ -220,7 +227,9 @@ type FinetuneResult struct {
 // Finetune is LLMem's peak for one method at the request's batch (memest_finetune).
 func Finetune(r *FinetuneRequest) (*FinetuneResult, error) {
 	c := r.toC()
+	defer freeFinetune(&c)
 	var res C.memest_finetune_result
+	res.struct_size = C.uint32_t(unsafe.Sizeof(res))
 	if err := call(func() C.memest_status { return C.memest_finetune(&c, &res) }); err != nil {
 		return nil, err
 	}
@@ -247,12 +256,20 @@ type FinetuneChoice struct {
 // FinetuneSelect runs LLMem's Algorithm 1 (memest_finetune_select).
 func FinetuneSelect(r *FinetuneRequest) (*FinetuneChoice, error) {
 	c := r.toC()
+	defer freeFinetune(&c)
 	var ch C.memest_finetune_choice
-	if err := call(func() C.memest_status { return C.memest_finetune_select(&c, &ch) }); err != nil {
+	ch.struct_size = C.uint32_t(unsafe.Sizeof(ch))
+	options := make([]C.memest_finetune_option, 8)
+	if err := call(func() C.memest_status {
+		return C.memest_finetune_select(&c, &ch, &options[0], C.uint32_t(unsafe.Sizeof(options[0])), C.uint32_t(len(options)))
+	}); err != nil {
 		return nil, err
 	}
 	out := &FinetuneChoice{Selected: MethodName(int(ch.selected)), Batch: int64(ch.batch)}
-	for _, o := range ch.options {
+	if n := int(ch.option_count); n < len(options) {
+		options = options[:n]
+	}
+	for _, o := range options {
 		out.Options = append(out.Options, FinetuneOption{MethodName(int(o.method)), o.applicable != 0,
 			int64(o.tp), int64(o.dp), int64(o.max_batch), float64(o.score), float64(o.peak_bytes)})
 	}

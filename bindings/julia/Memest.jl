@@ -15,7 +15,7 @@ symbols, signatures and calling sequences from Python's ctypes, reading them fro
 """
 module Memest
 
-export request, MemestError, version, model_presets, gpu_presets
+export request, MemestError, version, model_presets, gpu_presets, enums, enum_names, verdict_bands
 
 const libmemest = get(ENV, "MEMEST_LIBRARY", "libmemest")
 
@@ -31,7 +31,7 @@ end
 Base.showerror(io::IO, e::MemestError) =
     print(io, "MemestError(", e.code, ", field \"", e.field, "\"): ", e.message)
 
-"""The C library's version string, e.g. "0.1.0"."""
+"""The C library's version string, e.g. "1.0.0"."""
 version() = unsafe_string(ccall((:memest_version_string, libmemest), Cstring, ()))
 
 """MAJOR*10000 + MINOR*100 + PATCH."""
@@ -40,6 +40,40 @@ version_number() = Int(ccall((:memest_version_number, libmemest), UInt32, ()))
 """The lower-case name of a status code."""
 status_name(status::Integer) =
     unsafe_string(ccall((:memest_status_name, libmemest), Cstring, (Cint,), status))
+
+"""The library's enumerations (memest_enum values of memest.h), by the keys of the JSON
+"enums" mode. Their names come from the library: `enum_names`, `enums`."""
+const ENUM_KINDS = (status = 0, family = 1, verdict = 2, recompute = 3, activation_model = 4,
+                    prune_reason = 5, finetune_method = 6)
+
+"""
+    enum_names(which::Integer) -> Vector{String}
+
+The names of enumeration `which` (a value of `ENUM_KINDS`) by value, from the library's table
+(memest_enum_count, memest_enum_name): the names JSON requests and responses use.
+"""
+function enum_names(which::Integer)
+    n = ccall((:memest_enum_count, libmemest), UInt32, (Cint,), which)
+    return [unsafe_string(ccall((:memest_enum_name, libmemest), Cstring, (Cint, Int32), which, v)) for v in 0:Int(n)-1]
+end
+
+"""The value named `name` in enumeration `which`, or -1 (memest_enum_value)."""
+enum_value(which::Integer, name::AbstractString) =
+    Int(ccall((:memest_enum_value, libmemest), Int32, (Cint, Cstring), which, name))
+
+"""Every enumeration's names, by the keys of `ENUM_KINDS`."""
+enums() = Dict(String(k) => enum_names(v) for (k, v) in pairs(ENUM_KINDS))
+
+"""The upper bound of each bounded verdict band as a fraction of capacity, e.g.
+Dict("fits" => 0.8, "tight" => 1.0) (memest_verdict_limit); above the last, the verdict is "oom"."""
+function verdict_bands()
+    bands = Dict{String,Float64}()
+    for (v, name) in enumerate(enum_names(ENUM_KINDS.verdict))
+        limit = ccall((:memest_verdict_limit, libmemest), Cdouble, (Cint,), v - 1)
+        limit > 0 && (bands[name] = limit)
+    end
+    return bands
+end
 
 # The thread's last error, read right after the failing call (no yield point in between).
 function last_error(status::Integer)
@@ -52,9 +86,16 @@ end
     request(json::AbstractString) -> String
 
 Answers a JSON request (any mode: "pretrain", "model_states", "finetune", "search", ...) with
-memest_request_json and returns the response JSON text. Throws `MemestError` for a bad request.
+memest_request_json and returns the response JSON text. Throws `MemestError` for a bad request,
+a parse error for text holding a NUL character (a C string would end there).
 """
 function request(json::AbstractString)::String
+    nul = findfirst(==('\0'), json)
+    if nul !== nothing
+        status = enum_value(ENUM_KINDS.status, "parse_error")
+        throw(MemestError(status, status_name(status), "",
+                          "request is not valid JSON: a NUL byte at offset $(nul - 1) (a C string ends there)"))
+    end
     out = Ref{Ptr{Cchar}}(C_NULL)
     status = ccall((:memest_request_json, libmemest), Cint, (Cstring, Ref{Ptr{Cchar}}), json, out)
     err = status == 0 ? nothing : last_error(status)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Language bindings suite (issue 5): builds libmemest (Release, installed to a prefix, and
-# ASan+UBSan), then
+# Language bindings suite: builds libmemest (Release, installed to a prefix, and ASan+UBSan),
+# then
 #   C      the cross-language runner + typed-API/bad-input checks under ASan/LSan/UBSan
 #   Python the wheel (pip, offline), installed into a fresh venv; pytest against the install
 #   Go     go vet + go test (cgo, pkg-config memest)
@@ -26,7 +26,10 @@ PC=$(dirname "$(find "$B/prefix" -name memest.pc | head -1)")
 LIBDIR=$(cd "$PC/.." && pwd)
 export PKG_CONFIG_PATH="$PC"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export MEMEST_LIBRARY="$LIBDIR/libmemest.so.0"
+# The shared library by its SONAME (libmemest.so.<major>), as a program linked to it loads it.
+SONAME=$(objdump -p "$LIBDIR/libmemest.so" | awk '$1 == "SONAME" { print $2 }')
+[ -n "$SONAME" ] || { echo "20-bindings: libmemest.so has no SONAME" >&2; exit 1; }
+export MEMEST_LIBRARY="$LIBDIR/$SONAME"
 CLI="$B/release/bindings/cli/memest"
 
 echo "-- C: cross-language runner under ASan + UBSan + LSan"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Component suite: the WebAssembly build and the browser calculator (issue 6).
+# Component suite: the WebAssembly build and the browser calculator.
 #  1. wasm/: build the module with Debian's emscripten, check wasm/exports.txt against memest.h,
 #     run the wrapper's unit tests in Node (node:test).
 #  2. web/: npm ci (committed lockfile), vite build, the CLI for cross-checks, then the E2E tests

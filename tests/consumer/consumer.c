@@ -7,8 +7,9 @@ int main(void) {
   memest_gpu gpu;
   memest_pretrain_request r;
   memest_pretrain_result out;
-  memest_model_init(&model, sizeof model);
-  memest_gpu_init(&gpu, sizeof gpu);
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  out.struct_size = sizeof out;
   memest_pretrain_request_init(&r, sizeof r);
   if (memest_model_from_preset("llama-3.1-8b", &model) != MEMEST_OK ||
       memest_gpu_from_preset("a100-40gb", &gpu) != MEMEST_OK) {
@@ -21,8 +22,7 @@ int main(void) {
   r.tp = 4;
   r.pp = 2;
   r.seq_len = 8192;
-  out.struct_size = sizeof out;
-  if (memest_pretrain(&r, &out, NULL, 0, 0) != MEMEST_OK) {
+  if (memest_pretrain(&r, &out, NULL, sizeof(memest_stage), 0) != MEMEST_OK) {
     fprintf(stderr, "%s\n", memest_last_error());
     return 1;
   }

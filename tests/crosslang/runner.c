@@ -6,10 +6,11 @@
  *                     {"ok": false, "error": {...}} rebuilt from the status code,
  *                     memest_last_error_field() and memest_last_error() (the C way to see an
  *                     error), after checking that the returned error document was produced.
- *   runner --typed    calls the typed entry points (pretrain, model states, fine-tuning, presets,
- *                     config parsing) with good and bad inputs: NULL pointers, short structs,
- *                     unknown presets, inconsistent layouts; checks they agree with the JSON
- *                     entry point and that out-parameters are untouched on failure.
+ *   runner --typed    calls the typed entry points (pretrain, model states, fine-tuning, search,
+ *                     presets, config parsing, the enum table) with good and bad inputs: NULL
+ *                     pointers, missing models and GPUs, struct sizes the library does not know,
+ *                     unknown presets, inconsistent layouts, strict JSON; checks they agree with
+ *                     the JSON entry point and that out-parameters are untouched on failure.
  * Exit status 0 when every check holds.
  */
 #include <memest/memest.h>
@@ -105,16 +106,27 @@ static char *answer(const char *request) {
 }
 
 static void typed_pretrain(void) {
+  memest_model model;
+  memest_gpu gpu;
   memest_pretrain_request r;
   memest_pretrain_result out;
   memest_stage stages[2];
-  CHECK(memest_pretrain_request_init(&r) == MEMEST_OK);
-  CHECK(memest_model_from_preset("llama-3.1-8b", &r.model) == MEMEST_OK);
-  CHECK(memest_gpu_from_preset("a100-40gb", &r.gpu) == MEMEST_OK);
+  CHECK(memest_model_init(&model, sizeof model) == MEMEST_OK && model.struct_size == sizeof model);
+  CHECK(memest_gpu_init(&gpu, sizeof gpu) == MEMEST_OK && gpu.struct_size == sizeof gpu);
+  CHECK(memest_model_from_preset("llama-3.1-8b", &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("a100-40gb", &gpu) == MEMEST_OK);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK && r.struct_size == sizeof r);
+  CHECK(r.model == NULL && r.gpu == NULL); /* no model or GPU until the caller points at them */
+  r.model = &model;
+  r.gpu = &gpu;
   r.gpus = 8; r.tp = 4; r.pp = 2; r.seq_len = 8192; r.global_batch = 1024;
-  CHECK(memest_pretrain(&r, &out, stages, 2) == MEMEST_OK);
+  out.struct_size = sizeof out;
+  CHECK(memest_pretrain(&r, &out, stages, sizeof(memest_stage), 2) == MEMEST_OK);
+  CHECK(out.struct_size == sizeof out);
   CHECK(out.stage_count == 2 && out.verdict == MEMEST_VERDICT_FITS);
+  CHECK(stages[0].struct_size == sizeof(memest_stage) && stages[1].index == 1);
   CHECK(strcmp(memest_verdict_name((memest_verdict)out.verdict), "fits") == 0);
+  CHECK(out.usage_fraction <= memest_verdict_limit(MEMEST_VERDICT_FITS));
   char *json = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-40gb\","
                       " \"parallel\": {\"gpus\": 8, \"tp\": 4, \"pp\": 2},"
                       " \"training\": {\"seq_len\": 8192, \"global_batch\": 1024}}");
@@ -125,58 +137,113 @@ static void typed_pretrain(void) {
 
   /* only the result, no stage array */
   memest_pretrain_result bare;
-  CHECK(memest_pretrain(&r, &bare, NULL, 0) == MEMEST_OK);
-  CHECK(bare.estimate_bytes == out.estimate_bytes);
+  memset(&bare, 0, sizeof bare);
+  bare.struct_size = sizeof bare;
+  CHECK(memest_pretrain(&r, &bare, NULL, sizeof(memest_stage), 0) == MEMEST_OK);
+  CHECK(bare.estimate_bytes == out.estimate_bytes && bare.stage_count == 2);
 
   /* bad inputs: the field is named and out-parameters stay untouched */
   memest_pretrain_result untouched;
   memset(&untouched, 0xAB, sizeof untouched);
+  untouched.struct_size = sizeof untouched;
   memest_pretrain_result copy = untouched;
+  memest_stage stage_copy[2];
+  memcpy(stage_copy, stages, sizeof stages);
   r.tp = 3;
-  CHECK(memest_pretrain(&r, &untouched, stages, 2) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(memest_pretrain(&r, &untouched, stages, sizeof(memest_stage), 2) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(strcmp(memest_last_error_field(), "parallel.tp") == 0);
   CHECK(strlen(memest_last_error()) > 0);
   CHECK(memcmp(&untouched, &copy, sizeof copy) == 0);
+  CHECK(memcmp(stages, stage_copy, sizeof stages) == 0);
   r.tp = 4;
-  CHECK(memest_pretrain(NULL, &out, stages, 2) == MEMEST_ERR_NULL_POINTER);
-  CHECK(memest_pretrain(&r, NULL, stages, 2) == MEMEST_ERR_NULL_POINTER);
+  CHECK(memest_pretrain(NULL, &out, stages, sizeof(memest_stage), 2) == MEMEST_ERR_NULL_POINTER);
+  CHECK(memest_pretrain(&r, NULL, stages, sizeof(memest_stage), 2) == MEMEST_ERR_NULL_POINTER);
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof(memest_stage), 2) == MEMEST_ERR_NULL_POINTER);
+  /* struct sizes the library does not know */
   memest_pretrain_request old = r;
   old.struct_size = 8;
-  CHECK(memest_pretrain(&old, &out, stages, 2) == MEMEST_ERR_STRUCT_SIZE);
-  memest_gpu gpu;
-  memest_gpu_init(&gpu);
-  r.gpu = gpu; /* no capacity */
-  CHECK(memest_pretrain(&r, &out, stages, 2) != MEMEST_OK);
+  CHECK(memest_pretrain(&old, &out, stages, sizeof(memest_stage), 2) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(strcmp(memest_last_error_field(), "request.struct_size") == 0);
+  old.struct_size = sizeof old + 8;
+  CHECK(memest_pretrain(&old, &out, stages, sizeof(memest_stage), 2) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memest_pretrain(&r, &out, stages, sizeof(memest_stage) - 8, 2) == MEMEST_ERR_STRUCT_SIZE);
+  copy = untouched;
+  untouched.struct_size = 0; /* a result whose size the caller forgot */
+  copy.struct_size = 0;
+  CHECK(memest_pretrain(&r, &untouched, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memcmp(&untouched, &copy, sizeof copy) == 0);
+  memest_model small_model = model;
+  small_model.struct_size = 4;
+  r.model = &small_model;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(strcmp(memest_last_error_field(), "model.struct_size") == 0);
+  CHECK(memest_pretrain_request_init(&old, 4) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memest_model_init(&small_model, 4) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memest_gpu_init(NULL, sizeof gpu) == MEMEST_ERR_NULL_POINTER);
+  /* model and GPU by pointer: a missing one is named */
+  r.model = NULL;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_MISSING_FIELD);
+  CHECK(strcmp(memest_last_error_field(), "model") == 0);
+  r.model = &model;
+  r.gpu = NULL;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_MISSING_FIELD);
+  CHECK(strcmp(memest_last_error_field(), "gpu") == 0);
+  memest_gpu no_capacity;
+  memest_gpu_init(&no_capacity, sizeof no_capacity);
+  r.gpu = &no_capacity;
+  CHECK(memest_pretrain(&r, &out, stages, sizeof(memest_stage), 2) != MEMEST_OK);
 }
 
 static void typed_model_states(void) {
+  memest_model model;
   memest_model_states_request r;
   memest_model_states_result out;
-  CHECK(memest_model_states_request_init(&r) == MEMEST_OK);
-  memest_model_init(&r.model);
-  r.model.num_parameters = 7.5e9;
+  CHECK(memest_model_states_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.model == NULL && r.gpu == NULL);
+  memest_model_init(&model, sizeof model);
+  model.num_parameters = 7.5e9;
+  r.model = &model; /* gpu stays NULL: the verdict is unknown */
   r.gpus = 64; r.zero = 1; r.param_bytes = 2; r.grad_bytes = 2;
+  out.struct_size = sizeof out;
   CHECK(memest_model_states(&r, &out) == MEMEST_OK);
-  CHECK(out.verdict == MEMEST_VERDICT_UNKNOWN);
+  CHECK(out.verdict == MEMEST_VERDICT_UNKNOWN && out.capacity_bytes == 0);
   char *json = answer("{\"mode\": \"model_states\", \"model\": {\"num_parameters\": 7.5e9},"
                       " \"parallel\": {\"gpus\": 64, \"zero\": 1},"
                       " \"training\": {\"param_dtype\": \"fp16\", \"grad_dtype\": \"fp16\"}}");
   CHECK(json_number(json, "estimate_bytes") == out.estimate_bytes);
   memest_string_free(json);
+  memest_gpu gpu;
+  gpu.struct_size = sizeof gpu;
+  CHECK(memest_gpu_from_preset("a100-80gb", &gpu) == MEMEST_OK);
+  r.gpu = &gpu;
+  CHECK(memest_model_states(&r, &out) == MEMEST_OK && out.capacity_bytes == gpu.memory_bytes);
+  CHECK(out.verdict != MEMEST_VERDICT_UNKNOWN);
   r.zero = 4;
   CHECK(memest_model_states(&r, &out) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(strcmp(memest_last_error_field(), "parallel.zero") == 0);
   CHECK(memest_model_states(&r, NULL) == MEMEST_ERR_NULL_POINTER);
+  r.zero = 1;
+  r.model = NULL;
+  CHECK(memest_model_states(&r, &out) == MEMEST_ERR_MISSING_FIELD);
+  CHECK(strcmp(memest_last_error_field(), "model") == 0);
 }
 
 static void typed_finetune(void) {
+  memest_model model;
+  memest_gpu gpu;
   memest_finetune_request r;
   memest_finetune_result out;
   memest_finetune_choice choice;
-  CHECK(memest_finetune_request_init(&r) == MEMEST_OK);
-  CHECK(memest_model_from_preset("opt-2.7b", &r.model) == MEMEST_OK);
-  CHECK(memest_gpu_from_preset("v100-16gb", &r.gpu) == MEMEST_OK);
+  memest_finetune_option options[4];
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  CHECK(memest_finetune_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(memest_model_from_preset("opt-2.7b", &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("v100-16gb", &gpu) == MEMEST_OK);
+  r.model = &model;
+  r.gpu = &gpu;
   r.gpus = 4; r.method = MEMEST_FINETUNE_ZERO3; r.batch = 8; r.seq_len = 512;
+  out.struct_size = sizeof out;
   CHECK(memest_finetune(&r, &out) == MEMEST_OK);
   char *json = answer("{\"mode\": \"finetune\", \"model\": \"opt-2.7b\", \"gpu\": \"v100-16gb\","
                       " \"parallel\": {\"gpus\": 4}, \"training\": {\"seq_len\": 512},"
@@ -185,21 +252,113 @@ static void typed_finetune(void) {
   memest_string_free(json);
   r.method = MEMEST_FINETUNE_AUTO;
   CHECK(memest_finetune(&r, &out) != MEMEST_OK); /* AUTO is for memest_finetune_select */
-  CHECK(memest_finetune_select(&r, &choice) == MEMEST_OK);
+  choice.struct_size = sizeof choice;
+  CHECK(memest_finetune_select(&r, &choice, options, sizeof(memest_finetune_option), 4) == MEMEST_OK);
+  CHECK(choice.option_count == 4);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(options[i].struct_size == sizeof(memest_finetune_option));
+    CHECK(options[i].method == i); /* Algorithm 1's order: CDP, ZeRO-3, TP, DP+TP */
+  }
   CHECK(strcmp(memest_finetune_method_name((memest_finetune_method)choice.selected), "unknown") != 0);
   json = answer("{\"mode\": \"finetune\", \"model\": \"opt-2.7b\", \"gpu\": \"v100-16gb\","
                 " \"parallel\": {\"gpus\": 4}, \"training\": {\"seq_len\": 512},"
                 " \"finetune\": {\"method\": \"auto\"}}");
   CHECK(json_number(json, "max_batch") == (double)choice.batch);
   memest_string_free(json);
+  /* the choice alone, without the per-method options */
+  memest_finetune_choice alone;
+  alone.struct_size = sizeof alone;
+  CHECK(memest_finetune_select(&r, &alone, NULL, sizeof(memest_finetune_option), 0) == MEMEST_OK);
+  CHECK(alone.selected == choice.selected && alone.batch == choice.batch);
+  CHECK(memest_finetune_select(&r, &alone, options, 4, 4) == MEMEST_ERR_STRUCT_SIZE);
   r.gpus = 0;
-  CHECK(memest_finetune_select(&r, &choice) != MEMEST_OK);
+  CHECK(memest_finetune_select(&r, &choice, options, sizeof(memest_finetune_option), 4) != MEMEST_OK);
   CHECK(strlen(memest_last_error_field()) > 0);
+}
+
+static void typed_search(void) {
+  memest_model model;
+  memest_gpu gpu;
+  memest_pretrain_request base;
+  memest_search_request s;
+  memest_search_result res;
+  memest_search_entry entries[3];
+  uint64_t pruned[MEMEST_PRUNE_REASON_COUNT];
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  CHECK(memest_model_from_preset("llama-3.1-8b", &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("a100-40gb", &gpu) == MEMEST_OK);
+  CHECK(memest_pretrain_request_init(&base, sizeof base) == MEMEST_OK);
+  base.model = &model;
+  base.gpu = &gpu;
+  base.gpus = 64; base.seq_len = 8192; base.global_batch = 1024;
+  CHECK(memest_search_request_init(&s, sizeof s) == MEMEST_OK && s.base == NULL);
+  s.base = &base;
+  res.struct_size = sizeof res;
+  CHECK(memest_search(&s, &res, entries, sizeof(memest_search_entry), 3, pruned,
+                      MEMEST_PRUNE_REASON_COUNT) == MEMEST_OK);
+  CHECK(res.count == 3 && res.ranked >= 3);
+  uint64_t sum = 0;
+  for (int i = 0; i < MEMEST_PRUNE_REASON_COUNT; ++i) sum += pruned[i];
+  CHECK(sum == res.pruned_total);
+  CHECK(entries[0].tflops_per_gpu >= entries[1].tflops_per_gpu);
+  CHECK(entries[0].struct_size == sizeof(memest_search_entry));
+  CHECK(entries[0].tp * entries[0].cp * entries[0].pp * entries[0].dp == 64);
+  char *json = answer("{\"mode\": \"search\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-40gb\","
+                      " \"parallel\": {\"gpus\": 64}, \"training\": {\"seq_len\": 8192,"
+                      " \"global_batch\": 1024}, \"search\": {\"top\": 3}}");
+  CHECK(json_number(json, "tflops_per_gpu") == entries[0].tflops_per_gpu);
+  CHECK(json_number(json, "peak_bytes") == entries[0].peak_bytes);
+  CHECK(json_number(json, "pruned_total") == (double)res.pruned_total);
+  CHECK(json_number(json, "oom") == (double)pruned[MEMEST_PRUNE_OOM]);
+  memest_string_free(json);
+
+  /* the best layout through memest_pretrain: the same peak */
+  memest_pretrain_request one = base;
+  memest_pretrain_result p;
+  one.tp = entries[0].tp; one.cp = entries[0].cp; one.pp = entries[0].pp; one.vpp = entries[0].vpp;
+  one.micro_batch = entries[0].micro_batch; one.recompute = entries[0].recompute;
+  one.zero = entries[0].zero; one.uneven_pipeline = 1;
+  p.struct_size = sizeof p;
+  CHECK(memest_pretrain(&one, &p, NULL, sizeof(memest_stage), 0) == MEMEST_OK);
+  CHECK(p.peak_bytes == entries[0].peak_bytes);
+
+  /* an explicit shortlist: a bad layout is counted, not raised */
+  memest_layout layouts[2];
+  CHECK(memest_layout_init(&layouts[0], sizeof layouts[0]) == MEMEST_OK);
+  CHECK(memest_layout_init(&layouts[1], sizeof layouts[1]) == MEMEST_OK);
+  CHECK(layouts[0].tp == 1 && layouts[0].micro_batch == 1 && layouts[0].zero == 1);
+  layouts[0].tp = 4; layouts[0].pp = 2;
+  layouts[1].tp = 3;
+  s.layouts = layouts;
+  s.layout_count = 2;
+  CHECK(memest_search(&s, &res, entries, sizeof(memest_search_entry), 3, pruned,
+                      MEMEST_PRUNE_REASON_COUNT) == MEMEST_OK);
+  CHECK(res.count == 1 && entries[0].tp == 4 && entries[0].pp == 2);
+  CHECK(pruned[MEMEST_PRUNE_TP_HEADS] == 1);
+  /* fewer prune counts than reasons, or none at all */
+  CHECK(memest_search(&s, &res, entries, sizeof(memest_search_entry), 3, pruned, 1) == MEMEST_OK);
+  CHECK(memest_search(&s, &res, NULL, sizeof(memest_search_entry), 0, NULL, 0) == MEMEST_OK);
+  CHECK(res.count == 0 && res.ranked == 1);
+  CHECK(memest_search(&s, &res, entries, sizeof(memest_search_entry), 3, NULL, 2) ==
+        MEMEST_ERR_NULL_POINTER);
+  layouts[1].struct_size = 4;
+  CHECK(memest_search(&s, &res, entries, sizeof(memest_search_entry), 3, pruned, 2) ==
+        MEMEST_ERR_STRUCT_SIZE);
+  CHECK(strcmp(memest_last_error_field(), "search.layouts[1].struct_size") == 0);
+  s.layouts = NULL;
+  s.layout_count = 0;
+  s.base = NULL;
+  CHECK(memest_search(&s, &res, entries, sizeof(memest_search_entry), 3, pruned, 2) ==
+        MEMEST_ERR_MISSING_FIELD);
+  CHECK(strcmp(memest_last_error_field(), "base") == 0);
 }
 
 static void typed_models(void) {
   memest_model m;
   memest_param_count c;
+  memest_model_init(&m, sizeof m);
+  c.struct_size = sizeof c;
   uint32_t n = memest_model_preset_count();
   CHECK(n > 0);
   for (uint32_t i = 0; i < n; ++i) {
@@ -208,10 +367,12 @@ static void typed_models(void) {
     CHECK(memest_model_from_preset(id, &m) == MEMEST_OK);
     CHECK(memest_model_validate(&m) == MEMEST_OK);
     CHECK(memest_model_parameter_count(&m, &c) == MEMEST_OK && c.total > 0);
+    CHECK(memest_enum_name(MEMEST_ENUM_FAMILY, m.family) != NULL);
   }
   CHECK(memest_model_preset_id(n) == NULL);
   for (uint32_t i = 0; i < memest_gpu_preset_count(); ++i) {
     memest_gpu g;
+    g.struct_size = sizeof g;
     CHECK(memest_gpu_from_preset(memest_gpu_preset_id(i), &g) == MEMEST_OK && g.memory_bytes > 0);
   }
   CHECK(memest_gpu_preset_id(memest_gpu_preset_count()) == NULL);
@@ -224,9 +385,88 @@ static void typed_models(void) {
   CHECK(memest_model_from_config_json("{not json", &m) == MEMEST_ERR_PARSE);
   CHECK(memest_model_from_config_json("[1, 2]", &m) != MEMEST_OK);
   CHECK(memest_model_from_config_json(NULL, &m) == MEMEST_ERR_NULL_POINTER);
+  memest_model unsized;
+  memset(&unsized, 0, sizeof unsized); /* struct_size 0: refused, left as it was */
+  CHECK(memest_model_from_preset("gpt2", &unsized) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(unsized.hidden_size == 0 && unsized.struct_size == 0);
+  c.struct_size = 0;
+  CHECK(memest_model_parameter_count(&m, &c) == MEMEST_ERR_STRUCT_SIZE);
   CHECK(strcmp(memest_status_name((memest_status)999), "unknown") == 0);
   CHECK(memest_version_number() == MEMEST_VERSION_NUMBER);
   CHECK(strcmp(memest_version_string(), MEMEST_VERSION_STRING) == 0);
+}
+
+/* The enum table: every name the bindings and the page show comes from here. */
+static void typed_enums(void) {
+  /* This header's counts are the library's (a program built against an older header may see
+     more values at run time; this runner is built against the library's own header). */
+  CHECK(memest_enum_count(MEMEST_ENUM_STATUS) == MEMEST_STATUS_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_FAMILY) == MEMEST_FAMILY_GPT + 1);
+  CHECK(memest_enum_count(MEMEST_ENUM_VERDICT) == MEMEST_VERDICT_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_RECOMPUTE) == MEMEST_RECOMPUTE_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_ACTIVATION_MODEL) == MEMEST_ACTIVATIONS_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_PRUNE_REASON) == MEMEST_PRUNE_REASON_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_FINETUNE_METHOD) == MEMEST_FINETUNE_METHOD_COUNT);
+  CHECK(memest_enum_count(MEMEST_ENUM_COUNT) == 0);
+  CHECK(memest_enum_count((memest_enum)-1) == 0);
+  for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
+    const uint32_t n = memest_enum_count((memest_enum)e);
+    CHECK(n > 0);
+    for (uint32_t v = 0; v < n; ++v) {
+      const char *name = memest_enum_name((memest_enum)e, (int32_t)v);
+      CHECK(name != NULL && strlen(name) > 0);
+      if (name) CHECK(memest_enum_value((memest_enum)e, name) == (int32_t)v);
+    }
+    CHECK(memest_enum_name((memest_enum)e, (int32_t)n) == NULL);
+    CHECK(memest_enum_name((memest_enum)e, -1) == NULL);
+    CHECK(memest_enum_value((memest_enum)e, "no-such-name") == -1);
+    CHECK(memest_enum_value((memest_enum)e, NULL) == -1);
+  }
+  /* the older per-enum name functions agree with the table */
+  for (int32_t v = 0; v < MEMEST_STATUS_COUNT; ++v) {
+    CHECK(strcmp(memest_status_name((memest_status)v), memest_enum_name(MEMEST_ENUM_STATUS, v)) == 0);
+  }
+  for (int32_t v = 0; v < MEMEST_VERDICT_COUNT; ++v) {
+    CHECK(strcmp(memest_verdict_name((memest_verdict)v), memest_enum_name(MEMEST_ENUM_VERDICT, v)) == 0);
+  }
+  for (int32_t v = 0; v < MEMEST_PRUNE_REASON_COUNT; ++v) {
+    CHECK(strcmp(memest_prune_reason_name((memest_prune_reason)v),
+                 memest_enum_name(MEMEST_ENUM_PRUNE_REASON, v)) == 0);
+  }
+  for (int32_t v = 0; v < MEMEST_FINETUNE_METHOD_COUNT; ++v) {
+    CHECK(strcmp(memest_finetune_method_name((memest_finetune_method)v),
+                 memest_enum_name(MEMEST_ENUM_FINETUNE_METHOD, v)) == 0);
+  }
+  CHECK(strcmp(memest_verdict_name(MEMEST_VERDICT_COUNT), "unknown") == 0);
+  CHECK(strcmp(memest_prune_reason_name(MEMEST_PRUNE_REASON_COUNT), "unknown") == 0);
+  /* the verdict bands */
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_FITS) == 0.8);
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_TIGHT) == 1.0);
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_OOM) == 0);
+  CHECK(memest_verdict_limit(MEMEST_VERDICT_UNKNOWN) == 0);
+  /* the JSON "enums" mode lists the same names in the same order, and the same bands */
+  char *json = answer("{\"mode\": \"enums\"}");
+  CHECK(json_number(json, "fits") == memest_verdict_limit(MEMEST_VERDICT_FITS));
+  CHECK(json_number(json, "tight") == memest_verdict_limit(MEMEST_VERDICT_TIGHT));
+  const char *keys[MEMEST_ENUM_COUNT] = {"status", "family", "verdict", "recompute",
+                                         "activation_model", "prune_reason", "finetune_method"};
+  for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);
+    const char *p = json ? strstr(json, pattern) : NULL;
+    CHECK(p != NULL);
+    if (!p) continue;
+    p += strlen(pattern);
+    for (uint32_t v = 0; v < memest_enum_count((memest_enum)e); ++v) {
+      char quoted[64];
+      snprintf(quoted, sizeof quoted, "\"%s\"", memest_enum_name((memest_enum)e, (int32_t)v));
+      const char *q = strstr(p, quoted);
+      const char *end = strchr(p, ']');
+      CHECK(q != NULL && end != NULL && q < end);
+      if (q) p = q + strlen(quoted);
+    }
+  }
+  memest_string_free(json);
 }
 
 static void json_bad_inputs(void) {
@@ -246,6 +486,38 @@ static void json_bad_inputs(void) {
     if (s != MEMEST_OK) CHECK(response && strstr(response, memest_status_name(s)) != NULL);
     memest_string_free(response);
   }
+  /* strict JSON: null for a field, duplicate keys, numbers past a double */
+  struct {
+    const char *request;
+    memest_status status;
+    const char *field;
+  } strict[] = {
+      {"{\"mode\": \"pretrain\", \"model\": \"gpt2\", \"gpu\": \"a100-40gb\","
+       " \"training\": {\"recompute\": null}}", MEMEST_ERR_TYPE, "training.recompute"},
+      {"{\"mode\": \"pretrain\", \"model\": \"gpt2\", \"gpu\": null}", MEMEST_ERR_TYPE, "gpu"},
+      {"{\"mode\": \"pretrain\", \"model\": \"gpt2\", \"model\": \"gpt2\", \"gpu\": \"a100-40gb\"}",
+       MEMEST_ERR_PARSE, ""},
+      {"{\"mode\": \"model_states\", \"model\": {\"num_parameters\": 1e999}}", MEMEST_ERR_PARSE, ""},
+  };
+  for (size_t i = 0; i < sizeof strict / sizeof strict[0]; ++i) {
+    response = NULL;
+    CHECK(memest_request_json(strict[i].request, &response) == strict[i].status);
+    CHECK(strcmp(memest_last_error_field(), strict[i].field) == 0);
+    CHECK(response && strstr(response, memest_status_name(strict[i].status)) != NULL);
+    memest_string_free(response);
+  }
+  /* a GPU object may carry measured values (ignored); the search pins training.recompute */
+  response = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\","
+                    " \"gpu\": {\"preset\": \"a100-40gb\", \"measured\": {\"peak_gib\": 30}},"
+                    " \"parallel\": {\"gpus\": 8, \"tp\": 4, \"pp\": 2}}");
+  memest_string_free(response);
+  response = answer("{\"mode\": \"search\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-40gb\","
+                    " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 8192,"
+                    " \"global_batch\": 1024, \"recompute\": \"full\", \"micro_batch\": 2}}");
+  CHECK(response && strstr(response, "\"recompute\": \"none\"") == NULL);
+  CHECK(response && strstr(response, "\"recompute\": \"full\"") != NULL);
+  CHECK(response && strstr(response, "\"micro_batch\": 1,") == NULL);
+  memest_string_free(response);
   memest_string_free(NULL);
 }
 
@@ -254,7 +526,9 @@ int main(int argc, char **argv) {
     typed_pretrain();
     typed_model_states();
     typed_finetune();
+    typed_search();
     typed_models();
+    typed_enums();
     json_bad_inputs();
     printf("typed C API checks: %s (%d failures)\n", failures ? "FAILED" : "ok", failures);
     return failures ? 1 : 0;

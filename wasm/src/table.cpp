@@ -2,9 +2,10 @@
 //
 // The JSON entry point costs ~0.6 ms a request under Emscripten's JavaScript exception handling
 // (every potentially-throwing call goes through a JS trampoline), too slow to recompute a
-// 500-cell table as the user types. Here the base request is read once, its model and GPU are
-// resolved by the library's own resolvers (the ones memest_request_json uses), and each cell is
-// one call of the typed, allocation-free memest_pretrain. No formula lives here.
+// 500-cell table as the user types. Here the base request is read once, by the library's own
+// readers of the pretrain contract (the ones memest_request_json uses), and each cell is one run
+// of the estimator behind memest_pretrain (memest::compute_pretrain, no stage array). No formula
+// lives here.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -12,9 +13,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "json/request.hpp"  // memest::resolve_model / resolve_gpu: the JSON contract's resolvers
+#include "core/json_fields.hpp"  // memest::parse_document, JsonFields: the strict JSON reading
+#include "json/modes.hpp"        // memest::read_training, block: the pretrain mode's readers
+#include "json/request.hpp"      // memest::resolve_model / resolve_gpu: the contract's resolvers
 #include "memest/memest.h"
-#include "pretrain/pretrain.hpp"  // memest::check_layout: the estimator's own non-throwing layout checks
+#include "plan/plan.hpp"          // memest::check_layout: the estimator's non-throwing layout checks
+#include "pretrain/pretrain.hpp"  // memest::compute_pretrain: what memest_pretrain runs
+
+namespace memest {
+// Defined in plan/plan.cpp beside check_layout (the name of a refused layout's check); its
+// header does not declare it.
+const char* layout_issue_name(LayoutIssue issue);
+}  // namespace memest
 
 namespace {
 
@@ -31,44 +41,38 @@ ojson error_json(memest_status status, const std::string& field, const std::stri
           {"error", {{"code", memest_status_name(status)}, {"field", field}, {"message", message}}}};
 }
 
-ojson last_error_json() {
-  return error_json(memest_last_error_code(), memest_last_error_field(), memest_last_error());
+// The fields each cell gives ([gpus, tp, cp, pp, micro_batch]): left out of the base, so that a
+// value the form holds there (valid or not) never decides a cell.
+void drop_cell_fields(memest::json& spec) {
+  if (spec.contains("parallel") && spec.at("parallel").is_object()) {
+    for (const char* key : {"gpus", "tp", "cp", "pp"}) spec.at("parallel").erase(key);
+  }
+  if (spec.contains("training") && spec.at("training").is_object()) {
+    spec.at("training").erase("micro_batch");
+  }
 }
 
-// Reads the base request's fields the table varies around (the page's own subset of the
-// pretrain contract; anything else is refused so that a cell never silently differs).
-memest_pretrain_request base_request(const memest::json& spec) {
-  memest_pretrain_request r;
-  memest_pretrain_request_init(&r);
-  if (!spec.contains("model")) throw memest::Error(MEMEST_ERR_MISSING_FIELD, "model", "model: missing");
-  if (!spec.contains("gpu")) throw memest::Error(MEMEST_ERR_MISSING_FIELD, "gpu", "gpu: missing");
-  r.model = memest::resolve_model(spec.at("model"), "model", false);
-  r.gpu = memest::resolve_gpu(spec.at("gpu"), "gpu");
-  auto integer = [](const memest::json& obj, const char* key, int64_t& out) {
-    if (obj.contains(key) && obj.at(key).is_number_integer()) out = obj.at(key).get<int64_t>();
-  };
-  auto boolean = [](const memest::json& obj, const char* key, int32_t& out) {
-    if (obj.contains(key) && obj.at(key).is_boolean()) out = obj.at(key).get<bool>() ? 1 : 0;
-  };
-  if (spec.contains("parallel")) {
-    const auto& p = spec.at("parallel");
-    integer(p, "vpp", r.vpp);
-    boolean(p, "sp", r.sequence_parallel);
-    int64_t zero = r.zero;
-    integer(p, "zero", zero);
-    r.zero = static_cast<int32_t>(zero);
+// Reads the base request as the pretrain mode reads its request: model, gpu, parallel (vpp, sp,
+// zero, uneven_pipeline) and the whole training block, strictly (unknown keys, wrong types and
+// nulls are refused with the field named).
+memest::PretrainRequest base_request(memest::json spec) {
+  drop_cell_fields(spec);
+  const memest::JsonFields top(spec, "");
+  top.reject_unknown({"mode", "model", "gpu", "parallel", "training", "cells", "messages"});
+  if (auto mode = top.string("mode"); mode && *mode != "pretrain") {
+    memest::fail("mode", "the table answers pretrain requests, got \"" + memest::echo(*mode) + "\"");
   }
-  if (spec.contains("training")) {
-    const auto& t = spec.at("training");
-    integer(t, "seq_len", r.seq_len);
-    integer(t, "global_batch", r.global_batch);
-    boolean(t, "flash_attention", r.flash_attention);
-    if (t.contains("recompute") && t.at("recompute").is_string()) {
-      const std::string rc = t.at("recompute").get<std::string>();
-      r.recompute = rc == "full" ? MEMEST_RECOMPUTE_FULL
-                    : rc == "selective" ? MEMEST_RECOMPUTE_SELECTIVE : MEMEST_RECOMPUTE_NONE;
-    }
-  }
+  memest::PretrainRequest r;
+  r.model = memest::resolve_model(memest::require_object_field(top, "model"), "model", false);
+  r.gpu = memest::resolve_gpu(memest::require_object_field(top, "gpu"), "gpu");
+  const memest::JsonFields parallel(memest::block(top, "parallel"), "parallel");
+  parallel.reject_unknown({"vpp", "sp", "zero", "uneven_pipeline"});
+  constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
+  r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
+  if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
+  if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
+  r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
+  memest::read_training(top, r, memest::kPretrainTraining);
   return r;
 }
 
@@ -76,23 +80,24 @@ memest_pretrain_request base_request(const memest::json& spec) {
 
 extern "C" {
 
-/** Answers {"model", "gpu", "parallel": {vpp, sp, zero}, "training": {seq_len, global_batch,
- *  recompute, flash_attention}, "cells": [[gpus, tp, cp, pp, micro_batch], ...], "messages"}
- *  with
+/** Answers {"model", "gpu", "parallel": {vpp, sp, zero, uneven_pipeline}, "training": {...the
+ *  pretrain mode's training block...}, "cells": [[gpus, tp, cp, pp, micro_batch], ...],
+ *  "messages"} (a pretrain request whose gpus, tp, cp, pp and micro_batch, if present, are
+ *  ignored: the cells give them) with
  *  {"ok": true, "cells": [{"ok": true, "estimate_bytes", "peak_bytes", "usage_fraction",
  *  "verdict"} | {"ok": false, "error": {...}}, ...]}, or {"ok": false, "error"} when the base
- *  (model, gpu) is bad. Returns a malloc'd string (free with memest_string_free); NULL when
- *  memory runs out. */
+ *  is bad. Returns a malloc'd string (free with memest_string_free); NULL when memory runs
+ *  out. */
 __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(const char* spec_text) {
   try {
     memest::json spec;
+    memest::PretrainRequest base;
     try {
-      spec = memest::json::parse(spec_text != nullptr ? spec_text : "");
-    } catch (const std::exception& e) {
-      return to_c_string(error_json(MEMEST_ERR_PARSE, "", e.what()).dump());
-    }
-    memest_pretrain_request base;
-    try {
+      if (spec_text == nullptr) throw memest::Error(MEMEST_ERR_NULL_POINTER, "", "spec: NULL pointer");
+      spec = memest::parse_document(spec_text, "request");
+      if (!spec.is_object()) {
+        throw memest::Error(MEMEST_ERR_TYPE, "", "request: expected a JSON object");
+      }
       base = base_request(spec);
     } catch (const memest::Error& e) {
       return to_c_string(error_json(e.status(), e.field(), e.what()).dump());
@@ -106,7 +111,7 @@ __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(co
     ojson cells = ojson::array();
     if (spec.contains("cells") && spec.at("cells").is_array()) {
       for (const auto& cell : spec.at("cells")) {
-        memest_pretrain_request r = base;
+        memest::PretrainRequest r = base;
         const auto at = [&](std::size_t i, int64_t fallback) {
           return cell.is_array() && cell.size() > i && cell[i].is_number_integer()
                      ? cell[i].get<int64_t>() : fallback;
@@ -126,8 +131,10 @@ __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(co
           }
         }
         memest_pretrain_result res;
-        if (memest_pretrain(&r, &res, nullptr, 0) != MEMEST_OK) {
-          cells.push_back(last_error_json());
+        try {
+          res = memest::compute_pretrain(r, nullptr, 0);
+        } catch (const memest::Error& e) {
+          cells.push_back(error_json(e.status(), e.field(), e.what()));
           continue;
         }
         cells.push_back({{"ok", true},

@@ -148,3 +148,77 @@ test('pretrainTable({messages: false}) agrees on every cell, leaving out only re
     else if (!fast[i].error) assert.equal(typeof fast[i].issue, 'string');
   });
 });
+
+test('enums() and verdictBands() are the library\'s tables (the C functions agree)', () => {
+  const core = memest.core;
+  const e = memest.enums();
+  const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method'];
+  assert.deepEqual(Object.keys(e), kinds);
+  kinds.forEach((key, which) => {
+    const n = core._memest_enum_count(which);
+    assert.equal(e[key].length, n, key);
+    for (let v = 0; v < n; v++) assert.equal(core.UTF8ToString(core._memest_enum_name(which, v)), e[key][v], `${key}[${v}]`);
+    assert.equal(core._memest_enum_name(which, n), 0, `${key}: NULL past the end`);
+  });
+  assert.equal(e.verdict[0], 'fits');
+  const bands = memest.verdictBands();
+  assert.deepEqual(Object.keys(bands), ['fits', 'tight']);
+  assert.equal(bands.fits, core._memest_verdict_limit(e.verdict.indexOf('fits')));
+  assert.equal(bands.tight, core._memest_verdict_limit(e.verdict.indexOf('tight')));
+  e.status.push('changed');
+  assert.ok(!memest.enums().status.includes('changed'), 'callers get copies');
+  // the verdicts follow the bands
+  const r = memest.request(paper);
+  assert.ok(r.usage_fraction <= bands.fits && r.verdict === 'fits');
+});
+
+test('a NUL character in the request text is a parse error, not a shorter request', () => {
+  const text = JSON.stringify(paper);
+  const d = memest.answer(`${text}\0 lost`);
+  assert.equal(d.ok, false);
+  assert.equal(d.error.code, 'parse_error');
+  assert.equal(d.error.field, '');
+  assert.equal(d.status, memest.enums().status.indexOf('parse_error'));
+  assert.throws(() => memest.request(`${text}\0`), (e) => e instanceof MemestError && e.code === 'parse_error');
+  // inside a JSON string of an object request it is an escaped character, not the end
+  assert.throws(() => memest.request({ ...paper, model: 'llama-3.1-8b\0' }), (e) => e.code === 'unknown_preset');
+});
+
+test('strict JSON: null refused with the field named, duplicate keys and 1e999 are parse errors', () => {
+  assert.throws(() => memest.request({ ...paper, training: { ...paper.training, recompute: null } }),
+    (e) => e.code === 'wrong_type' && e.field === 'training.recompute');
+  assert.throws(() => memest.request('{"mode": "model_states", "model": "gpt2", "model": "gpt2"}'),
+    (e) => e.code === 'parse_error');
+  assert.throws(() => memest.request('{"mode": "model_states", "model": {"num_parameters": 1e999}}'),
+    (e) => e.code === 'parse_error');
+});
+
+test('search mode: the page\'s request (training.recompute pinned) ranks layouts', () => {
+  const r = memest.request({ mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 64 },
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'full', flash_attention: true }, search: { top: 5 } });
+  assert.equal(r.results.length, 5);
+  assert.ok(r.results.every((x) => x.layout.recompute === 'full'));
+});
+
+test('pretrainTable() reads the base as the pretrain mode does (training block, strictly)', () => {
+  const base = { ...paper, training: { ...paper.training, activation_model: 'gpt', param_dtype: 'fp16', optimizer: 'sgd' } };
+  const cells = [[8, 4, 1, 2, 1], [16, 2, 1, 2, 2], [8, 8, 1, 1, 1]];
+  const table = memest.pretrainTable(base, cells);
+  cells.forEach(([gpus, tp, cp, pp, mbs], i) => {
+    const d = memest.request({ ...base, parallel: { ...base.parallel, gpus, tp, cp, pp },
+                               training: { ...base.training, micro_batch: mbs } });
+    assert.equal(table[i].estimate_bytes, d.estimate_bytes, `cell ${cells[i]}`);
+  });
+  assert.notEqual(table[0].estimate_bytes, memest.pretrainTable(paper, cells)[0].estimate_bytes);
+  // the cells give gpus, tp, cp, pp and micro_batch: the base's own (even bad ones) are ignored
+  const loose = { ...paper, parallel: { ...paper.parallel, tp: 'x', gpus: 3 }, training: { ...paper.training, micro_batch: 0 } };
+  assert.deepEqual(memest.pretrainTable(loose, cells), memest.pretrainTable(paper, cells));
+  // the rest is read strictly, with the field named
+  assert.throws(() => memest.pretrainTable({ ...paper, training: { ...paper.training, recompute: 'sometimes' } }, cells),
+    (e) => e instanceof MemestError && e.field === 'training.recompute' && e.code === 'invalid_argument'
+      && e.status === memest.enums().status.indexOf('invalid_argument'));
+  assert.throws(() => memest.pretrainTable({ ...paper, parallel: { ...paper.parallel, vpp: null } }, cells),
+    (e) => e.field === 'parallel.vpp' && e.code === 'wrong_type');
+  assert.throws(() => memest.pretrainTable({ ...paper, training: { ...paper.training, seq_length: 1 } }, cells),
+    (e) => e.code === 'unknown_field' && e.field === 'training.seq_length');
+});

@@ -88,6 +88,8 @@ function showError(error) {
 
 /** @type {import('../../wasm/memest.mjs').Memest} */
 let memest;
+/** The library's verdict bands ({fits: 0.8, tight: 1.0}: upper bounds as fractions of capacity). */
+let bands = {};
 let gpuPresets = [];
 let lastPretrain = null;
 let lastFinetune = null;
@@ -125,6 +127,31 @@ function stageValue(stage, key) {
   return 0;
 }
 
+const percent = (fraction) => `${Math.round(fraction * 1000) / 10} %`;
+
+/** A verdict as the page shows it, with its band from the library: "fits (≤ 80 %)", "OOM (> 100 %)". */
+function verdictLabel(verdict) {
+  if (bands[verdict] != null) return `${verdict} (≤ ${percent(bands[verdict])})`;
+  if (verdict === 'oom') {
+    const top = Math.max(...Object.values(bands));
+    return Number.isFinite(top) ? `OOM (> ${percent(top)})` : 'OOM';
+  }
+  return verdict;
+}
+
+/** The legend of the layouts table: one swatch per band the library defines, then OOM. */
+function renderBandLegend() {
+  const legend = $('band-legend');
+  const swatches = [...Object.keys(bands), 'oom'].map((v) => {
+    const span = document.createElement('span');
+    span.className = `band band-${v}`;
+    span.dataset.band = v;
+    span.textContent = v === 'oom' ? 'OOM' : `${v} ≤ ${percent(bands[v])}`;
+    return span;
+  });
+  legend.replaceChildren(...swatches.flatMap((el, i) => (i ? [' ', el] : [el])));
+}
+
 function css(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
@@ -143,12 +170,12 @@ function renderChart(r) {
       label: { display: true, content: `capacity ${capacity.toFixed(2)} GiB`, position: 'end',
                backgroundColor: css('--c-oom'), color: '#fff', font: { size: 11 } },
     },
-    band: {
-      type: 'line', yMin: capacity * 0.8, yMax: capacity * 0.8, borderColor: css('--c-tight'),
+    ...(bands.fits > 0 ? { band: {
+      type: 'line', yMin: capacity * bands.fits, yMax: capacity * bands.fits, borderColor: css('--c-tight'),
       borderWidth: 1.5, borderDash: [6, 4],
-      label: { display: true, content: '80 %', position: 'start', backgroundColor: css('--c-tight'),
+      label: { display: true, content: percent(bands.fits), position: 'start', backgroundColor: css('--c-tight'),
                color: '#000', font: { size: 11 } },
-    },
+    } } : {}),
     estimate: {
       type: 'line', yMin: r.estimate_bytes / GiB, yMax: r.estimate_bytes / GiB,
       borderColor: css('--fg-muted'), borderWidth: 1, borderDash: [2, 3],
@@ -192,8 +219,7 @@ function renderPretrain(r) {
   $('capacity').textContent = r.capacity_bytes > 0
     ? `${fmtGiB(r.capacity_bytes)} · ${(r.usage_fraction * 100).toFixed(1)} %` : 'unknown';
   const v = $('verdict');
-  v.textContent = r.verdict === 'fits' ? 'fits (≤ 80 %)' : r.verdict === 'tight' ? 'tight (≤ 100 %)'
-    : r.verdict === 'oom' ? 'OOM (> 100 %)' : r.verdict;
+  v.textContent = verdictLabel(r.verdict);
   v.dataset.verdict = r.verdict;
   const m = r.model;
   $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters · ` +
@@ -379,22 +405,27 @@ function runSearch() {
   $('search-error').textContent = '';
   if (!d.ok) {
     lastSearch = null;
-    const hint = d.error.field === 'mode' ? ' (this build of libmemest has no layout search yet)' : '';
-    $('search-error').textContent = `${d.error.message}${hint}`;
+    $('search-error').textContent = d.error.message;
     $('search-table').replaceChildren();
+    $('search-summary').textContent = '';
     return;
   }
   lastSearch = d;
   const rows = (d.results ?? []).map((r, i) => ({
-    rank: i + 1, ...flattenLayout(r.layout ?? {}), peak_gib: (r.peak_bytes ?? 0) / GiB,
-    oom: r.oom_predicted ? 'yes' : 'no', tflops: r.tflops_per_gpu ?? null, tokens: r.tokens_per_s ?? null,
-    _raw: r,
+    rank: r.rank ?? i + 1, ...flattenLayout(r.layout ?? {}), peak_gib: (r.peak_bytes ?? 0) / GiB,
+    verdict: r.verdict ?? '', oom: r.oom_predicted ? 'yes' : 'no', tflops: r.tflops_per_gpu ?? null,
+    tokens: r.tokens_per_s ?? null, _raw: r,
   }));
+  $('search-summary').textContent = rows.length
+    ? `${d.ranked} of ${d.candidates} layouts fit and were ranked (${d.pruned_total} dropped); the best ${rows.length}:`
+    : `No layout of the ${d.candidates} considered fits (${d.pruned_total} dropped: ${prunedSummary(d.pruned)}).`;
   const layoutKeys = ['tp', 'cp', 'pp', 'vpp', 'dp', 'micro_batch', 'zero'].filter((k) => rows.some((r) => k in r));
   sortableTable($('search-table'), [
     { key: 'rank', label: 'Rank', num: true },
     ...layoutKeys.map((k) => ({ key: k, label: k === 'micro_batch' ? 'mbs' : k, num: true })),
+    ...(rows.some((r) => 'recompute' in r) ? [{ key: 'recompute', label: 'Recompute' }] : []),
     { key: 'peak_gib', label: 'Peak (GiB)', num: true, fmt: (v) => v.toFixed(2) },
+    { key: 'verdict', label: 'Verdict' },
     { key: 'oom', label: 'OOM' },
     { key: 'tflops', label: 'TFLOP/s per GPU', num: true, fmt: (v) => (v == null ? '—' : Number(v).toFixed(1)) },
     { key: 'tokens', label: 'Tokens/s', num: true, fmt: (v) => (v == null ? '—' : Math.round(v).toLocaleString('en-US')) },
@@ -406,6 +437,12 @@ function runSearch() {
     b.addEventListener('click', () => applyLayout(row));
     return b;
   });
+}
+
+/** "oom 377, vpp_needs_pp 330": the library's prune counts by its reason names, largest first. */
+function prunedSummary(pruned) {
+  return Object.entries(pruned ?? {}).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1])
+    .map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none';
 }
 
 function flattenLayout(layout) {
@@ -420,6 +457,7 @@ function applyLayout(l) {
   for (const [key, field] of [['tp', 'tp'], ['cp', 'cp'], ['pp', 'pp'], ['vpp', 'vpp'], ['mbs', 'micro_batch'], ['zero', 'zero']]) {
     if (l[field] != null) next[key] = String(l[field]);
   }
+  if (typeof l.recompute === 'string') next.rc = l.recompute;
   if (typeof l.sp === 'boolean') next.sp = l.sp ? '1' : '0';
   if (l.gpus != null) next.gpus = String(l.gpus);
   selectTab('pretrain');
@@ -552,6 +590,9 @@ async function start() {
   try { theme = localStorage.getItem('memest-theme') || 'auto'; } catch { /* ignore */ }
   applyTheme(THEMES.includes(theme) ? theme : 'auto');
   memest = await createMemest();
+  bands = memest.verdictBands();
+  renderBandLegend();
+  $('recompute').replaceChildren(...memest.enums().recompute.map((name) => new Option(name, name)));
   const models = memest.models();
   gpuPresets = memest.gpus();
   fillSelect($('model-preset'), models.map((m) => ({

@@ -1,7 +1,7 @@
 // Benchmark (figures, not assertions): transferred size of the page (gzip), time to the first
 // result after load, and time to recompute the 512-cell layouts x GPUs table — in headless
 // Chromium against web/dist served on 127.0.0.1, plus the wrapper alone in Node.
-// Targets (issue 6): library module < 300 KB gzip, first result < 1 s, table < 50 ms.
+// Targets: library module < 300 KB gzip, first result < 1 s, table < 50 ms.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';

@@ -90,6 +90,14 @@ async function texts(selector) {
 test('the default page shows the README example (27.20 GiB, fits) with no console errors', async () => {
   assert.equal(await page.textContent('#estimate'), '27.20 GiB');
   assert.equal(await page.getAttribute('#verdict', 'data-verdict'), 'fits');
+  // the verdict's band, the table's legend and the recompute options are the library's
+  const tables = cli({ mode: 'enums' });
+  assert.equal(tables.ok, true);
+  const pct = (f) => `${Math.round(f * 1000) / 10} %`;
+  assert.equal(await page.textContent('#verdict'), `fits (≤ ${pct(tables.verdict_bands.fits)})`);
+  assert.deepEqual(await texts('#band-legend .band'),
+    [...Object.entries(tables.verdict_bands).map(([v, f]) => `${v} ≤ ${pct(f)}`), 'OOM']);
+  assert.deepEqual(await page.$$eval('#recompute option', (os) => os.map((o) => o.value)), tables.enums.recompute);
   assert.equal(await page.locator('#stages-table tbody tr').count(), 2);
   assert.ok(await page.locator('#stage-chart').isVisible());
   await page.screenshot({ path: `${RESULTS}default.png`, fullPage: true });
@@ -258,23 +266,64 @@ test('fine-tuning tab: LLMem Algorithm 1 as a sortable table, as the CLI selects
   await page.screenshot({ path: `${RESULTS}finetune.png`, fullPage: true });
 });
 
-test('layout search tab: the library\'s results, or its error when the mode is missing', async () => {
-  await show('#gpus=64');
+/** The search table as objects keyed by its column labels (sort arrows dropped). */
+async function searchRows() {
+  return page.$$eval('#search-table', ([table]) => {
+    const labels = [...table.tHead.rows[0].cells].map((th) => th.textContent.replace(/[▲▼]/g, '').trim());
+    return [...table.tBodies[0].rows].map((tr) => Object.fromEntries(
+      [...tr.cells].map((td, i) => [labels[i], td.textContent.trim()])));
+  });
+}
+
+/** Opens the search tab on a state and waits for its answer: rows, or an error (a failure). */
+async function searchTab(hash, req) {
+  await show(hash);
+  const before = await page.evaluate(() => window.__memest.updates);
   await page.click('#tab-search');
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
-  const req = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 64 },
-    training: { seq_len: 8192, global_batch: 1024, recompute: 'none', flash_attention: true }, search: { top: 10 } };
+  await page.waitForFunction((n) => window.__memest.updates > n, before);
+  await page.waitForFunction(() => document.querySelector('#search-table tbody tr')
+    || document.querySelector('#search-error').textContent !== '');
+  const error = await page.textContent('#search-error');
+  assert.equal(error, '', `the search tab shows an error for ${hash}: ${error}`);
   const want = cli(req);
-  if (want.ok) {
-    await page.waitForSelector('#search-table tbody tr');
-    assert.equal(await page.locator('#search-table tbody tr').count(), want.results.length);
-    assert.equal(await page.textContent('#search-error'), '');
-  } else {
-    await page.waitForFunction(() => document.querySelector('#search-error').textContent !== '');
-    assert.ok((await page.textContent('#search-error')).startsWith(want.error.message));
-  }
+  assert.equal(want.ok, true, `the CLI ranks the page's search: ${JSON.stringify(want.error)}`);
+  assert.ok(want.results.length > 0, 'the library ranks some layout');
+  const rows = await searchRows();
+  assert.equal(rows.length, want.results.length);
+  want.results.forEach((r, i) => {
+    const row = rows[i];
+    const l = r.layout;
+    assert.deepEqual([row.Rank, row.tp, row.cp, row.pp, row.vpp, row.dp, row.mbs, row.zero, row.Recompute],
+      [r.rank, l.tp, l.cp, l.pp, l.vpp, l.dp, l.micro_batch, l.zero, l.recompute].map(String), `row ${i + 1}`);
+    assert.equal(row['Peak (GiB)'], (r.peak_bytes / GiB).toFixed(2), `row ${i + 1}`);
+    assert.equal(row.Verdict, r.verdict, `row ${i + 1}`);
+    assert.equal(row['TFLOP/s per GPU'], r.tflops_per_gpu.toFixed(1), `row ${i + 1}`);
+  });
+  assert.match(await page.textContent('#search-summary'), new RegExp(`^${want.ranked} of ${want.candidates} layouts`));
+  return want;
+}
+
+test('layout search tab: the library\'s ranked layouts for the page\'s defaults', async () => {
+  const base = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb',
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'none', flash_attention: true }, search: { top: 10 } };
+  // the page's defaults: 8 GPUs, recomputation "none" pinned by the form
+  await searchTab('#', { ...base, parallel: { gpus: 8 } });
   await page.screenshot({ path: `${RESULTS}search.png`, fullPage: true });
-  await page.click('#tab-pretrain');
+  // 64 GPUs with full recomputation: every ranked layout recomputes fully
+  const want = await searchTab('#gpus=64&rc=full', { ...base, parallel: { gpus: 64 },
+    training: { ...base.training, recompute: 'full' } });
+  assert.ok(want.results.every((r) => r.layout.recompute === 'full'));
+  // "Use" loads the best layout into the pretraining tab: the CLI's estimate for it
+  await page.click('#search-table tbody tr:first-child button');
+  await page.waitForFunction(() => document.querySelector('#tab-pretrain').getAttribute('aria-selected') === 'true');
+  const l = want.results[0].layout;
+  const estimate = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-40gb',
+    parallel: { gpus: 64, tp: l.tp, cp: l.cp, pp: l.pp, vpp: l.vpp, sp: true, zero: l.zero },
+    training: { seq_len: 8192, micro_batch: l.micro_batch, global_batch: 1024, recompute: l.recompute, flash_attention: true } });
+  assert.equal(estimate.ok, true, JSON.stringify(estimate.error));
+  assert.equal(await page.textContent('#estimate'), `${(estimate.estimate_bytes / GiB).toFixed(2)} GiB`);
+  assert.equal(await page.inputValue('#recompute'), l.recompute);
+  assert.deepEqual(pageErrors, []);
 });
 
 test('keyboard: tabs follow the arrow keys; every input has a label', async () => {

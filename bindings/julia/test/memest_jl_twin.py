@@ -16,7 +16,9 @@ JL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Memest.jl")
 # Julia type -> ctypes type, for the types Memest.jl uses.
 JULIA_TO_CTYPES = {
     "Cint": ctypes.c_int,
+    "Int32": ctypes.c_int32,
     "UInt32": ctypes.c_uint32,
+    "Cdouble": ctypes.c_double,
     "Cstring": ctypes.c_char_p,
     "Ptr{Cchar}": ctypes.c_void_p,
     "Ref{Ptr{Cchar}}": ctypes.POINTER(ctypes.c_void_p),
@@ -24,6 +26,7 @@ JULIA_TO_CTYPES = {
 }
 
 CCALL = re.compile(r"ccall\(\(:(\w+), libmemest\), ([\w{}]+), \(([^)]*)\)")
+ENUM_KINDS = re.compile(r"const ENUM_KINDS = \(([^)]*)\)")
 
 
 def ccall_signatures(path=JL):
@@ -35,6 +38,13 @@ def ccall_signatures(path=JL):
             raise AssertionError(f"{name}: two different signatures in Memest.jl")
         sigs[name] = (ret, argv)
     return sigs
+
+
+def enum_kinds(path=JL):
+    """Memest.jl's ENUM_KINDS: {key: memest_enum value}, in the file's order."""
+    body = ENUM_KINDS.search(open(path, encoding="utf-8").read()).group(1)
+    pairs = [p.split("=") for p in body.replace("\n", " ").split(",") if p.strip()]
+    return {k.strip(): int(v) for k, v in pairs}
 
 
 class MemestError(Exception):
@@ -49,8 +59,9 @@ class Memest:
     """Memest.jl's functions over ctypes."""
 
     def __init__(self, library=None):
-        self.lib = ctypes.CDLL(library or os.environ.get("MEMEST_LIBRARY", "libmemest.so.0"))
+        self.lib = ctypes.CDLL(library or os.environ.get("MEMEST_LIBRARY", "libmemest.so.1"))
         self.sigs = ccall_signatures()
+        self.kinds = enum_kinds()
         self.f = {}
         for name, (ret, args) in self.sigs.items():
             fn = getattr(self.lib, name)  # AttributeError: the symbol is not exported
@@ -67,12 +78,36 @@ class Memest:
     def status_name(self, status):
         return self.f["memest_status_name"](status).decode()
 
+    def enum_names(self, which):
+        n = self.f["memest_enum_count"](which)
+        return [self.f["memest_enum_name"](which, v).decode() for v in range(n)]
+
+    def enum_value(self, which, name):
+        return int(self.f["memest_enum_value"](which, name.encode()))
+
+    def enums(self):
+        return {k: self.enum_names(v) for k, v in self.kinds.items()}
+
+    def verdict_bands(self):
+        bands = {}
+        for v, name in enumerate(self.enum_names(self.kinds["verdict"])):
+            limit = self.f["memest_verdict_limit"](v)
+            if limit > 0:
+                bands[name] = limit
+        return bands
+
     def last_error(self, status):
         field = self.f["memest_last_error_field"]().decode()
         message = self.f["memest_last_error"]().decode()
         return MemestError(status, self.status_name(status), field, message)
 
     def request(self, text):
+        nul = text.find("\0")
+        if nul >= 0:
+            status = self.enum_value(self.kinds["status"], "parse_error")
+            raise MemestError(status, self.status_name(status), "",
+                              f"request is not valid JSON: a NUL byte at offset "
+                              f"{len(text[:nul].encode())} (a C string ends there)")
         out = ctypes.c_void_p(None)
         status = self.f["memest_request_json"](text.encode(), ctypes.byref(out))
         err = None if status == 0 else self.last_error(status)

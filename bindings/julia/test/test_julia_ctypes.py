@@ -25,7 +25,8 @@ def test_every_ccall_symbol_is_public_and_typed_as_in_the_header():
     sigs = twin.ccall_signatures()
     assert {"memest_request_json", "memest_string_free", "memest_last_error",
             "memest_last_error_field", "memest_status_name"} <= set(sigs)
-    c_types = {"Cint": {"memest_status"}, "UInt32": {"uint32_t"}, "Cstring": {"const char *"},
+    c_types = {"Cint": {"memest_status", "memest_enum", "memest_verdict"}, "Int32": {"int32_t"},
+               "UInt32": {"uint32_t"}, "Cdouble": {"double"}, "Cstring": {"const char *"},
                "Ptr{Cchar}": {"char *"}, "Ref{Ptr{Cchar}}": {"char **"}, "Cvoid": {"void"}}
     for name, (ret, args) in sigs.items():
         decl = re.search(r"MEMEST_API ([\w ]+?\s*\**)\s*" + name + r"\(([^)]*)\)", header)
@@ -74,3 +75,42 @@ def test_presets(m):
 
 def test_string_free_accepts_null(m):
     m.f["memest_string_free"](None)
+
+
+def test_enum_kinds_are_the_header_values():
+    """Memest.jl's ENUM_KINDS (written in Julia) against memest.h's memest_enum and the keys of
+    the JSON "enums" mode: fails when either changes."""
+    header = open(HEADER, encoding="utf-8").read()
+    values = {name.lower(): int(v) for name, v in
+              re.findall(r"MEMEST_ENUM_(\w+) = (\d+)", header) if name != "COUNT"}
+    count = int(re.search(r"MEMEST_ENUM_COUNT = (\d+)", header).group(1))
+    kinds = twin.enum_kinds()
+    assert kinds == values and len(kinds) == count
+
+
+def test_enums_are_the_library_tables(m):
+    resp = json.loads(m.request('{"mode": "enums"}'))
+    assert m.enums() == resp["enums"]
+    assert m.verdict_bands() == resp["verdict_bands"]
+    for key, which in m.kinds.items():
+        for v, name in enumerate(m.enum_names(which)):
+            assert m.enum_value(which, name) == v, (key, name)
+    assert m.enum_value(m.kinds["recompute"], "sometimes") == -1
+
+
+def test_nul_in_request_is_a_parse_error(m):
+    good = '{"mode": "model_states", "model": "llama-2-7b"}'
+    assert json.loads(m.request(good))["ok"]
+    with pytest.raises(twin.MemestError) as info:
+        m.request(good + "\0 lost")
+    assert info.value.code == "parse_error" and info.value.field == ""
+    assert info.value.status == m.enum_value(m.kinds["status"], "parse_error")
+
+
+def test_strict_json(m):
+    with pytest.raises(twin.MemestError) as info:
+        m.request('{"mode": "pretrain", "model": "gpt2", "gpu": "a100-40gb", "training": {"recompute": null}}')
+    assert info.value.code == "wrong_type" and info.value.field == "training.recompute"
+    with pytest.raises(twin.MemestError) as info:
+        m.request('{"mode": "model_states", "model": "gpt2", "model": "gpt2"}')
+    assert info.value.code == "parse_error"

@@ -9,7 +9,8 @@ memest_request_json and the typed preset/config functions; nothing here re-imple
     ('fits', 27.2, 16)
 
 Functions: pretrain, model_states, finetune, search, request (any mode, as a dict),
-load_config (a Hugging Face config.json), models, gpus. Arguments left as None are not sent,
+load_config (a Hugging Face config.json), models, gpus, enums and verdict_bands (the library's
+names and verdict bands). Arguments left as None are not sent,
 so the library's own defaults apply. `model` is a preset id, a config dict (load_config), or
 (model_states only) a bare parameter count; `gpu` is a preset id or {"memory_gib": 40, ...}.
 Errors raise a MemestError subclass with .code ("invalid_argument") and .field ("parallel.tp").
@@ -17,6 +18,7 @@ Errors raise a MemestError subclass with .code ("invalid_argument") and .field (
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -38,7 +40,8 @@ GpuSpec = Union[str, Mapping[str, Any]]
 
 __all__ = [
     "__version__", "pretrain", "model_states", "finetune", "search", "request", "request_json",
-    "load_config", "describe_config", "models", "gpus", "version_number",
+    "load_config", "describe_config", "models", "gpus", "version_number", "enums",
+    "verdict_bands",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -50,6 +53,20 @@ __all__ = [
 def version_number() -> int:
     """The C library's version number, MAJOR*10000 + MINOR*100 + PATCH."""
     return int(_native.version_number())
+
+
+def enums() -> Dict[str, List[str]]:
+    """The library's enumerations, each a list of names indexed by value ("status", "family",
+    "verdict", "recompute", "activation_model", "prune_reason", "finetune_method"): the names
+    requests and responses use (memest_enum_count, memest_enum_name)."""
+    return {k: list(v) for k, v in _native.enums().items()}
+
+
+def verdict_bands() -> Dict[str, float]:
+    """The upper bound of each bounded verdict band as a fraction of the GPU's capacity, e.g.
+    {"fits": 0.8, "tight": 1.0} (memest_verdict_limit); above the last one the verdict is "oom"."""
+    bands = {name: float(_native.verdict_limit(name)) for name in _native.enums()["verdict"]}
+    return {name: limit for name, limit in bands.items() if limit > 0}
 
 
 def _model(model: ModelSpec) -> Any:
@@ -68,17 +85,58 @@ def _section(**values: Any) -> Dict[str, Any]:
 
 def request_json(request: str) -> str:
     """Answers a JSON request text with the C library's memest_request_json and returns the
-    response text. Raises a MemestError subclass for a bad request."""
+    response text. Raises a MemestError subclass for a bad request (ParseError for text that is
+    not JSON, a NUL character included)."""
     return _native.request_json(request)
+
+
+def _path(parent: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else str(key)
+
+
+def _non_finite(value: Any, at: str = "") -> Optional[str]:
+    """The request field holding a NaN or an infinity ("training.optimizer_bytes"), if any."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return at
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _non_finite(v, _path(at, k))
+        if found is not None:
+            return found
+    return None
+
+
+def _dumps(req: Mapping[str, Any]) -> str:
+    """The JSON text of a request dict. What JSON cannot hold raises a MemestError, as the
+    library raises for text it cannot read: NaN and infinities (which the library refuses as
+    numbers past a double's range) a ParseError naming the field, values of no JSON type a
+    FieldTypeError."""
+    try:
+        return json.dumps(req, allow_nan=False)
+    except ValueError as e:
+        field = _non_finite(req) or ""
+        where = f"{field}: " if field else ""
+        raise ParseError(f"request is not valid JSON: {where}{e}", field=field,
+                         code=ParseError.code, status=ParseError.status) from None
+    except TypeError as e:
+        raise FieldTypeError(f"request is not valid JSON: {e}", code=FieldTypeError.code,
+                             status=FieldTypeError.status) from None
 
 
 def request(req: Mapping[str, Any]) -> Result:
     """Answers any request, given as a dict in the JSON request format (README: "JSON request
     and response"), for every mode the library knows ("pretrain", "model_states", "finetune",
-    "search", ...). Returns the typed result for the mode (a Result for modes it does not know).
-    Raises a MemestError subclass for a bad request."""
-    text = json.dumps(req, allow_nan=False)
-    return _result(json.loads(_native.request_json(text)))
+    "search", "enums", ...). Returns the typed result for the mode (a Result for modes it does
+    not know). Raises a MemestError subclass for a bad request: a field set to None (JSON null)
+    is refused like any wrong type; leave it out for the library's default."""
+    return _result(json.loads(_native.request_json(_dumps(req))))
 
 
 def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
@@ -96,7 +154,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     recompute: "none" | "selective" | "full"; activation_model: "auto" | "llama" | "gpt";
     dtypes: "bf16" | "fp16" | "fp32" | "fp8"; optimizer: "adam" | "adamw" | "sgd_momentum" | "sgd".
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
-    peak_stage, verdict ("fits" <= 80 %, "tight" <= 100 %, "oom"), stages[i].*_bytes.
+    peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
+    stages[i].*_bytes.
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
@@ -190,15 +249,15 @@ def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     _native.model_from_config_json(text)
     config = json.loads(text)
     if not isinstance(config, dict):
-        raise FieldTypeError("config: expected a JSON object", field="model", code="wrong_type",
-                             status=3)
+        raise FieldTypeError("config: expected a JSON object", field="model",
+                             code=FieldTypeError.code, status=FieldTypeError.status)
     return config
 
 
 def describe_config(config: Union[Mapping[str, Any], str]) -> Record:
     """The model memest reads from a config dict or config.json text: its dimensions and
     parameter count (memest_model_from_config_json + memest_model_parameter_count)."""
-    text = config if isinstance(config, str) else json.dumps(dict(config))
+    text = config if isinstance(config, str) else _dumps(dict(config))
     return Record(_native.model_from_config_json(text))
 
 

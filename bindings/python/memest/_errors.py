@@ -1,7 +1,14 @@
-"""Exceptions: one memest.MemestError subclass per C status code (memest_status)."""
+"""Exceptions: one memest.MemestError subclass per C status code (memest_status).
+
+Each class names its status by the library's own name for it (`code`, as memest_enum_name gives
+it); the numeric `status` is looked up in the library's enum table when the package loads, and a
+failed call picks its class by the name the library reports. tests/test_memest.py checks that
+the classes and the library's status names are the same set."""
 from __future__ import annotations
 
 from typing import Dict, Type
+
+from . import _native
 
 
 class MemestError(Exception):
@@ -32,79 +39,85 @@ class MemestError(Exception):
 
 class InvalidArgumentError(MemestError, ValueError):
     """A value is out of range or inconsistent (MEMEST_ERR_INVALID_ARGUMENT)."""
-    code, status = "invalid_argument", 1
+    code = "invalid_argument"
 
 
 class MissingFieldError(MemestError, ValueError):
     """A required field was not given (MEMEST_ERR_MISSING_FIELD)."""
-    code, status = "missing_field", 2
+    code = "missing_field"
 
 
 class FieldTypeError(MemestError, TypeError):
     """A JSON field has the wrong type (MEMEST_ERR_TYPE)."""
-    code, status = "wrong_type", 3
+    code = "wrong_type"
 
 
 class ParseError(MemestError, ValueError):
     """The request is not valid JSON (MEMEST_ERR_PARSE)."""
-    code, status = "parse_error", 4
+    code = "parse_error"
 
 
 class UnknownPresetError(MemestError, ValueError):
     """No model or GPU preset has that id (MEMEST_ERR_UNKNOWN_PRESET)."""
-    code, status = "unknown_preset", 5
+    code = "unknown_preset"
 
 
 class UnknownFieldError(MemestError, ValueError):
     """A request object holds a field memest does not know (MEMEST_ERR_UNKNOWN_FIELD)."""
-    code, status = "unknown_field", 6
+    code = "unknown_field"
 
 
 class UnsupportedError(MemestError):
     """Valid input that this version cannot model (MEMEST_ERR_UNSUPPORTED)."""
-    code, status = "unsupported", 7
+    code = "unsupported"
 
 
 class SizeOverflowError(MemestError, ArithmeticError):
     """Sizes so large that the result would not be finite (MEMEST_ERR_OVERFLOW)."""
-    code, status = "overflow", 8
+    code = "overflow"
 
 
 class StructSizeError(MemestError):
-    """A request struct is older than this library needs (MEMEST_ERR_STRUCT_SIZE)."""
-    code, status = "struct_size", 9
+    """A struct's struct_size is not a layout this library knows (MEMEST_ERR_STRUCT_SIZE)."""
+    code = "struct_size"
 
 
 class NullPointerError(MemestError):
     """A required pointer was NULL (MEMEST_ERR_NULL_POINTER)."""
-    code, status = "null_pointer", 10
+    code = "null_pointer"
 
 
 class OutOfRangeError(MemestError, IndexError):
     """An index is past the end of a list (MEMEST_ERR_OUT_OF_RANGE)."""
-    code, status = "out_of_range", 11
+    code = "out_of_range"
 
 
 class NoMemoryError(MemestError, MemoryError):
     """Allocation failed (MEMEST_ERR_NO_MEMORY)."""
-    code, status = "no_memory", 12
+    code = "no_memory"
 
 
 class InternalError(MemestError):
     """A bug in memest (MEMEST_ERR_INTERNAL): please report it."""
-    code, status = "internal", 13
+    code = "internal"
 
 
-_BY_STATUS: Dict[int, Type[MemestError]] = {
-    cls.status: cls
-    for cls in (InvalidArgumentError, MissingFieldError, FieldTypeError, ParseError,
-                UnknownPresetError, UnknownFieldError, UnsupportedError, SizeOverflowError,
-                StructSizeError, NullPointerError, OutOfRangeError, NoMemoryError, InternalError)
-}
+_CLASSES = (InvalidArgumentError, MissingFieldError, FieldTypeError, ParseError,
+            UnknownPresetError, UnknownFieldError, UnsupportedError, SizeOverflowError,
+            StructSizeError, NullPointerError, OutOfRangeError, NoMemoryError, InternalError)
+
+_BY_CODE: Dict[str, Type[MemestError]] = {cls.code: cls for cls in _CLASSES}
+
+# The numeric status of each class, from the library's table (-1 for a name it does not know,
+# which the package's tests refuse).
+for _cls in _CLASSES:
+    _cls.status = int(_native.enum_value("status", _cls.code))
+del _cls
 
 
 def _make_error(status: int, code: str, field: str, message: str) -> MemestError:
-    """Called by memest._native on a failed status. The code name comes from the C library
-    (memest_status_name), so a status added later still raises a MemestError with its name."""
-    cls = _BY_STATUS.get(status, MemestError)
+    """Called by memest._native on a failed status. The class is chosen by the status name the
+    C library gives (memest_status_name), so a status added later still raises a MemestError
+    with its name."""
+    cls = _BY_CODE.get(code, MemestError)
     return cls(message, field=field, code=code, status=status)

@@ -27,10 +27,50 @@ void check(memest_status status) {
   if (status != MEMEST_OK) raise_error(status);
 }
 
+// Raises the subclass for `status` with a message of this bridge's own (a request the C
+// library cannot be handed as it is).
+[[noreturn]] void raise_own_error(memest_status status, const std::string &field,
+                                  const std::string &message) {
+  py::object make = py::module_::import("memest._errors").attr("_make_error");
+  py::object exc = make(static_cast<int>(status), memest_status_name(status), field, message);
+  PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw py::error_already_set();
+}
+
+// The library's enumerations by the names the JSON "enums" mode gives them.
+struct EnumKind {
+  const char *key;
+  memest_enum which;
+};
+constexpr EnumKind kEnums[] = {
+    {"status", MEMEST_ENUM_STATUS},
+    {"family", MEMEST_ENUM_FAMILY},
+    {"verdict", MEMEST_ENUM_VERDICT},
+    {"recompute", MEMEST_ENUM_RECOMPUTE},
+    {"activation_model", MEMEST_ENUM_ACTIVATION_MODEL},
+    {"prune_reason", MEMEST_ENUM_PRUNE_REASON},
+    {"finetune_method", MEMEST_ENUM_FINETUNE_METHOD},
+};
+
+memest_enum enum_kind(const std::string &key) {
+  for (const EnumKind &k : kEnums) {
+    if (key == k.key) return k.which;
+  }
+  throw py::key_error("no memest enumeration named '" + key + "'");
+}
+
+py::list enum_names(memest_enum which) {
+  py::list names;
+  const uint32_t n = memest_enum_count(which);
+  for (uint32_t v = 0; v < n; ++v) names.append(memest_enum_name(which, static_cast<int32_t>(v)));
+  return names;
+}
+
 py::dict model_dict(const memest_model &m) {
   py::dict d;
   d["name"] = std::string(m.name);
-  d["family"] = m.family == MEMEST_FAMILY_GPT ? "gpt" : "llama";
+  const char *family = memest_enum_name(MEMEST_ENUM_FAMILY, m.family);
+  d["family"] = family ? family : "unknown";
   d["hidden_size"] = m.hidden_size;
   d["num_hidden_layers"] = m.num_hidden_layers;
   d["num_attention_heads"] = m.num_attention_heads;
@@ -78,7 +118,31 @@ PYBIND11_MODULE(_native, m) {
     return std::string(memest_status_name(static_cast<memest_status>(status)));
   }, "The lower-case name of a memest_status code.");
 
+  m.def("enums", [] {
+    py::dict d;
+    for (const EnumKind &k : kEnums) d[k.key] = enum_names(k.which);
+    return d;
+  }, "Every enumeration's names by value (memest_enum_count, memest_enum_name).");
+  m.def("enum_value", [](const std::string &kind, const std::string &name) {
+    return memest_enum_value(enum_kind(kind), name.c_str());
+  }, py::arg("kind"), py::arg("name"),
+  "The value named `name` in enumeration `kind` (\"status\", ...), or -1 (memest_enum_value).");
+  m.def("verdict_limit", [](const std::string &verdict) {
+    const int32_t v = memest_enum_value(MEMEST_ENUM_VERDICT, verdict.c_str());
+    if (v < 0) throw py::key_error("no verdict named '" + verdict + "'");
+    return memest_verdict_limit(static_cast<memest_verdict>(v));
+  }, py::arg("verdict"),
+  "The upper bound of a verdict band as a fraction of capacity (memest_verdict_limit).");
+
   m.def("request_json", [](const std::string &request) {
+    // The C entry point reads a NUL-terminated string: a NUL inside would cut the request
+    // short without a word, so it is refused here as the parse error it is.
+    const std::size_t nul = request.find('\0');
+    if (nul != std::string::npos) {
+      raise_own_error(MEMEST_ERR_PARSE, "",
+                      "request is not valid JSON: a NUL byte at offset " + std::to_string(nul) +
+                          " (a C string ends there)");
+    }
     char *response = nullptr;
     memest_status status;
     {
@@ -106,20 +170,29 @@ PYBIND11_MODULE(_native, m) {
     return ids;
   });
   m.def("model_from_preset", [](const std::string &id) {
+    if (id.find('\0') != std::string::npos) {
+      raise_own_error(MEMEST_ERR_UNKNOWN_PRESET, "model", "model: no preset id holds a NUL byte");
+    }
     memest_model model;
-    memest_model_init(&model);
+    check(memest_model_init(&model, sizeof model));
     check(memest_model_from_preset(id.c_str(), &model));
     return model_dict(model);
   }, py::arg("id"));
   m.def("gpu_from_preset", [](const std::string &id) {
+    if (id.find('\0') != std::string::npos) {
+      raise_own_error(MEMEST_ERR_UNKNOWN_PRESET, "gpu", "gpu: no preset id holds a NUL byte");
+    }
     memest_gpu gpu;
-    memest_gpu_init(&gpu);
+    check(memest_gpu_init(&gpu, sizeof gpu));
     check(memest_gpu_from_preset(id.c_str(), &gpu));
     return gpu_dict(gpu);
   }, py::arg("id"));
   m.def("model_from_config_json", [](const std::string &text) {
+    if (text.find('\0') != std::string::npos) {
+      raise_own_error(MEMEST_ERR_PARSE, "", "config_json is not valid JSON: it holds a NUL byte");
+    }
     memest_model model;
-    memest_model_init(&model);
+    check(memest_model_init(&model, sizeof model));
     check(memest_model_from_config_json(text.c_str(), &model));
     check(memest_model_validate(&model));
     return model_dict(model);

@@ -122,10 +122,102 @@ def test_parse_error():
     assert info.value.code == "parse_error" and info.value.status == 4
 
 
-def test_error_class_codes_match_library():
+def test_error_classes_match_the_library_status_table():
+    """One class per status of the library's table (by name), with the library's numbers."""
     from memest import _native
-    for cls in memest.MemestError.__subclasses__():
+    names = memest.enums()["status"]
+    classes = memest.MemestError.__subclasses__()
+    assert names[0] == "ok"
+    assert sorted(cls.code for cls in classes) == sorted(names[1:])
+    for cls in classes:
+        assert cls.status == names.index(cls.code), cls
         assert _native.status_name(cls.status) == cls.code, cls
+
+
+def test_enums_are_the_library_tables():
+    e = memest.enums()
+    assert e == memest.request({"mode": "enums"}).to_dict()["enums"]
+    assert e["verdict"][:3] == ["fits", "tight", "oom"] and "selective" in e["recompute"]
+    assert "tp_heads" in e["prune_reason"] and "dp+tp" in e["finetune_method"]
+    e["status"].append("changed")  # a copy
+    assert "changed" not in memest.enums()["status"]
+    bands = memest.verdict_bands()
+    assert bands == memest.request({"mode": "enums"}).to_dict()["verdict_bands"]
+    assert list(bands) == ["fits", "tight"] and bands["fits"] < bands["tight"]
+    # the bands are those the verdicts follow
+    r = memest.pretrain("llama-3.1-8b", "a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
+    assert r.usage_fraction <= bands["fits"] and r.verdict == "fits"
+
+
+def test_nul_in_json_text_is_a_parse_error():
+    good = json.dumps({"mode": "model_states", "model": "llama-2-7b"})
+    assert json.loads(memest.request_json(good))["ok"]
+    with pytest.raises(memest.ParseError) as info:
+        memest.request_json(good + "\0 trailing text the C string would lose")
+    assert info.value.code == "parse_error" and info.value.field == ""
+    assert "NUL" in info.value.message
+    with pytest.raises(memest.ParseError):
+        memest.request_json("\0")
+    with pytest.raises(memest.ParseError):
+        memest.describe_config('{"model_type": "llama"}\0')
+    from memest import _native
+    with pytest.raises(memest.UnknownPresetError) as preset:
+        _native.model_from_preset("gpt2\0")
+    assert preset.value.field == "model"
+    with pytest.raises(memest.UnknownPresetError):
+        _native.gpu_from_preset("a100-40gb\0")
+    # a NUL inside a JSON string of a dict request is an escaped character, not the end
+    with pytest.raises(memest.UnknownPresetError):
+        memest.pretrain("llama-3.1-8b\0", "a100-40gb")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_raise_memest_errors(value):
+    with pytest.raises(memest.ParseError) as info:
+        memest.pretrain("llama-3.1-8b", "a100-40gb", optimizer_bytes=value)
+    assert info.value.code == "parse_error"
+    assert info.value.field == "training.optimizer_bytes"
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(memest.ParseError) as info:
+        memest.search("llama-3.1-8b", "a100-40gb", gpus=8, seq_len=8192, global_batch=1024,
+                      layouts=[{"tp": 4}, {"tp": value}])
+    assert info.value.field == "search.layouts[1].tp"
+    # the library refuses the same number written out in text
+    with pytest.raises(memest.ParseError):
+        memest.request_json('{"mode": "model_states", "model": {"num_parameters": 1e999}}')
+
+
+def test_values_of_no_json_type_raise_memest_errors():
+    with pytest.raises(memest.FieldTypeError) as info:
+        memest.request({"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "a100-40gb",
+                        "parallel": {"gpus": {8}}})
+    assert isinstance(info.value, TypeError) and info.value.code == "wrong_type"
+
+
+def test_strict_requests():
+    # null is not a value: the field is named (leave it out for the default)
+    with pytest.raises(memest.FieldTypeError) as info:
+        memest.request({"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "a100-40gb",
+                        "training": {"recompute": None}})
+    assert info.value.field == "training.recompute"
+    # duplicate keys in text
+    with pytest.raises(memest.ParseError):
+        memest.request_json('{"mode": "model_states", "model": "gpt2", "model": "gpt2"}')
+    # a GPU object may carry measurements (ignored)
+    a = memest.pretrain("llama-3.1-8b", {"preset": "a100-40gb", "measured": {"peak_gib": 30}},
+                        gpus=8, tp=4, pp=2, seq_len=8192)
+    b = memest.pretrain("llama-3.1-8b", "a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
+    assert a.estimate_bytes == b.estimate_bytes
+
+
+def test_search_pins_training_recompute_and_micro_batch():
+    r = memest.request({"mode": "search", "model": "llama-3.1-8b", "gpu": "a100-40gb",
+                        "parallel": {"gpus": 8},
+                        "training": {"seq_len": 8192, "global_batch": 1024, "recompute": "full",
+                                     "micro_batch": 2}})
+    rows = [row.to_dict() for row in r]
+    assert rows and all(row["layout"]["recompute"] == "full" for row in rows)
+    assert all(row["layout"]["micro_batch"] == 2 for row in rows)
 
 
 def test_models_and_gpus():

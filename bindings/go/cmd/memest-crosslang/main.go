@@ -1,6 +1,7 @@
 // Command memest-crosslang is the Go front end of tests/crosslang: it answers each line
-// "name<TAB>request" with memest.Request (memest.RequestJSON for text that is not a JSON object)
-// and prints "name<TAB>response"; a refused request prints the error rebuilt from *memest.Error.
+// "name<TAB>request" with memest.Request (memest.RequestJSON for text that is not a JSON object
+// a Go map holds faithfully) and prints "name<TAB>response"; a refused request prints the error
+// rebuilt from *memest.Error.
 package main
 
 import (
@@ -8,11 +9,60 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	memest "memest/bindings/go"
 )
+
+// hasDuplicateKeys reports whether some object of the JSON text holds a key twice (a Go map
+// would keep only the last, where the library refuses the text).
+func hasDuplicateKeys(text string) bool {
+	dec := json.NewDecoder(strings.NewReader(text))
+	type frame struct {
+		keys     map[string]bool
+		isObject bool
+		wantKey  bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			return false // not JSON: the caller sends it verbatim anyway
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.isObject && top.wantKey {
+			if key, ok := tok.(string); ok {
+				if top.keys[key] {
+					return true
+				}
+				top.keys[key] = true
+				top.wantKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, isObject: true, wantKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].isObject {
+			stack[len(stack)-1].wantKey = true // a value ended: a key comes next
+		}
+	}
+}
 
 func main() {
 	f, err := os.Open(os.Args[1])
@@ -30,7 +80,7 @@ func main() {
 		}
 		var req map[string]any
 		var resp any
-		if json.Unmarshal([]byte(text), &req) == nil && req != nil {
+		if json.Unmarshal([]byte(text), &req) == nil && req != nil && !hasDuplicateKeys(text) {
 			resp, err = memest.Request(req)
 		} else {
 			var out []byte

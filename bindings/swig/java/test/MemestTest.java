@@ -73,10 +73,68 @@ public class MemestTest {
     expectError(() -> Memest.modelFromConfig("{\"model_type\": \"llama\", \"hidden_size\": 4096}"),
         "missing_field", "model.num_hidden_layers");
 
+    // text the C library cannot be handed: refused as a parse error, not cut short
+    String good = "{\"mode\": \"model_states\", \"model\": \"llama-2-7b\"}";
+    check(Memest.request(good).contains("\"ok\": true"), "good request");
+    MemestException nul = expectError(() -> Memest.request(good + "\0 lost"), "parse_error", "");
+    check(nul.status() == memest_status.MEMEST_ERR_PARSE && nul.getMessage().contains("NUL"), "NUL byte");
+    expectError(() -> Memest.model("gpt2\0x"), "unknown_preset", "model");
+    // strict JSON: null refused with the field named; duplicate keys and 1e999 are parse errors
+    expectError(() -> Memest.request("{\"mode\": \"pretrain\", \"model\": \"gpt2\", \"gpu\": \"a100-40gb\","
+        + " \"training\": {\"recompute\": null}}"), "wrong_type", "training.recompute");
+    expectError(() -> Memest.request("{\"mode\": \"model_states\", \"model\": \"gpt2\", \"model\": \"gpt2\"}"),
+        "parse_error", "");
+    expectError(() -> Memest.request("{\"mode\": \"model_states\", \"model\": {\"num_parameters\": 1e999}}"),
+        "parse_error", "");
+
+    // struct sizes: proxies are sized by their constructors; a size the library does not know
+    // is refused with the field named
+    check(new Model().getStruct_size() > 0 && new PretrainResult().getStruct_size() > 0, "sized");
+    PretrainResult unsized = new PretrainResult();
+    unsized.setStruct_size(0);
+    r.setTp(4);
+    int status = MemestNative.pretrain(r, unsized, null, MemestNative.swig_stage_size(), 0);
+    check(status == memest_status.MEMEST_ERR_STRUCT_SIZE, "struct_size 0 refused");
+    check(MemestNative.last_error_field().equals("result.struct_size"), "result.struct_size named");
+    PretrainRequest noGpu = new PretrainRequest();
+    noGpu.setModel(Memest.model("gpt2"));
+    expectError(() -> Memest.pretrain(noGpu), "missing_field", "gpu");
+    check(noGpu.getGpu() == null && noGpu.getModel() != null, "kept model");
+
+    // the request keeps its model and GPU alive: collect garbage, then compute again
+    PretrainRequest kept = Memest.pretrainRequest("llama-3.1-8b", "a100-40gb");
+    kept.setGpus(8); kept.setTp(4); kept.setPp(2); kept.setSeq_len(8192); kept.setGlobal_batch(1024);
+    for (int i = 0; i < 5; i++) { System.gc(); System.runFinalization(); }
+    check(Memest.pretrain(kept).result().getEstimate_bytes() == p.result().getEstimate_bytes(), "kept alive");
+
+    // names and bands come from the library's tables (the JSON "enums" mode lists the same)
+    String enums = Memest.request("{\"mode\": \"enums\"}");
+    int[] kinds = {memest_enum.MEMEST_ENUM_STATUS, memest_enum.MEMEST_ENUM_FAMILY, memest_enum.MEMEST_ENUM_VERDICT,
+        memest_enum.MEMEST_ENUM_RECOMPUTE, memest_enum.MEMEST_ENUM_ACTIVATION_MODEL,
+        memest_enum.MEMEST_ENUM_PRUNE_REASON, memest_enum.MEMEST_ENUM_FINETUNE_METHOD};
+    String[] keys = {"status", "family", "verdict", "recompute", "activation_model", "prune_reason", "finetune_method"};
+    for (int k = 0; k < kinds.length; k++) {
+      List<String> names = Memest.enumNames(kinds[k]);
+      check(!names.isEmpty(), keys[k]);
+      StringBuilder list = new StringBuilder("\"" + keys[k] + "\": [");
+      for (int v = 0; v < names.size(); v++) {
+        list.append(v == 0 ? "" : ", ").append('"').append(names.get(v)).append('"');
+        check(Memest.enumValue(kinds[k], names.get(v)) == v, keys[k] + " value");
+      }
+      String flat = enums.replaceAll("\\s+", " ").replace("[ ", "[").replace(" ]", "]");
+      check(flat.contains(list.append("]").toString()), keys[k] + " as in the enums mode: " + list);
+    }
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_STATUS).size() == memest_status.MEMEST_STATUS_COUNT, "status count");
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_PRUNE_REASON).size() == memest_prune_reason.MEMEST_PRUNE_REASON_COUNT,
+        "prune reason count");
+    check(Memest.enumValue(memest_enum.MEMEST_ENUM_RECOMPUTE, "selective") == memest_recompute.MEMEST_RECOMPUTE_SELECTIVE,
+        "recompute constant");
+    check(Memest.verdictBands().get("fits") == jsonNumber(enums, "fits"), "fits band");
+    check(Memest.verdictBands().get("tight") == jsonNumber(enums, "tight"), "tight band");
+    check(p.result().getUsage_fraction() <= Memest.verdictBands().get("fits"), "README example in the fits band");
+
     // model states: the ZeRO table's 7.5B on 64 GPUs with P_os = 31.4 GB
-    Model bare = new Model();
-    MemestNative.model_init(bare);
-    bare.setNum_parameters(7.5e9);
+    Model bare = Memest.bareModel(7.5e9);
     ModelStatesRequest ms = Memest.modelStatesRequest(bare);
     ms.setGpus(64); ms.setZero(1); ms.setParam_bytes(2); ms.setGrad_bytes(2);
     ModelStatesResult msr = Memest.modelStates(ms);
@@ -86,13 +144,18 @@ public class MemestTest {
     // fine-tuning: LLMem Algorithm 1 picks a method, agreeing with the JSON entry point
     FinetuneRequest ft = Memest.finetuneRequest("opt-1.3b", "v100-16gb");
     ft.setGpus(4);
-    FinetuneChoice choice = Memest.finetuneSelect(ft);
-    String selected = Memest.methodName(choice.getSelected());
+    Memest.FinetuneSelection selection = Memest.finetuneSelect(ft);
+    FinetuneChoice choice = selection.choice();
+    String selected = selection.selected();
     String auto = Memest.request("{\"mode\": \"finetune\", \"model\": \"opt-1.3b\", \"gpu\": \"v100-16gb\","
         + " \"parallel\": {\"gpus\": 4}, \"finetune\": {\"method\": \"auto\"}}");
     check(auto.contains("\"selected\": \"" + selected + "\""), "selected " + selected);
     check(jsonNumber(auto, "max_batch") == choice.getBatch(), "max batch");
-    check(Memest.methodName(choice.option(0).getMethod()).equals("cdp"), "option 0 is cdp");
+    check(selection.options().size() == 4 && choice.getOption_count() == 4, "four options");
+    for (int i = 0; i < 4; i++) {
+      check(Memest.methodName(selection.options().get(i).getMethod())
+          .equals(Memest.enumNames(memest_enum.MEMEST_ENUM_FINETUNE_METHOD).get(i)), "option order");
+    }
     ft.setMethod(memest_finetune_method.MEMEST_FINETUNE_ZERO3);
     ft.setBatch(8);
     FinetuneResult one = Memest.finetune(ft);
@@ -100,10 +163,38 @@ public class MemestTest {
     ft.setMethod(memest_finetune_method.MEMEST_FINETUNE_AUTO);
     try { Memest.finetune(ft); check(false, "AUTO refused by finetune"); } catch (MemestException e) { checks++; }
 
+    // the layout search, typed: the same ranking and prune counts as the JSON search mode
+    PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "a100-40gb");
+    base.setGpus(64); base.setSeq_len(8192); base.setGlobal_batch(1024);
+    Memest.Search found = Memest.search(Memest.searchRequest(base), 3);
+    String searched = Memest.request("{\"mode\": \"search\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-40gb\","
+        + " \"parallel\": {\"gpus\": 64}, \"training\": {\"seq_len\": 8192, \"global_batch\": 1024},"
+        + " \"search\": {\"top\": 3}}");
+    check(found.entries().size() == 3, "three layouts");
+    check(jsonNumber(searched, "tflops_per_gpu") == found.entries().get(0).getTflops_per_gpu(), "best layout");
+    check(jsonNumber(searched, "pruned_total") == found.result().getPruned_total().doubleValue(), "pruned total");
+    long sum = 0;
+    for (long n : found.pruned().values()) sum += n;
+    check(sum == found.result().getPruned_total().longValue(), "prune counts add up");
+    check(jsonNumber(searched, "oom") == found.pruned().get("oom"), "oom count");
+    // an explicit shortlist: a bad layout is counted, not raised
+    SearchRequest shortlist = Memest.searchRequest(base);
+    LayoutArray layouts = new LayoutArray(2);
+    Layout good4x2 = new Layout();
+    good4x2.setTp(4); good4x2.setPp(2);
+    Layout bad3 = new Layout();
+    bad3.setTp(3);
+    layouts.setitem(0, good4x2);
+    layouts.setitem(1, bad3);
+    shortlist.setLayouts(layouts, 2);
+    Memest.Search listed = Memest.search(shortlist, 5);
+    check(listed.entries().size() == 1 && listed.entries().get(0).getTp() == 4, "shortlist ranked");
+    check(listed.pruned().get("tp_heads") == 1, "bad layout counted");
+
     List<String> models = Memest.modelPresets();
     check(models.contains("llama-3.1-8b") && Memest.gpuPresets().contains("h100-80gb"), "presets");
     for (String id : models) {
-      ParamCount c = new ParamCount();
+      ParamCount c = new ParamCount();  // sized by its constructor
       check(MemestNative.model_parameter_count(Memest.model(id), c) == 0 && c.getTotal() > 0, id);
     }
     System.out.println("java MemestTest: " + checks + " checks passed");

@@ -2,7 +2,9 @@ package org.memest;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.memest.swig.*;
 
 /**
@@ -16,6 +18,9 @@ import org.memest.swig.*;
  *   Memest.Pretrain p = Memest.pretrain(r);
  *   System.out.println(p.result().getPeak_bytes() + " " + p.verdict());
  * </pre>
+ *
+ * Names (statuses, verdicts, recompute options, prune reasons, methods) and the verdict bands
+ * come from the library's tables: {@link #enumNames}, {@link #verdictBands}.
  */
 public final class Memest {
   private Memest() {}
@@ -30,6 +35,16 @@ public final class Memest {
     public String verdict() { return verdictName(result.getVerdict()); }
   }
 
+  /** LLMem's Algorithm 1: the choice and one option per method (CDP, ZeRO-3, TP, DP+TP). */
+  public record FinetuneSelection(FinetuneChoice choice, List<FinetuneOption> options) {
+    /** The method selected ("cdp", "zero3", "tp", "dp+tp" or "cpu_offload"). */
+    public String selected() { return methodName(choice.getSelected()); }
+  }
+
+  /** A layout search: the totals, the ranked layouts (best first) and the prune counts by
+   *  reason name, in the library's order. */
+  public record Search(SearchResult result, List<SearchEntry> entries, Map<String, Long> pruned) {}
+
   /** Throws when status is not MEMEST_OK; reads the thread's last error (same Java thread,
    *  hence the same OS thread, as the failing call). */
   static void check(int status) throws MemestException {
@@ -38,12 +53,51 @@ public final class Memest {
         MemestNative.last_error_field(), MemestNative.last_error());
   }
 
+  /** A refusal of this binding's own, for input it cannot hand to the C library. */
+  private static MemestException refuse(int status, String field, String message) {
+    return new MemestException(status, MemestNative.status_name(status), field, message);
+  }
+
   public static String version() { return MemestNative.version_string(); }
   public static String verdictName(int verdict) { return MemestNative.verdict_name(verdict); }
   public static String methodName(int method) { return MemestNative.finetune_method_name(method); }
 
-  /** Answers a JSON request (every mode) and returns the response JSON text. */
+  /** The names of enumeration `which` (a memest_enum constant) by value, from the library's
+   *  table: the names JSON requests and responses use. */
+  public static List<String> enumNames(int which) {
+    List<String> names = new ArrayList<>();
+    long n = MemestNative.enum_count(which);
+    for (int v = 0; v < n; v++) names.add(MemestNative.enum_name(which, v));
+    return Collections.unmodifiableList(names);
+  }
+
+  /** The value named `name` in enumeration `which`, or -1. */
+  public static int enumValue(int which, String name) {
+    if (name.indexOf('\0') >= 0) return -1;
+    return MemestNative.enum_value(which, name);
+  }
+
+  /** The upper bound of each bounded verdict band as a fraction of capacity, e.g.
+   *  {fits=0.8, tight=1.0} (memest_verdict_limit); above the last, the verdict is "oom". */
+  public static Map<String, Double> verdictBands() {
+    Map<String, Double> bands = new LinkedHashMap<>();
+    List<String> names = enumNames(memest_enum.MEMEST_ENUM_VERDICT);
+    for (int v = 0; v < names.size(); v++) {
+      double limit = MemestNative.verdict_limit(v);
+      if (limit > 0) bands.put(names.get(v), limit);
+    }
+    return Collections.unmodifiableMap(bands);
+  }
+
+  /** Answers a JSON request (every mode) and returns the response JSON text. Text holding a
+   *  NUL character is refused as a parse error (a C string would end there). */
   public static String request(String requestJson) throws MemestException {
+    int nul = requestJson.indexOf('\0');
+    if (nul >= 0) {
+      int offset = requestJson.substring(0, nul).getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+      throw refuse(memest_status.MEMEST_ERR_PARSE, "",
+          "request is not valid JSON: a NUL byte at offset " + offset + " (a C string ends there)");
+    }
     int[] status = new int[1];
     String response = MemestNative.request_json(requestJson, status);
     check(status[0]);
@@ -51,23 +105,36 @@ public final class Memest {
   }
 
   public static Model model(String presetId) throws MemestException {
-    Model m = new Model();
-    MemestNative.model_init(m);
+    if (presetId.indexOf('\0') >= 0) {
+      throw refuse(memest_status.MEMEST_ERR_UNKNOWN_PRESET, "model", "model: no preset with a NUL byte");
+    }
+    Model m = new Model();  // sized by its constructor
     check(MemestNative.model_from_preset(presetId, m));
     return m;
   }
 
   public static Model modelFromConfig(String configJson) throws MemestException {
+    if (configJson.indexOf('\0') >= 0) {
+      throw refuse(memest_status.MEMEST_ERR_PARSE, "", "config_json is not valid JSON: it holds a NUL byte");
+    }
     Model m = new Model();
-    MemestNative.model_init(m);
     check(MemestNative.model_from_config_json(configJson, m));
     check(MemestNative.model_validate(m));
     return m;
   }
 
+  /** A bare parameter count, accepted by the model-states mode only. */
+  public static Model bareModel(double numParameters) {
+    Model m = new Model();
+    m.setNum_parameters(numParameters);
+    return m;
+  }
+
   public static Gpu gpu(String presetId) throws MemestException {
+    if (presetId.indexOf('\0') >= 0) {
+      throw refuse(memest_status.MEMEST_ERR_UNKNOWN_PRESET, "gpu", "gpu: no preset with a NUL byte");
+    }
     Gpu g = new Gpu();
-    MemestNative.gpu_init(g);
     check(MemestNative.gpu_from_preset(presetId, g));
     return g;
   }
@@ -86,8 +153,7 @@ public final class Memest {
 
   /** A pretraining request with the library's defaults for a model and a GPU preset. */
   public static PretrainRequest pretrainRequest(String model, String gpu) throws MemestException {
-    PretrainRequest r = new PretrainRequest();
-    MemestNative.pretrain_request_init(r);
+    PretrainRequest r = new PretrainRequest();  // memest_pretrain_request_init's defaults
     r.setModel(model(model));
     r.setGpu(gpu(gpu));
     return r;
@@ -98,7 +164,7 @@ public final class Memest {
     int n = (int) Math.max(1, Math.min(pp, 1 << 17));
     StageArray stages = new StageArray(n);
     PretrainResult result = new PretrainResult();
-    check(MemestNative.pretrain(r, result, stages.cast(), n));
+    check(MemestNative.pretrain(r, result, stages.cast(), MemestNative.swig_stage_size(), n));
     List<Stage> list = new ArrayList<>();
     for (int i = 0; i < result.getStage_count() && i < n; i++) {
       list.add(stages.getitem(i));  // a copy, owned by the Java object
@@ -106,9 +172,9 @@ public final class Memest {
     return new Pretrain(result, Collections.unmodifiableList(list));
   }
 
+  /** A model-states request with the library's defaults (no GPU: verdict "unknown"). */
   public static ModelStatesRequest modelStatesRequest(Model model) {
     ModelStatesRequest r = new ModelStatesRequest();
-    MemestNative.model_states_request_init(r);
     r.setModel(model);
     return r;
   }
@@ -121,7 +187,6 @@ public final class Memest {
 
   public static FinetuneRequest finetuneRequest(String model, String gpu) throws MemestException {
     FinetuneRequest r = new FinetuneRequest();
-    MemestNative.finetune_request_init(r);
     r.setModel(model(model));
     r.setGpu(gpu(gpu));
     return r;
@@ -133,10 +198,38 @@ public final class Memest {
     return out;
   }
 
-  /** LLMem Algorithm 1: choice.getSelected(), choice.getBatch(), choice.option(0..3). */
-  public static FinetuneChoice finetuneSelect(FinetuneRequest r) throws MemestException {
+  /** LLMem Algorithm 1: the method selected, its batch, and every method's row. */
+  public static FinetuneSelection finetuneSelect(FinetuneRequest r) throws MemestException {
+    final int capacity = 8;
     FinetuneChoice out = new FinetuneChoice();
-    check(MemestNative.finetune_select(r, out));
-    return out;
+    FinetuneOptionArray options = new FinetuneOptionArray(capacity);
+    check(MemestNative.finetune_select(r, out, options.cast(), MemestNative.swig_finetune_option_size(), capacity));
+    List<FinetuneOption> list = new ArrayList<>();
+    for (int i = 0; i < out.getOption_count() && i < capacity; i++) list.add(options.getitem(i));
+    return new FinetuneSelection(out, Collections.unmodifiableList(list));
+  }
+
+  /** A layout search over the GPUs of `base` (a pretrain request with the model, GPU, GPUs,
+   *  sequence length and global batch), with the library's defaults for the space. */
+  public static SearchRequest searchRequest(PretrainRequest base) {
+    SearchRequest s = new SearchRequest();
+    s.setBase(base);
+    return s;
+  }
+
+  /** Ranks layouts by predicted throughput among those predicted to fit; the best `top`. */
+  public static Search search(SearchRequest s, int top) throws MemestException {
+    int capacity = Math.max(0, top);
+    SearchEntryArray entries = new SearchEntryArray(Math.max(1, capacity));
+    List<String> reasons = enumNames(memest_enum.MEMEST_ENUM_PRUNE_REASON);
+    CountArray pruned = new CountArray(reasons.size());
+    SearchResult result = new SearchResult();
+    check(MemestNative.search(s, result, entries.cast(), MemestNative.swig_search_entry_size(), capacity,
+        pruned.cast(), reasons.size()));
+    List<SearchEntry> list = new ArrayList<>();
+    for (int i = 0; i < result.getCount(); i++) list.add(entries.getitem(i));
+    Map<String, Long> counts = new LinkedHashMap<>();
+    for (int i = 0; i < reasons.size(); i++) counts.put(reasons.get(i), pruned.getitem(i).longValue());
+    return new Search(result, Collections.unmodifiableList(list), Collections.unmodifiableMap(counts));
   }
 }
