@@ -247,6 +247,34 @@ def build_model(torch: Any, cfg: Dict[str, int]) -> Any:
 GQA_IN_SDPA = False
 
 
+def fused_attention_only(torch: Any) -> Any:
+    """A context in which scaled_dot_product_attention may not fall back to its math backend
+    (which would keep the s x s scores that memest's FlashAttention formulas leave out): a run
+    that no fused kernel accepts fails instead of measuring something else."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # PyTorch < 2.3
+        return torch.backends.cuda.sdp_kernel(enable_math=False)
+    backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+        backends.append(SDPBackend.CUDNN_ATTENTION)
+    return sdpa_kernel(backends)
+
+
+def gqa_in_fused_sdpa(torch: Any, dev: Any, head_dim: int) -> bool:
+    """Whether a fused SDPA kernel takes grouped K/V directly (enable_gqa, PyTorch 2.5+); else
+    the probe repeats K and V to the query heads."""
+    F = torch.nn.functional
+    q = torch.randn(1, 4, 128, head_dim, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(1, 2, 128, head_dim, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    try:
+        with fused_attention_only(torch):
+            F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True).sum().backward()
+        return True
+    except (TypeError, RuntimeError):
+        return False
+
+
 def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     import torch  # only in the child process
     import torch.nn.functional as F
@@ -257,13 +285,7 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     torch.cuda.set_device(dev)
     cfg = spec["model"]
     free, total = torch.cuda.mem_get_info(dev)  # creates the context
-    try:
-        q = torch.zeros(1, 2, 4, 8, device=dev, dtype=torch.bfloat16)
-        k = torch.zeros(1, 1, 4, 8, device=dev, dtype=torch.bfloat16)
-        F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True)
-        GQA_IN_SDPA = True
-    except (TypeError, RuntimeError):
-        GQA_IN_SDPA = False
+    GQA_IN_SDPA = gqa_in_fused_sdpa(torch, dev, cfg["hidden"] // cfg["heads"])
     a = torch.ones(256, 256, device=dev, dtype=torch.bfloat16)
     (a @ a).sum().item()  # cuBLAS handle and workspace
     del a
@@ -285,6 +307,7 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
                 param.grad = None
             p.register_post_accumulate_grad_hook(accumulate)
     for m, g in zip(masters, grads):
+        m.requires_grad_(True)
         m.grad = g
     try:
         opt = torch.optim.AdamW(masters, lr=1e-4, weight_decay=0.1, fused=True)  # 2 x 4 B moments
@@ -298,25 +321,27 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
     gen = torch.Generator(device=dev).manual_seed(1)
     loss_value = float("nan")
     start = time.perf_counter()
-    for _ in range(spec["steps"]):
-        for _ in range(spec["accum"]):
-            tokens = torch.randint(cfg["vocab"], (b, s + 1), device=dev, generator=gen)
-            logits = model(tokens[:, :-1], spec["checkpointing"])
-            loss = F.cross_entropy(logits.float().view(-1, cfg["vocab"]), tokens[:, 1:].reshape(-1))
-            del logits
-            (loss / spec["accum"]).backward()
-            loss_value = float(loss.detach())
-            del loss
-            if not per_param_hooks:
-                for p, g in zip(params, grads):
-                    g.add_(p.grad)
-                    p.grad = None
-        opt.step()
-        with torch.no_grad():
-            for p, m in zip(params, masters):
-                p.copy_(m)
-        for g in grads:
-            g.zero_()
+    with fused_attention_only(torch):
+        for _ in range(spec["steps"]):
+            for _ in range(spec["accum"]):
+                tokens = torch.randint(cfg["vocab"], (b, s + 1), device=dev, generator=gen)
+                logits = model(tokens[:, :-1], spec["checkpointing"])
+                loss = F.cross_entropy(logits.float().view(-1, cfg["vocab"]),
+                                       tokens[:, 1:].reshape(-1))
+                del logits
+                (loss / spec["accum"]).backward()
+                loss_value = float(loss.detach())
+                del loss
+                if not per_param_hooks:
+                    for p, g in zip(params, grads):
+                        g.add_(p.grad)
+                        p.grad = None
+            opt.step()
+            with torch.no_grad():
+                for p, m in zip(params, masters):
+                    p.copy_(m)
+            for g in grads:
+                g.zero_()
     torch.cuda.synchronize()
     seconds = (time.perf_counter() - start) / spec["steps"]
 
