@@ -9,8 +9,9 @@ memest_request_json and the typed preset/config functions; nothing here re-imple
     ('fits', 27.2, 16)
 
 Functions: pretrain, model_states, finetune, search, request (any mode, as a dict),
-load_config (a Hugging Face config.json), models, gpus, enums and verdict_bands (the library's
-names and verdict bands). Arguments left as None are not sent,
+load_config (a Hugging Face config.json), load_gpu_profile (a calibrate/ device profile), models,
+gpus, enums and verdict_bands (the library's names and verdict bands). Arguments left as None are
+not sent,
 so the library's own defaults apply. `model` is a preset id, a config dict (load_config), or
 (model_states only) a bare parameter count; `gpu` is a preset id or {"memory_gib": 40, ...}.
 Errors raise a MemestError subclass with .code ("invalid_argument") and .field ("parallel.tp").
@@ -40,8 +41,8 @@ GpuSpec = Union[str, Mapping[str, Any]]
 
 __all__ = [
     "__version__", "pretrain", "model_states", "finetune", "search", "request", "request_json",
-    "load_config", "describe_config", "models", "gpus", "version_number", "enums",
-    "verdict_bands",
+    "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
+    "enums", "verdict_bands",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -252,6 +253,29 @@ def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
         raise FieldTypeError("config: expected a JSON object", field="model",
                              code=FieldTypeError.code, status=FieldTypeError.status)
     return config
+
+
+def load_gpu_profile(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """Reads a device profile (memest-calibrate's or calibrate/probe.py's JSON) into a dict usable
+    as `gpu=`. The raw figures of its "measured" block are left out: the estimate reads only the
+    profile fields. A file that cannot be read, is not JSON or is not an object raises a
+    MemestError (InvalidArgumentError, ParseError, FieldTypeError) with field "gpu"; the fields
+    themselves are checked by the library when the profile is used."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidArgumentError(f"gpu: cannot read the profile {os.fspath(path)!r}: {e}",
+                                   field="gpu") from e
+    try:
+        profile = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"gpu: the profile {os.fspath(path)!r} is not valid JSON: {e}",
+                         field="gpu") from e
+    if not isinstance(profile, dict):
+        raise FieldTypeError(f"gpu: the profile {os.fspath(path)!r} is not a JSON object",
+                             field="gpu")
+    return {k: v for k, v in profile.items() if k != "measured"}
 
 
 def describe_config(config: Union[Mapping[str, Any], str]) -> Record:
