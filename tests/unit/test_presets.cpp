@@ -100,3 +100,27 @@ TEST_CASE("GPU presets: the issue's set, nominal GiB capacities") {
   CHECK(memest_gpu_preset_count() >= 10);
   CHECK(memest_gpu_preset_id(memest_gpu_preset_count()) == nullptr);
 }
+
+TEST_CASE("An unknown preset id gets the closest ids, or the list when none is close") {
+  auto message = [](const std::string& id) {
+    memest_model m = memest_test::sized<memest_model>();
+    CHECK(memest_model_from_preset(id.c_str(), &m) == MEMEST_ERR_UNKNOWN_PRESET);
+    return std::string(memest_last_error());
+  };
+  CHECK(message("llama3-8b") ==
+        "model: unknown model preset \"llama3-8b\"; did you mean \"llama-3.1-8b\"?");
+  CHECK(message("Llama-3.1-8B").find("did you mean \"llama-3.1-8b\"?") != std::string::npos);
+  CHECK(message("qwen-2.5-7b").find("did you mean \"qwen2.5-7b\"?") != std::string::npos);
+  const std::string far = message("zzzzzz");
+  CHECK(far.find("did you mean") == std::string::npos);
+  CHECK(far.find("(known: llama-2-7b, ") != std::string::npos);
+  memest_gpu g = memest_test::sized<memest_gpu>();
+  CHECK(memest_gpu_from_preset("h100", &g) == MEMEST_ERR_UNKNOWN_PRESET);
+  CHECK(std::string(memest_last_error()) ==
+        "gpu: unknown GPU preset \"h100\"; did you mean \"h100-80gb\" or \"h100-94gb\"?");
+  // A 100 MB id is quoted cut, and answered at once.
+  const std::string huge(100u << 20, 'x');
+  const std::string long_message = message(huge);
+  CHECK(long_message.size() < 1000);
+  CHECK(long_message.find("...(104857600 bytes)") != std::string::npos);
+}

@@ -1,5 +1,10 @@
 #include "model/presets.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <utility>
+#include <vector>
+
 #include <cstring>
 
 #include "core/json_fields.hpp"
@@ -73,15 +78,73 @@ const GpuData& gpu_data() {
   return data;
 }
 
+// An id without case and punctuation: "Llama3-8B" and "llama-3-8b" read the same.
+std::string folded(const std::string& id) {
+  std::string out;
+  for (char c : id) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+// Levenshtein distance (insertions, deletions, substitutions), one row at a time.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The preset ids close to a mistyped one, closest first: same letters and digits once case and
+// punctuation are ignored, a prefix of one (h100 -> h100-80gb, h100-pcie...), or a few edits.
+template <typename Preset>
+std::vector<std::string> close_ids(const std::vector<Preset>& presets, const std::string& id) {
+  const std::string want = folded(id);
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  if (want.empty() || want.size() > 64) return {};
+  for (const auto& p : presets) {
+    const std::string have = folded(p.id);
+    std::size_t score = edit_distance(want, have);
+    if (have.rfind(want, 0) == 0 || want.rfind(have, 0) == 0) score = std::min<std::size_t>(score, 1);
+    if (score <= std::max<std::size_t>(2, want.size() / 4)) scored.emplace_back(score, p.id);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;  // the closest ones only
+  for (const auto& [score, name] : scored) {
+    if (out.size() == 3 || score > scored.front().first) break;
+    out.push_back(name);
+  }
+  return out;
+}
+
 template <typename Preset>
 const Preset& find(const std::vector<Preset>& presets, const std::string& id,
                    const std::string& field, const char* kind) {
   for (const auto& p : presets)
     if (p.id == id) return p;
-  std::string known;
-  for (const auto& p : presets) known += (known.empty() ? "" : ", ") + p.id;
+  const std::vector<std::string> close = close_ids(presets, id);
+  std::string hint;
+  if (!close.empty()) {
+    for (const std::string& c : close) hint += (hint.empty() ? "" : " or ") + ("\"" + c + "\"");
+    hint = "; did you mean " + hint + "?";
+  } else {
+    std::string known;
+    for (const auto& p : presets) known += (known.empty() ? "" : ", ") + p.id;
+    hint = " (known: " + known + ")";
+  }
   throw Error(MEMEST_ERR_UNKNOWN_PRESET, field,
-              field + ": unknown " + kind + " preset \"" + echo(id) + "\" (known: " + known + ")");
+              field + ": unknown " + kind + " preset \"" + echo(id) + "\"" + hint);
 }
 
 }  // namespace
