@@ -244,6 +244,7 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"Olmo2ForCausalLM", "olmo2"},
     {"Starcoder2ForCausalLM", "starcoder2"},
     {"FalconForCausalLM", "falcon"},
+    {"RWForCausalLM", "falcon"},
     {"CohereForCausalLM", "cohere"},
     {"InternLM2ForCausalLM", "internlm2"},
     {"GlmForCausalLM", "glm"},
@@ -258,6 +259,12 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"Llama4ForConditionalGeneration", "llama4"},
     {"OlmoeForCausalLM", "olmoe"},
     {"DbrxForCausalLM", "dbrx"},
+};
+
+// Earlier model_type spellings of a family (Falcon's first uploads, RWForCausalLM).
+constexpr std::pair<const char*, const char*> kAliases[] = {
+    {"RefinedWebModel", "falcon"},  // Falcon-7B: multi-query, parallel attention
+    {"RefinedWeb", "falcon"},       // Falcon-40B: the new decoder architecture (n_head_kv)
 };
 
 // Shapes this version does not model, with the reason.
@@ -320,6 +327,10 @@ std::string first_architecture(const JsonFields& f) {
 std::string resolve_model_type(const JsonFields& f) {
   const auto type = f.string("model_type");
   if (type && find_convention(*type)) return *type;
+  if (type) {
+    for (const auto& [alias, family] : kAliases)
+      if (*type == alias) return family;
+  }
   const std::string by_arch = mapped_architecture(f);
   if (!by_arch.empty()) return by_arch;
   const std::string arch = first_architecture(f);
@@ -463,7 +474,9 @@ void read_mla(const JsonFields& f, memest_model& m) {
 void read_falcon(const JsonFields& f, memest_model& m) {
   const bool bias = f.boolean("bias").value_or(false);
   m.attention_qkv_bias = m.attention_out_bias = m.mlp_bias = bias;
-  const bool new_arch = f.boolean("new_decoder_architecture").value_or(false);
+  // The first Falcon-40B upload (model_type "RefinedWeb") has the new architecture implied.
+  const bool legacy_40b = f.string("model_type").value_or("") == "RefinedWeb";
+  const bool new_arch = f.boolean("new_decoder_architecture").value_or(legacy_40b);
   const bool parallel = f.boolean("parallel_attn").value_or(true);
   if (new_arch) {
     m.num_key_value_heads = maybe(f, {"num_kv_heads", "n_head_kv"}, m.num_attention_heads, 1, kBig);
@@ -530,6 +543,7 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
     m.vision_excluded = 1;
   }
   JsonFields f = text ? JsonFields(*text, outer.path_of("text_config"), Nulls::Absent) : outer;
+  const std::string outer_type = type;  // the name a multimodal model is known by
   if (text) {
     const auto inner_type = f.string("model_type");
     type = inner_type && find_convention(*inner_type) && !find_convention(*inner_type)->text_of
@@ -542,7 +556,7 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
     auto family = f.choice("family", {"llama", "gpt"});
     if (family && *family == "gpt") c = find_convention("gpt2");
   }
-  if (m.name[0] == '\0') copy_name(m.name, "custom-" + std::string(plain ? c->model_type : type));
+  if (m.name[0] == '\0') copy_name(m.name, "custom-" + std::string(plain ? c->model_type : outer_type));
 
   m.family = c->family;
   m.gated_mlp = c->gated_mlp;
