@@ -126,12 +126,15 @@ TEST_CASE("Unsupported and malformed configs are refused with the field named") 
 }
 
 TEST_CASE("Pipeline stages hold every parameter exactly once (tp = 1), tied copy aside") {
-  for (const char* id : {"llama-3.1-8b", "gpt2", "opt-1.3b", "bloom-1b1", "codegen-2b-nl"}) {
+  for (const char* id : {"llama-3.1-8b", "gpt2", "opt-1.3b", "bloom-1b1", "codegen-2b-nl", "qwen3-8b",
+                         "gemma-2-9b", "gemma-3-1b", "phi-3.5-mini", "olmo-2-7b", "starcoder2-7b",
+                         "falcon-7b", "command-r", "glm-4-9b", "internlm2.5-7b"}) {
     CAPTURE(id);
     memest_test::Pretrain p(id, "h100-80gb");
     p.r.gpus = 4;
     p.r.tp = 1;
     p.r.pp = 4;
+    p.r.uneven_pipeline = 1;  // Gemma 2's 42 and Gemma 3 1B's 26 layers: lighter end stages
     p.r.seq_len = 1024;
     memest_pretrain_result res = memest_test::sized<memest_pretrain_result>();
     memest_stage stages[4];
