@@ -436,7 +436,9 @@ void read_experts(const JsonFields& f, const Convention& c, memest_model& m) {
     m.num_shared_experts = 1;
     m.shared_expert_intermediate_size = m.intermediate_size;
     m.intermediate_size = maybe(f, {"intermediate_size_mlp"}, m.intermediate_size, 1, kBig);
-    if (const json* listed = f.object("moe_layers")) {
+    const json* listed = f.object("moe_layers");
+    // (An out-of-range layer count is refused by validate_model; do not walk it here.)
+    if (listed && m.num_hidden_layers <= kMaxLayers) {
       // Newer files list the MoE layers; they must be the ones the step gives.
       bool same = listed->is_array();
       int64_t count = 0;
