@@ -185,7 +185,7 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
          std::to_string(m.num_key_value_heads) + " does not divide num_attention_heads=" +
              std::to_string(m.num_attention_heads));
   }
-  if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0) {
+  if (m.head_dim == 0 && !is_mla(m) && m.hidden_size % m.num_attention_heads != 0) {
     fail(prefix + ".num_attention_heads",
          std::to_string(m.num_attention_heads) + " does not divide hidden_size=" +
              std::to_string(m.hidden_size) + " (give head_dim explicitly)");
