@@ -126,6 +126,8 @@ using Columns = std::vector<std::pair<const char*, const char*>>;  // {column, k
 
 const Columns kModelColumns = {
     {"id", "id"}, {"name", "name"}, {"family", "family"}, {"num_parameters", "num_parameters"},
+    {"active_parameters", "active_parameters"}, {"experts", "num_experts"},
+    {"top_k", "num_experts_per_tok"},
     {"layers", "num_hidden_layers"}, {"hidden", "hidden_size"}, {"heads", "num_attention_heads"},
     {"kv_heads", "num_key_value_heads"}, {"ffn", "intermediate_size"}, {"vocab", "vocab_size"},
     {"max_positions", "max_position_embeddings"}, {"tied", "tie_word_embeddings"}};

@@ -164,9 +164,14 @@ std::string model_states_table(const ojson& r) {
   const double per_param = t["param_bytes"].get<double>() + t["grad_bytes"].get<double>() +
                            t["optimizer_bytes"].get<double>();
   std::string out;
-  out += fmt::format("{} | {:.4g} B parameters | {} GPUs data parallel | ZeRO stage {}\n",
-                     r["model"]["name"].get<std::string>(),
-                     r["model"]["num_parameters"].get<double>() / 1e9,
+  const ojson& m = r["model"];
+  const double total = m["num_parameters"].get<double>();
+  const double active = m.value("active_parameters", total);
+  // A mixture-of-experts model: every expert is in the model states; say how many a token uses.
+  const std::string active_note =
+      active != total ? fmt::format(" ({:.4g} B active per token)", active / 1e9) : std::string();
+  out += fmt::format("{} | {:.4g} B parameters{} | {} GPUs data parallel | ZeRO stage {}\n",
+                     m["name"].get<std::string>(), total / 1e9, active_note,
                      r["layout"]["gpus"].get<int64_t>(), r["layout"]["zero"].get<int>());
   out += fmt::format("{:g} bytes/param before sharding (weights {:g}, gradients {:g}, optimizer {:g})\n\n",
                      per_param, t["param_bytes"].get<double>(), t["grad_bytes"].get<double>(),

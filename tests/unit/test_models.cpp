@@ -107,9 +107,14 @@ TEST_CASE("Model type conventions") {
 TEST_CASE("Unsupported and malformed configs are refused with the field named") {
   memest_model m = memest_test::sized<memest_model>();
   memest_model_init(&m, sizeof m);
-  CHECK(memest_model_from_config_json(R"({"model_type": "mixtral", "hidden_size": 4096})", &m) ==
+  CHECK(memest_model_from_config_json(R"({"model_type": "jamba", "hidden_size": 4096})", &m) ==
         MEMEST_ERR_UNSUPPORTED);
   CHECK(std::string(memest_last_error_field()) == "model.model_type");
+  // The refusal lists the supported families.
+  CHECK(std::string(memest_last_error()).find("deepseek_v3") != std::string::npos);
+  CHECK(memest_model_from_config_json(R"({"architectures": ["XForCausalLM"], "hidden_size": 64})",
+                                      &m) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.architectures");
   CHECK(memest_model_from_config_json(R"({"model_type": "llama", "hidden_size": 4096})", &m) ==
         MEMEST_ERR_MISSING_FIELD);
   CHECK(std::string(memest_last_error_field()) == "model.num_hidden_layers");
@@ -121,12 +126,15 @@ TEST_CASE("Unsupported and malformed configs are refused with the field named") 
 }
 
 TEST_CASE("Pipeline stages hold every parameter exactly once (tp = 1), tied copy aside") {
-  for (const char* id : {"llama-3.1-8b", "gpt2", "opt-1.3b", "bloom-1b1", "codegen-2b-nl"}) {
+  for (const char* id : {"llama-3.1-8b", "gpt2", "opt-1.3b", "bloom-1b1", "codegen-2b-nl", "qwen3-8b",
+                         "gemma-2-9b", "gemma-3-1b", "phi-3.5-mini", "olmo-2-7b", "starcoder2-7b",
+                         "falcon-7b", "command-r", "glm-4-9b", "internlm2.5-7b"}) {
     CAPTURE(id);
     memest_test::Pretrain p(id, "h100-80gb");
     p.r.gpus = 4;
     p.r.tp = 1;
     p.r.pp = 4;
+    p.r.uneven_pipeline = 1;  // Gemma 2's 42 and Gemma 3 1B's 26 layers: lighter end stages
     p.r.seq_len = 1024;
     memest_pretrain_result res = memest_test::sized<memest_pretrain_result>();
     memest_stage stages[4];

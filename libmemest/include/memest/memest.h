@@ -148,6 +148,37 @@ typedef struct memest_model {
   double num_parameters;            /* > 0 with hidden_size == 0: a bare count */
   int32_t fused_qkv;                /* Q, K, V stored as one tensor (BLOOM, GPT-2, CodeGen, NeoX) */
   int32_t logits_fp32;              /* the HF model casts logits to fp32 before the loss */
+  /* ---- appended after 1.0 (a 1.0 caller's struct ends above; these take their defaults) ---- */
+  /* Mixture of experts (all 0 for a dense model). A layer is an MoE layer when its index i
+     (0-based) is >= moe_first_dense_layers and (i + 1) % moe_layer_step == 0; the other layers
+     have the dense MLP of intermediate_size. */
+  int64_t num_experts;              /* routed experts per MoE layer (num_local_experts,
+                                       n_routed_experts, num_experts); 0 = dense */
+  int64_t num_experts_per_tok;      /* top-k: routed experts each token goes through */
+  int64_t moe_intermediate_size;    /* width of one routed expert's MLP */
+  int64_t num_shared_experts;       /* experts every token goes through (n_shared_experts) */
+  int64_t shared_expert_intermediate_size; /* width of one shared expert; 0 = moe_intermediate_size */
+  int64_t moe_first_dense_layers;   /* leading layers with a dense MLP (first_k_dense_replace) */
+  int64_t moe_layer_step;           /* decoder_sparse_step / interleave_moe_layer_step; default 1
+                                       (0 reads as 1) */
+  int32_t router_bias;              /* the router (h x E) has a bias of E (gpt-oss) */
+  int32_t shared_expert_gate;       /* a sigmoid gate (h x 1) on the shared experts (Qwen2-MoE) */
+  /* Multi-head latent attention (DeepSeek-V2/V3): kv_lora_rank > 0 turns it on and replaces
+     the Q/K/V projections; num_key_value_heads and head_dim are then not used for shapes. */
+  int64_t q_lora_rank;              /* 0: a full q_proj; else q_a_proj, q_a_layernorm, q_b_proj */
+  int64_t kv_lora_rank;             /* 0 = no MLA */
+  int64_t qk_nope_head_dim;
+  int64_t qk_rope_head_dim;
+  int64_t v_head_dim;
+  int64_t mtp_layers;               /* multi-token-prediction modules (num_nextn_predict_layers):
+                                       counted apart (memest_param_count.mtp), not in the total */
+  int32_t qk_norm;                  /* 0: none; 1: one head_dim-wide RMSNorm for q and one for k
+                                       (Qwen3, Gemma 3); 2: full width, q a*d and k k*d (OLMo 2,
+                                       OLMoE, Cohere use_qk_norm) */
+  int32_t attention_sinks;          /* one learned sink logit per attention head (gpt-oss) */
+  int32_t fused_gate_up;            /* gate and up projections stored as one tensor (Phi-3, GLM) */
+  int32_t vision_excluded;          /* 1: read from a multimodal config; its vision tower and
+                                       projector are not counted (set by the config reader) */
 } memest_model;
 
 /** Parameter counts of a model, by part. */
@@ -157,6 +188,14 @@ typedef struct memest_param_count {
   double embedding;        /* word embeddings (+ learned positions, + embedding norm) */
   double per_layer;        /* one transformer layer */
   double lm_head;          /* LM head + final norm (0 for the head weights when tied) */
+  /* ---- appended after 1.0 ---- */
+  double active;           /* parameters one token goes through: everything but the routed
+                              experts it is not sent to (= total for a dense model); the input
+                              embedding table counts in full */
+  double mtp;              /* multi-token-prediction modules, not in total (0 when none) */
+  double per_dense_layer;  /* one layer with a dense MLP (= per_layer for a dense model; for an
+                              MoE model per_layer is one MoE layer) */
+  int64_t moe_layers;      /* layers with an MoE MLP (0 for a dense model) */
 } memest_param_count;
 
 /** Fills the first `struct_size` bytes of *model with defaults (Llama conventions, all sizes
@@ -167,8 +206,10 @@ MEMEST_API memest_status memest_model_init(memest_model *model, uint32_t struct_
  *  caller set). Fails with MEMEST_ERR_UNKNOWN_PRESET when there is none. */
 MEMEST_API memest_status memest_model_from_preset(const char *id, memest_model *model);
 
-/** Reads a Hugging Face config.json text (Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX,
- *  OPT, BLOOM, CodeGen, BioGPT, GPT-BigCode, GPT-Neo) into *model. */
+/** Reads a Hugging Face config.json text into *model: the families of README "Supported
+ *  model families", by model_type or else by architectures[0] (dense, mixture-of-experts and
+ *  multi-head latent attention; of a Gemma 3 or Llama 4 multimodal config the language model,
+ *  with vision_excluded set). */
 MEMEST_API memest_status memest_model_from_config_json(const char *config_json,
                                                        memest_model *model);
 

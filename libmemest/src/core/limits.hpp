@@ -14,6 +14,7 @@ constexpr int64_t kMaxHidden = int64_t{1} << 20;
 constexpr int64_t kMaxLayers = 100000;
 constexpr int64_t kMaxHeads = int64_t{1} << 16;
 constexpr int64_t kMaxFfn = int64_t{1} << 24;
+constexpr int64_t kMaxExperts = int64_t{1} << 16;  // routed or shared experts per MoE layer
 constexpr int64_t kMaxVocab = int64_t{1} << 27;
 constexpr int64_t kMaxPositions = int64_t{1} << 31;
 constexpr double kMaxBareParameters = 1e16;

@@ -93,6 +93,8 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
 
 FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   validate_model(r.model, "model", false);
+  // LLMem (Kim et al.) models dense decoders only: no experts, no latent attention.
+  require_dense(r.model, "model", "fine-tuning (LLMem models dense decoders only)");
   const memest_model& m = r.model;
   check_range("parallel.gpus", r.gpus, 1, kMaxFinetuneGpus);
   check_range("training.seq_len", r.seq_len, 2, kMaxSeq);

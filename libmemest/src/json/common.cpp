@@ -84,7 +84,8 @@ const char* verdict_name(int32_t verdict) {
 
 ojson model_json(const memest_model& m) {
   const memest_param_count c = count_parameters(m);
-  ojson j = {{"name", m.name}, {"num_parameters", c.total}};
+  // Every response reports the total and the active count (= total for a dense model).
+  ojson j = {{"name", m.name}, {"num_parameters", c.total}, {"active_parameters", c.active}};
   if (is_bare_count(m)) return j;
   j["family"] = family_name(m.family);
   j["hidden_size"] = m.hidden_size;
@@ -96,9 +97,41 @@ ojson model_json(const memest_model& m) {
   j["vocab_size"] = m.vocab_size;
   j["max_position_embeddings"] = m.max_position_embeddings;
   j["tie_word_embeddings"] = m.tie_word_embeddings == 1;
-  j["parameters"] = {{"embedding", c.embedding},
-                     {"per_layer", c.per_layer},
-                     {"lm_head", c.lm_head}};
+  // Mixture of experts, multi-head latent attention and multi-token prediction, under the
+  // config.json names a model object is read with (only when the model has them).
+  if (is_moe(m)) {
+    j["num_experts"] = m.num_experts;
+    j["num_experts_per_tok"] = m.num_experts_per_tok;
+    j["moe_intermediate_size"] = expert_width(m);
+    j["num_shared_experts"] = m.num_shared_experts;
+    if (m.num_shared_experts > 0) j["shared_expert_intermediate_size"] = shared_expert_width(m);
+    j["first_k_dense_replace"] = m.moe_first_dense_layers;
+    j["moe_layer_step"] = m.moe_layer_step > 1 ? m.moe_layer_step : 1;
+    j["moe_layers"] = c.moe_layers;
+    j["router_bias"] = m.router_bias == 1;
+    j["shared_expert_gate"] = m.shared_expert_gate == 1;
+  }
+  if (is_mla(m)) {
+    j["q_lora_rank"] = m.q_lora_rank;
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+  }
+  if (m.qk_norm != 0) j["qk_norm"] = m.qk_norm == 1 ? "head" : "full";
+  if (m.attention_sinks) j["attention_sinks"] = true;
+  if (m.mtp_layers > 0) {
+    j["num_nextn_predict_layers"] = m.mtp_layers;
+    j["mtp_parameters"] = c.mtp;
+  }
+  if (m.vision_excluded) {
+    j["excluded"] = "vision tower and multimodal projector of the config (vision_config): only "
+                    "the language model (text_config) is counted";
+  }
+  ojson parts = {{"embedding", c.embedding}, {"per_layer", c.per_layer}, {"lm_head", c.lm_head}};
+  if (is_moe(m)) parts["per_dense_layer"] = c.per_dense_layer;
+  if (m.mtp_layers > 0) parts["mtp"] = c.mtp;
+  j["parameters"] = parts;
   return j;
 }
 

@@ -19,11 +19,16 @@ ojson presets_response() {
   ojson models = ojson::array();
   for (const ModelPreset& p : model_presets()) {
     const memest_model& m = p.model;
+    const memest_param_count c = count_parameters(m);
     models.push_back({{"id", p.id},
                       {"name", m.name},
                       {"family", family_name(m.family)},
-                      {"num_parameters", count_parameters(m).total},
+                      {"num_parameters", c.total},
+                      {"active_parameters", c.active},
+                      {"num_experts", m.num_experts},
+                      {"num_experts_per_tok", m.num_experts_per_tok},
                       {"published_params", p.published_params},
+                      {"published_active_params", p.published_active_params},
                       {"num_hidden_layers", m.num_hidden_layers},
                       {"hidden_size", m.hidden_size},
                       {"num_attention_heads", m.num_attention_heads},

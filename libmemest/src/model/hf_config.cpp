@@ -1,7 +1,9 @@
 #include "model/hf_config.hpp"
 
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <vector>
 
 #include "model/model.hpp"
 
@@ -9,61 +11,275 @@ namespace memest {
 
 namespace {
 
-// How one Hugging Face model_type builds its layers. Field names and defaults follow
-// the matching transformers configuration and modeling classes.
+// How the experts of a mixture-of-experts family are named in its config.json.
+enum class Experts {
+  None,      // dense
+  Mixtral,   // num_local_experts / num_experts; intermediate_size is one expert's width
+  Qwen,      // num_experts, moe_intermediate_size, shared_expert_intermediate_size (+ its gate),
+             // decoder_sparse_step, mlp_only_layers; intermediate_size is the dense MLP's
+  DeepSeek,  // n_routed_experts, n_shared_experts, moe_intermediate_size, first_k_dense_replace
+  Llama4,    // num_local_experts, one shared expert; intermediate_size the experts' width,
+             // intermediate_size_mlp the dense layers', interleave_moe_layer_step
+  Dbrx,      // ffn_config {moe_num_experts, moe_top_k, ffn_hidden_size}
+};
+
+// How one Hugging Face model_type builds its layers. Field names and defaults follow the
+// matching transformers configuration and modeling classes (modeling_<family>.py).
 struct Convention {
-  const char* model_type;
-  memest_family family;
-  bool gated_mlp;
-  memest_norm_type norm;
-  int norms_per_layer;
-  bool qkv_bias;
-  bool out_bias;
-  bool mlp_bias;
-  bool lm_head_bias;
-  bool embedding_norm;
-  bool learned_positions;
-  int position_offset;  // OPT and BioGPT keep 2 extra rows in their position table
-  bool tied_default;    // tie_word_embeddings when the file does not say
-  bool multi_query_default;
-  bool fused_qkv;    // one Q/K/V tensor (matters for per-tensor page rounding)
-  bool logits_fp32;  // the modeling code casts logits to fp32 before the loss (LLMem's B)
+  const char* model_type = "";
+  memest_family family = MEMEST_FAMILY_LLAMA;
+  bool gated_mlp = true;
+  memest_norm_type norm = MEMEST_NORM_RMS;  // weight-only LayerNorms count as RMS (h each)
+  int norms_per_layer = 2;
+  bool qkv_bias = false;
+  bool out_bias = false;
+  bool mlp_bias = false;
+  bool lm_head_bias = false;
+  bool embedding_norm = false;
+  bool learned_positions = false;
+  int position_offset = 0;           // OPT and BioGPT keep 2 extra rows in their position table
+  bool tied_default = false;         // tie_word_embeddings when the file does not say
+  bool multi_query_default = false;
+  bool fused_qkv = false;            // one Q/K/V tensor (matters for per-tensor page rounding)
+  bool logits_fp32 = true;           // logits cast to fp32 before the loss (LLMem's B)
+  bool attention_bias_sets_out = true;  // attention_bias also puts a bias on o_proj
+  int qk_norm = 0;                   // memest_model.qk_norm
+  bool fused_gate_up = false;
+  bool attention_sinks = false;
+  bool router_bias = false;
+  bool mla = false;                  // multi-head latent attention fields (DeepSeek-V2/V3)
+  Experts experts = Experts::None;
+  const char* text_of = nullptr;     // multimodal wrapper: the model_type of its text_config
 };
 
-constexpr Convention kConventions[] = {
-    // type          family               gated  norm               n/l  qkv    out    mlp    head   embN   learned off tied  mq  fused  fp32
-    {"llama",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, false, false, false, true},
-    {"mistral",     MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, false, false, false, true},
-    {"qwen2",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, true,  false, false, false, false, false, 0, false, false, false, true},
-    {"gemma",       MEMEST_FAMILY_LLAMA, true,  MEMEST_NORM_RMS,   2, false, false, false, false, false, false, 0, true,  false, false, true},
-    {"gpt2",        MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  0, true,  false, true,  false},
-    {"gpt_bigcode", MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  0, true,  true, true,  false},
-    {"gpt_neo",     MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, false, true,  true,  false, false, true,  0, true,  false, false, true},
-    {"gpt_neox",    MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, false, 0, false, false, true,  false},
-    {"opt",         MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  2, true,  false, false, false},
-    {"biogpt",      MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, false, true,  2, true,  false, false, false},
-    {"bloom",       MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 2, true,  true,  true,  false, true,  false, 0, true,  false, true,  false},
-    {"codegen",     MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 1, false, false, true,  true,  false, false, 0, false, false, true,  true},
-    {"gptj",        MEMEST_FAMILY_GPT,   false, MEMEST_NORM_LAYER, 1, false, false, true,  true,  false, false, 0, false, false, false, true},
-};
+using Edit = std::function<void(Convention&)>;
 
-// architectures[0] → model_type, for files that lack model_type.
+std::vector<Convention> make_conventions() {
+  std::vector<Convention> t;
+  auto add = [&](const char* type, const Edit& edit) {
+    Convention c;
+    c.model_type = type;
+    if (edit) edit(c);
+    t.push_back(c);
+  };
+  auto gpt = [](Convention& c) {  // LayerNorm, GeLU MLP with biases, dropout
+    c.family = MEMEST_FAMILY_GPT;
+    c.gated_mlp = false;
+    c.norm = MEMEST_NORM_LAYER;
+    c.qkv_bias = c.out_bias = c.mlp_bias = true;
+  };
+  // ---- the 1.0 families (values unchanged)
+  add("llama", nullptr);
+  add("mistral", nullptr);
+  add("qwen2", [](Convention& c) { c.qkv_bias = true; });
+  add("gemma", [](Convention& c) { c.tied_default = true; });
+  add("gpt2", [&](Convention& c) {
+    gpt(c);
+    c.learned_positions = true;
+    c.tied_default = true;
+    c.fused_qkv = true;
+    c.logits_fp32 = false;
+  });
+  add("gpt_bigcode", [&](Convention& c) {
+    gpt(c);
+    c.learned_positions = true;
+    c.tied_default = true;
+    c.multi_query_default = true;
+    c.fused_qkv = true;
+    c.logits_fp32 = false;
+  });
+  add("gpt_neo", [&](Convention& c) {
+    gpt(c);
+    c.qkv_bias = false;
+    c.learned_positions = true;
+    c.tied_default = true;
+  });
+  add("gpt_neox", [&](Convention& c) {
+    gpt(c);
+    c.fused_qkv = true;
+    c.logits_fp32 = false;
+  });
+  add("opt", [&](Convention& c) {
+    gpt(c);
+    c.learned_positions = true;
+    c.position_offset = 2;
+    c.tied_default = true;
+    c.logits_fp32 = false;
+  });
+  add("biogpt", [&](Convention& c) {
+    gpt(c);
+    c.learned_positions = true;
+    c.position_offset = 2;
+    c.tied_default = true;
+    c.logits_fp32 = false;
+  });
+  add("bloom", [&](Convention& c) {
+    gpt(c);
+    c.embedding_norm = true;
+    c.tied_default = true;
+    c.fused_qkv = true;
+    c.logits_fp32 = false;
+  });
+  add("codegen", [&](Convention& c) {  // parallel attention + MLP sharing ln_1
+    gpt(c);
+    c.norms_per_layer = 1;
+    c.qkv_bias = c.out_bias = false;
+    c.lm_head_bias = true;
+    c.fused_qkv = true;
+  });
+  add("gptj", [&](Convention& c) {
+    gpt(c);
+    c.norms_per_layer = 1;
+    c.qkv_bias = c.out_bias = false;
+    c.lm_head_bias = true;
+  });
+  // ---- dense families of 2024-26
+  add("qwen3", [](Convention& c) { c.qk_norm = 1; });  // q_norm, k_norm over head_dim
+  add("gemma2", [](Convention& c) {  // input, post-attention, pre- and post-feedforward norms
+    c.tied_default = true;
+    c.norms_per_layer = 4;
+  });
+  add("gemma3_text", [](Convention& c) {
+    c.tied_default = true;
+    c.norms_per_layer = 4;
+    c.qk_norm = 1;
+  });
+  add("phi3", [](Convention& c) {  // qkv_proj, gate_up_proj
+    c.fused_qkv = true;
+    c.fused_gate_up = true;
+  });
+  add("olmo2", [](Convention& c) { c.qk_norm = 2; });  // q_norm a*d, k_norm k*d; post-norms
+  add("starcoder2", [&](Convention& c) {  // use_bias on every linear; LayerNorm
+    gpt(c);
+    c.tied_default = true;
+  });
+  add("falcon", [&](Convention& c) {  // query_key_value, dense; bias, parallel_attn read below
+    gpt(c);
+    c.qkv_bias = c.out_bias = c.mlp_bias = false;
+    c.tied_default = true;
+    c.fused_qkv = true;
+  });
+  add("cohere", [](Convention& c) {  // parallel block, one weight-only LayerNorm
+    c.norms_per_layer = 1;
+    c.tied_default = true;
+  });
+  add("internlm2", [](Convention& c) { c.fused_qkv = true; });  // wqkv; "bias" read below
+  add("glm", [](Convention& c) {
+    c.qkv_bias = true;
+    c.attention_bias_sets_out = false;
+    c.fused_gate_up = true;
+  });
+  add("glm4", [](Convention& c) {  // + post_self_attn_layernorm, post_mlp_layernorm
+    c.qkv_bias = true;
+    c.attention_bias_sets_out = false;
+    c.fused_gate_up = true;
+    c.norms_per_layer = 4;
+  });
+  // ---- mixture-of-experts families
+  add("mixtral", [](Convention& c) { c.experts = Experts::Mixtral; });
+  add("qwen2_moe", [](Convention& c) {
+    c.qkv_bias = true;  // qkv_bias, read below
+    c.experts = Experts::Qwen;
+  });
+  add("qwen3_moe", [](Convention& c) {
+    c.qk_norm = 1;
+    c.experts = Experts::Qwen;
+  });
+  add("deepseek_v2", [](Convention& c) {
+    c.mla = true;
+    c.experts = Experts::DeepSeek;
+  });
+  add("deepseek_v3", [](Convention& c) {
+    c.mla = true;
+    c.experts = Experts::DeepSeek;
+  });
+  add("gpt_oss", [](Convention& c) {  // biases everywhere, sinks, router bias
+    c.qkv_bias = c.out_bias = c.mlp_bias = true;
+    c.attention_sinks = true;
+    c.router_bias = true;
+    c.fused_gate_up = true;
+    c.experts = Experts::Mixtral;
+  });
+  add("llama4_text", [](Convention& c) { c.experts = Experts::Llama4; });  // L2 QK-norm: no weights
+  add("olmoe", [](Convention& c) {
+    c.qk_norm = 2;
+    c.experts = Experts::Mixtral;
+  });
+  add("dbrx", [](Convention& c) {  // Wqkv, out_proj; weight-only LayerNorms norm_1, norm_2
+    c.fused_qkv = true;
+    c.experts = Experts::Dbrx;
+  });
+  // ---- multimodal configs: the language model of text_config (vision tower left out)
+  add("gemma3", [](Convention& c) { c.text_of = "gemma3_text"; });
+  add("llama4", [](Convention& c) { c.text_of = "llama4_text"; });
+  return t;
+}
+
+const std::vector<Convention>& conventions() {
+  static const std::vector<Convention> table = make_conventions();
+  return table;
+}
+
+// architectures[0] → model_type, for files that lack model_type or carry one of their own
+// (Kimi K2's "kimi_k2" is a DeepseekV3ForCausalLM).
 constexpr std::pair<const char*, const char*> kArchitectures[] = {
-    {"LlamaForCausalLM", "llama"},        {"MistralForCausalLM", "mistral"},
-    {"Qwen2ForCausalLM", "qwen2"},        {"GemmaForCausalLM", "gemma"},
-    {"GPT2LMHeadModel", "gpt2"},          {"GPTBigCodeForCausalLM", "gpt_bigcode"},
-    {"GPTNeoForCausalLM", "gpt_neo"},     {"GPTNeoXForCausalLM", "gpt_neox"},
-    {"OPTForCausalLM", "opt"},            {"BioGptForCausalLM", "biogpt"},
-    {"BloomForCausalLM", "bloom"},        {"CodeGenForCausalLM", "codegen"},
+    {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2"},
+    {"GemmaForCausalLM", "gemma"},
+    {"GPT2LMHeadModel", "gpt2"},
+    {"GPTBigCodeForCausalLM", "gpt_bigcode"},
+    {"GPTNeoForCausalLM", "gpt_neo"},
+    {"GPTNeoXForCausalLM", "gpt_neox"},
+    {"OPTForCausalLM", "opt"},
+    {"BioGptForCausalLM", "biogpt"},
+    {"BloomForCausalLM", "bloom"},
+    {"CodeGenForCausalLM", "codegen"},
     {"GPTJForCausalLM", "gptj"},
+    {"Qwen3ForCausalLM", "qwen3"},
+    {"Gemma2ForCausalLM", "gemma2"},
+    {"Gemma3ForCausalLM", "gemma3_text"},
+    {"Gemma3ForConditionalGeneration", "gemma3"},
+    {"Phi3ForCausalLM", "phi3"},
+    {"Olmo2ForCausalLM", "olmo2"},
+    {"Starcoder2ForCausalLM", "starcoder2"},
+    {"FalconForCausalLM", "falcon"},
+    {"RWForCausalLM", "falcon"},
+    {"CohereForCausalLM", "cohere"},
+    {"InternLM2ForCausalLM", "internlm2"},
+    {"GlmForCausalLM", "glm"},
+    {"Glm4ForCausalLM", "glm4"},
+    {"MixtralForCausalLM", "mixtral"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"GptOssForCausalLM", "gpt_oss"},
+    {"Llama4ForCausalLM", "llama4_text"},
+    {"Llama4ForConditionalGeneration", "llama4"},
+    {"OlmoeForCausalLM", "olmoe"},
+    {"DbrxForCausalLM", "dbrx"},
 };
 
-// Mixture-of-experts and other shapes this version does not model.
-constexpr const char* kUnsupported[] = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
-                                        "deepseek_v3", "dbrx", "jamba", "mamba", "t5", "bart"};
+// Earlier model_type spellings of a family (Falcon's first uploads, RWForCausalLM).
+constexpr std::pair<const char*, const char*> kAliases[] = {
+    {"RefinedWebModel", "falcon"},  // Falcon-7B: multi-query, parallel attention
+    {"RefinedWeb", "falcon"},       // Falcon-40B: the new decoder architecture (n_head_kv)
+};
+
+// Shapes this version does not model, with the reason.
+constexpr std::pair<const char*, const char*> kUnsupported[] = {
+    {"jamba", "a hybrid of Mamba (state-space) and attention layers"},
+    {"mamba", "a state-space model, not a transformer"},
+    {"mamba2", "a state-space model, not a transformer"},
+    {"falcon_mamba", "a state-space model, not a transformer"},
+    {"rwkv", "a recurrent model, not a transformer"},
+    {"t5", "an encoder-decoder model"},
+    {"bart", "an encoder-decoder model"},
+};
 
 const Convention* find_convention(const std::string& type) {
-  for (const auto& c : kConventions)
+  for (const auto& c : conventions())
     if (type == c.model_type) return &c;
   return nullptr;
 }
@@ -84,67 +300,266 @@ int64_t maybe(const JsonFields& f, std::initializer_list<const char*> keys, int6
   return key ? *f.integer(key, min, max) : fallback;
 }
 
-std::string resolve_model_type(const JsonFields& f, const json& object) {
-  if (auto t = f.string("model_type")) return *t;
-  if (const json* arch = f.object("architectures")) {
-    if (!arch->is_array() || arch->empty() || !(*arch)[0].is_string()) {
-      throw Error(MEMEST_ERR_TYPE, f.path_of("architectures"),
-                  f.path_of("architectures") + ": expected a list of class names");
+constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
+
+std::string mapped_architecture(const JsonFields& f) {
+  const json* arch = f.object("architectures");
+  if (!arch) return "";
+  if (!arch->is_array() || arch->empty() || !(*arch)[0].is_string()) {
+    throw Error(MEMEST_ERR_TYPE, f.path_of("architectures"),
+                f.path_of("architectures") + ": expected a list of class names");
+  }
+  const std::string name = (*arch)[0].get<std::string>();
+  for (const auto& [cls, type] : kArchitectures)
+    if (name == cls) return type;
+  return "";
+}
+
+std::string first_architecture(const JsonFields& f) {
+  const json* arch = f.object("architectures");
+  return arch && arch->is_array() && !arch->empty() && (*arch)[0].is_string()
+             ? (*arch)[0].get<std::string>()
+             : std::string();
+}
+
+// The model_type whose conventions apply, or "" for plain numbers (no model_type, no
+// architectures). An unknown model_type falls back on architectures[0].
+std::string resolve_model_type(const JsonFields& f) {
+  const auto type = f.string("model_type");
+  if (type && find_convention(*type)) return *type;
+  if (type) {
+    for (const auto& [alias, family] : kAliases)
+      if (*type == alias) return family;
+  }
+  const std::string by_arch = mapped_architecture(f);
+  if (!by_arch.empty()) return by_arch;
+  const std::string arch = first_architecture(f);
+  const std::string supported = "supported: " + supported_model_types();
+  if (type) {
+    for (const auto& [name, why] : kUnsupported) {
+      if (*type == name) {
+        fail(f.path_of("model_type"),
+             "\"" + echo(*type) + "\" (" + why + ") is not supported; " + supported,
+             MEMEST_ERR_UNSUPPORTED);
+      }
     }
-    const std::string name = (*arch)[0].get<std::string>();
-    for (const auto& [cls, type] : kArchitectures)
-      if (name == cls) return type;
-    fail(f.path_of("architectures"), "unknown architecture \"" + echo(name) +
-                                         "\"; set model_type to one of " + supported_model_types(),
+    fail(f.path_of("model_type"),
+         "unknown model_type \"" + echo(*type) + "\"" +
+             (arch.empty() ? std::string() : " (architectures[0] \"" + echo(arch) + "\" is not known either)") +
+             "; " + supported + " (or omit model_type and architectures and give the dimensions)",
          MEMEST_ERR_UNSUPPORTED);
   }
-  (void)object;
-  // Plain numbers: the family field (memest's own) picks Llama or GPT conventions.
-  auto family = f.choice("family", {"llama", "gpt"});
-  return family && *family == "gpt" ? "gpt2" : "llama";
+  if (f.has("architectures")) {
+    fail(f.path_of("architectures"),
+         "unknown architecture \"" + echo(arch) + "\"; set model_type to one of " +
+             supported_model_types(),
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  return "";
+}
+
+// Qwen's mlp_only_layers (layers kept dense) must be empty or the leading layers 0..k-1, which
+// memest holds as moe_first_dense_layers; any other set is refused, not approximated.
+int64_t leading_layers(const JsonFields& f, const char* key) {
+  const json* list = f.object(key);
+  if (!list) return 0;
+  if (!list->is_array()) {
+    throw Error(MEMEST_ERR_TYPE, f.path_of(key), f.path_of(key) + ": expected a list of layer indices");
+  }
+  int64_t expected = 0;
+  for (const json& v : *list) {
+    if (!v.is_number_integer() || v.get<int64_t>() != expected) {
+      fail(f.path_of(key),
+           "only the leading layers 0, 1, ..., k-1 can be kept dense (as first_k_dense_replace); "
+           "this list is not supported",
+           MEMEST_ERR_UNSUPPORTED);
+    }
+    ++expected;
+  }
+  return expected;
+}
+
+// The experts of an MoE family (also read, with these names, from a model object without a
+// model_type: plain numbers may describe an MoE model).
+void read_experts(const JsonFields& f, const Convention& c, memest_model& m) {
+  if (c.experts == Experts::Dbrx) {
+    const json* ffn = f.object("ffn_config");
+    if (!ffn) {
+      throw Error(MEMEST_ERR_MISSING_FIELD, f.path_of("ffn_config"), f.path_of("ffn_config") + ": missing");
+    }
+    JsonFields g(*ffn, f.path_of("ffn_config"), Nulls::Absent);
+    m.num_experts = need(g, {"moe_num_experts"}, 1, kMaxExperts);
+    m.num_experts_per_tok = need(g, {"moe_top_k"}, 1, kMaxExperts);
+    m.moe_intermediate_size = need(g, {"ffn_hidden_size"}, 1, kBig);
+    m.intermediate_size = m.moe_intermediate_size;
+    return;
+  }
+  m.num_experts = maybe(f, {"num_local_experts", "n_routed_experts", "num_experts"}, 0, 0, kMaxExperts);
+  if (m.num_experts == 0) {
+    if (c.experts != Experts::None) {
+      need(f, {"num_local_experts", "n_routed_experts", "num_experts"}, 1, kMaxExperts);
+    }
+    // Plain numbers: an expert field without experts is a mistake, not a dense model.
+    if (const char* key = f.first_present({"num_experts_per_tok", "moe_intermediate_size",
+                                           "n_shared_experts", "num_shared_experts",
+                                           "shared_expert_intermediate_size",
+                                           "first_k_dense_replace"})) {
+      fail(f.path_of(key), "is set but the model has no experts (num_local_experts, "
+                           "n_routed_experts or num_experts)");
+    }
+    return;
+  }
+  m.num_experts_per_tok =
+      need(f, {"num_experts_per_tok", "experts_per_token", "moe_top_k"}, 1, kMaxExperts);
+  m.moe_intermediate_size = maybe(f, {"moe_intermediate_size"}, 0, 0, kBig);
+  m.num_shared_experts = maybe(f, {"n_shared_experts", "num_shared_experts"}, 0, 0, kMaxExperts);
+  m.shared_expert_intermediate_size = maybe(f, {"shared_expert_intermediate_size"}, 0, 0, kBig);
+  m.moe_first_dense_layers = maybe(f, {"first_k_dense_replace"}, 0, 0, kBig);
+  m.moe_layer_step =
+      maybe(f, {"decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_step"}, 1, 0, kBig);
+  if (auto freq = f.integer("moe_layer_freq", 0, kBig); freq && *freq > 1) {
+    // DeepSeek's own modeling code makes layer i sparse when i % moe_layer_freq == 0, which
+    // memest's step (i + 1) % step == 0 does not express; every released config says 1.
+    fail(f.path_of("moe_layer_freq"), "only 1 (every layer after first_k_dense_replace) is supported",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  const int64_t dense_prefix = leading_layers(f, "mlp_only_layers");
+  if (dense_prefix > m.moe_first_dense_layers) m.moe_first_dense_layers = dense_prefix;
+  if (m.shared_expert_intermediate_size > 0 && m.num_shared_experts == 0) {
+    m.num_shared_experts = 1;  // Qwen2-MoE: one shared expert with a sigmoid gate
+    m.shared_expert_gate = c.experts == Experts::Qwen;
+  }
+  if (c.experts == Experts::Llama4) {
+    // Llama4TextMoe: routed experts and one shared expert of intermediate_size; the dense
+    // layers' MLP is intermediate_size_mlp.
+    m.moe_intermediate_size = m.intermediate_size;
+    m.num_shared_experts = 1;
+    m.shared_expert_intermediate_size = m.intermediate_size;
+    m.intermediate_size = maybe(f, {"intermediate_size_mlp"}, m.intermediate_size, 1, kBig);
+    const json* listed = f.object("moe_layers");
+    // (An out-of-range layer count is refused by validate_model; do not walk it here.)
+    if (listed && m.num_hidden_layers <= kMaxLayers) {
+      // Newer files list the MoE layers; they must be the ones the step gives.
+      bool same = listed->is_array();
+      int64_t count = 0;
+      for (int64_t i = 0; same && i < m.num_hidden_layers; ++i) {
+        if (!is_moe_layer(m, i)) continue;
+        same = count < static_cast<int64_t>(listed->size()) && (*listed)[count].is_number_integer() &&
+               (*listed)[count].get<int64_t>() == i;
+        ++count;
+      }
+      if (!same || count != static_cast<int64_t>(listed->size())) {
+        fail(f.path_of("moe_layers"),
+             "differs from the layers interleave_moe_layer_step gives; not supported",
+             MEMEST_ERR_UNSUPPORTED);
+      }
+    }
+  }
+  if (m.moe_intermediate_size == 0) m.moe_intermediate_size = m.intermediate_size;  // Mixtral
+  m.router_bias = c.router_bias;
+}
+
+void read_mla(const JsonFields& f, memest_model& m) {
+  m.kv_lora_rank = maybe(f, {"kv_lora_rank"}, 0, 0, kBig);
+  if (m.kv_lora_rank == 0) return;
+  m.q_lora_rank = maybe(f, {"q_lora_rank"}, 0, 0, kBig);  // null: a full q_proj
+  m.qk_nope_head_dim = need(f, {"qk_nope_head_dim"}, 0, kBig);
+  m.qk_rope_head_dim = need(f, {"qk_rope_head_dim"}, 0, kBig);
+  m.v_head_dim = need(f, {"v_head_dim"}, 1, kBig);
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+}
+
+// Falcon (modeling_falcon): the fused query_key_value is (a + 2k) * d wide with
+// new_decoder_architecture (k = num_kv_heads), h + 2d with multi_query, else 3h; the MLP is
+// ffn_hidden_size (4h); one LayerNorm per parallel block, two (ln_attn, ln_mlp) under the new
+// decoder architecture, two without parallel_attn.
+void read_falcon(const JsonFields& f, memest_model& m) {
+  const bool bias = f.boolean("bias").value_or(false);
+  m.attention_qkv_bias = m.attention_out_bias = m.mlp_bias = bias;
+  // The first Falcon-40B upload (model_type "RefinedWeb") has the new architecture implied.
+  const bool legacy_40b = f.string("model_type").value_or("") == "RefinedWeb";
+  const bool new_arch = f.boolean("new_decoder_architecture").value_or(legacy_40b);
+  const bool parallel = f.boolean("parallel_attn").value_or(true);
+  if (new_arch) {
+    m.num_key_value_heads = maybe(f, {"num_kv_heads", "n_head_kv"}, m.num_attention_heads, 1, kBig);
+  } else {
+    m.num_key_value_heads = f.boolean("multi_query").value_or(true) ? 1 : m.num_attention_heads;
+  }
+  int64_t lns = 2;
+  if (parallel) {
+    const int64_t in_parallel = maybe(f, {"num_ln_in_parallel_attn"}, new_arch ? 2 : 1, 1, 2);
+    lns = in_parallel == 2 ? 2 : 1;
+  }
+  m.norms_per_layer = static_cast<int32_t>(lns);
+  m.intermediate_size = maybe(f, {"ffn_hidden_size"}, 4 * m.hidden_size, 1, kBig);
+}
+
+// DBRX (modeling_dbrx): d_model, n_heads, n_layers, attn_config.kv_n_heads.
+void read_dbrx_attention(const JsonFields& f, memest_model& m) {
+  if (const json* attn = f.object("attn_config")) {
+    JsonFields a(*attn, f.path_of("attn_config"), Nulls::Absent);
+    m.num_key_value_heads = maybe(a, {"kv_n_heads"}, m.num_attention_heads, 1, kBig);
+  }
+}
+
+// Fields Gemma 3's text_config leaves to Gemma3TextConfig's defaults.
+void gemma3_text_defaults(const JsonFields& f, memest_model& m) {
+  if (!f.has("vocab_size")) m.vocab_size = 262208;
+  if (!f.has("head_dim")) m.head_dim = 256;
 }
 
 }  // namespace
 
 std::string supported_model_types() {
   std::string s;
-  for (const auto& c : kConventions) s += (s.empty() ? "" : ", ") + std::string(c.model_type);
+  for (const auto& c : conventions()) s += (s.empty() ? "" : ", ") + std::string(c.model_type);
   return s;
 }
 
 memest_model model_from_json(const json& object, const std::string& prefix) {
-  JsonFields f(object, prefix, Nulls::Absent);
+  JsonFields outer(object, prefix, Nulls::Absent);
   memest_model m = default_model();
-  if (auto name = f.string("name")) copy_name(m.name, *name);
-  else if (auto path = f.string("_name_or_path")) copy_name(m.name, *path);
+  if (auto name = outer.string("name")) copy_name(m.name, *name);
+  else if (auto path = outer.string("_name_or_path")) copy_name(m.name, *path);
 
   // A bare count: only the model-states mode accepts it (validate_model decides).
-  const bool has_dims = f.first_present({"hidden_size", "n_embd", "n_embed", "d_model"});
-  if (!has_dims && f.has("num_parameters")) {
-    m.num_parameters = *f.number("num_parameters", 1, kMaxBareParameters);
+  const bool has_dims = outer.first_present({"hidden_size", "n_embd", "n_embed", "d_model"});
+  if (!has_dims && outer.has("num_parameters") && !outer.has("text_config")) {
+    m.num_parameters = *outer.number("num_parameters", 1, kMaxBareParameters);
     if (m.name[0] == '\0') copy_name(m.name, "custom");
     return m;
   }
 
-  const std::string type = resolve_model_type(f, object);
-  for (const char* u : kUnsupported) {
-    if (type == u) {
-      fail(f.path_of("model_type"), "\"" + echo(type) +
-                                        "\" (mixture of experts or non-decoder) is not supported; "
-                                        "supported: " + supported_model_types(),
-           MEMEST_ERR_UNSUPPORTED);
+  std::string type = resolve_model_type(outer);
+  const Convention* c = type.empty() ? find_convention("llama") : find_convention(type);
+  // A multimodal config: the language model is its text_config; the vision tower and the
+  // multimodal projector are left out (vision_excluded).
+  const json* text = nullptr;
+  if (c->text_of) {
+    text = outer.object("text_config");
+    if (!text) {
+      throw Error(MEMEST_ERR_MISSING_FIELD, outer.path_of("text_config"),
+                  outer.path_of("text_config") + ": missing (a " + type +
+                      " config holds its language model there)");
     }
+    m.vision_excluded = 1;
   }
-  const Convention* c = find_convention(type);
-  if (!c) {
-    fail(f.path_of("model_type"), "unknown model_type \"" + echo(type) + "\"; supported: " +
-                                      supported_model_types() +
-                                      " (or omit model_type and give the dimensions)",
-         MEMEST_ERR_UNSUPPORTED);
+  JsonFields f = text ? JsonFields(*text, outer.path_of("text_config"), Nulls::Absent) : outer;
+  const std::string outer_type = type;  // the name a multimodal model is known by
+  if (text) {
+    const auto inner_type = f.string("model_type");
+    type = inner_type && find_convention(*inner_type) && !find_convention(*inner_type)->text_of
+               ? *inner_type
+               : c->text_of;
+    c = find_convention(type);
   }
-  if (m.name[0] == '\0') copy_name(m.name, "custom-" + type);
+  const bool plain = type.empty();  // plain numbers: Llama conventions, or GPT with "family"
+  if (plain) {
+    auto family = f.choice("family", {"llama", "gpt"});
+    if (family && *family == "gpt") c = find_convention("gpt2");
+  }
+  if (m.name[0] == '\0') copy_name(m.name, "custom-" + std::string(plain ? c->model_type : outer_type));
 
-  constexpr int64_t big = std::numeric_limits<int32_t>::max();
   m.family = c->family;
   m.gated_mlp = c->gated_mlp;
   m.norm_type = c->norm;
@@ -156,24 +571,34 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   m.embedding_norm = c->embedding_norm;
   m.fused_qkv = c->fused_qkv;
   m.logits_fp32 = c->logits_fp32;
+  m.qk_norm = c->qk_norm;
+  m.fused_gate_up = c->fused_gate_up;
+  m.attention_sinks = c->attention_sinks;
 
-  m.hidden_size = need(f, {"hidden_size", "n_embd", "n_embed", "d_model"}, 1, big);
-  m.num_hidden_layers = need(f, {"num_hidden_layers", "n_layer", "num_layers"}, 1, big);
-  m.num_attention_heads = need(f, {"num_attention_heads", "n_head", "num_heads"}, 1, big);
+  m.hidden_size = need(f, {"hidden_size", "n_embd", "n_embed", "d_model"}, 1, kBig);
+  m.num_hidden_layers = need(f, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, 1, kBig);
+  if (type == "gemma3_text") {  // Gemma3TextConfig defaults for what text_config leaves out
+    m.num_attention_heads = maybe(f, {"num_attention_heads"}, 8, 1, kBig);
+  } else {
+    m.num_attention_heads = need(f, {"num_attention_heads", "n_head", "num_heads", "n_heads"}, 1, kBig);
+  }
   const bool multi_query = f.boolean("multi_query").value_or(c->multi_query_default);
   m.num_key_value_heads =
-      multi_query ? 1 : maybe(f, {"num_key_value_heads"}, m.num_attention_heads, 1, big);
-  m.head_dim = maybe(f, {"head_dim"}, 0, 0, big);
+      multi_query ? 1
+                  : maybe(f, {"num_key_value_heads"},
+                          type == "gemma3_text" ? 4 : m.num_attention_heads, 1, kBig);
+  m.head_dim = maybe(f, {"head_dim"}, 0, 0, kBig);
+  if (type == "gemma3_text") gemma3_text_defaults(f, m);
   // A GeLU MLP without an explicit width is 4h (GPT-2's n_inner = null, BLOOM, GPT-Neo).
   m.intermediate_size =
       maybe(f, {"intermediate_size", "ffn_dim", "n_inner"}, c->gated_mlp ? 0 : 4 * m.hidden_size,
-            1, big);
-  if (m.intermediate_size == 0) need(f, {"intermediate_size"}, 1, big);
-  m.vocab_size = need(f, {"vocab_size"}, 1, big);
+            1, kBig);
+  if (m.intermediate_size == 0 && c->experts != Experts::Dbrx) need(f, {"intermediate_size"}, 1, kBig);
+  if (m.vocab_size == 0) m.vocab_size = need(f, {"vocab_size"}, 1, kBig);
   m.max_position_embeddings =
-      maybe(f, {"max_position_embeddings", "n_positions", "n_ctx"}, 0, 0, big);
+      maybe(f, {"max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"}, 0, 0, kBig);
   if (c->learned_positions) {
-    if (m.max_position_embeddings == 0) need(f, {"max_position_embeddings", "n_positions"}, 1, big);
+    if (m.max_position_embeddings == 0) need(f, {"max_position_embeddings", "n_positions"}, 1, kBig);
     m.learned_position_rows = m.max_position_embeddings + c->position_offset;
   }
   m.tie_word_embeddings = f.boolean("tie_word_embeddings").value_or(c->tied_default);
@@ -181,7 +606,7 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   // Per-file switches that change shapes.
   if (auto b = f.boolean("attention_bias")) {  // Llama: q, k, v and o; GPT-NeoX: all
     m.attention_qkv_bias = *b;
-    m.attention_out_bias = *b;
+    m.attention_out_bias = c->attention_bias_sets_out && *b;
   }
   if (auto b = f.boolean("mlp_bias")) m.mlp_bias = *b;
   if (auto b = f.boolean("enable_bias")) {  // OPT
@@ -190,10 +615,37 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   if (type == "opt") {
     m.final_norm = f.boolean("do_layer_norm_before").value_or(true) &&
                    !f.boolean("_remove_final_layer_norm").value_or(false);
-    if (auto proj = f.integer("word_embed_proj_dim", 1, big); proj && *proj != m.hidden_size) {
+    if (auto proj = f.integer("word_embed_proj_dim", 1, kBig); proj && *proj != m.hidden_size) {
       fail(f.path_of("word_embed_proj_dim"),
            "OPT embedding projections (word_embed_proj_dim != hidden_size) are not supported",
            MEMEST_ERR_UNSUPPORTED);
+    }
+  }
+  if (type == "qwen2_moe") {
+    if (auto b = f.boolean("qkv_bias")) m.attention_qkv_bias = *b;
+  }
+  if (type == "starcoder2") {
+    if (auto b = f.boolean("use_bias")) m.attention_qkv_bias = m.attention_out_bias = m.mlp_bias = *b;
+  }
+  if (type == "internlm2") {  // "bias" on wqkv and wo; the MLP has none
+    if (auto b = f.boolean("bias")) m.attention_qkv_bias = m.attention_out_bias = *b;
+  }
+  if (type == "cohere" && f.boolean("use_qk_norm").value_or(false)) m.qk_norm = 2;
+  if (type == "falcon") read_falcon(f, m);
+  if (type == "dbrx") read_dbrx_attention(f, m);
+  if (c->mla || plain) read_mla(f, m);
+  if (c->experts != Experts::None || plain) read_experts(f, *c, m);
+  if (c->experts != Experts::None || c->mla || plain) {
+    m.mtp_layers = maybe(f, {"num_nextn_predict_layers"}, 0, 0, kBig);
+  }
+  if (plain) {
+    // memest's own names for what Hugging Face files say through their model_type.
+    if (auto b = f.boolean("router_bias")) m.router_bias = *b;
+    if (auto b = f.boolean("shared_expert_gate")) m.shared_expert_gate = *b;
+    if (auto b = f.boolean("attention_sinks")) m.attention_sinks = *b;
+    if (auto b = f.boolean("fused_gate_up")) m.fused_gate_up = *b;
+    if (auto q = f.choice("qk_norm", {"none", "head", "full"})) {
+      m.qk_norm = *q == "head" ? 1 : *q == "full" ? 2 : 0;
     }
   }
   if (auto fam = f.choice("family", {"llama", "gpt"})) {  // memest's own override

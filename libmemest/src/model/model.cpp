@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace memest {
 
@@ -15,19 +16,132 @@ memest_model default_model() {
   m.norm_type = MEMEST_NORM_RMS;
   m.norms_per_layer = 2;
   m.final_norm = 1;
+  m.moe_layer_step = 1;
   return m;
 }
 
 bool is_bare_count(const memest_model& m) { return m.hidden_size == 0 && m.num_parameters > 0; }
 
 int64_t head_dim(const memest_model& m) {
+  if (is_mla(m)) return m.qk_nope_head_dim + m.qk_rope_head_dim;
   return m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
+}
+
+bool is_moe(const memest_model& m) { return m.num_experts > 0; }
+bool is_mla(const memest_model& m) { return m.kv_lora_rank > 0; }
+
+namespace {
+int64_t layer_step(const memest_model& m) { return m.moe_layer_step > 1 ? m.moe_layer_step : 1; }
+}  // namespace
+
+bool is_moe_layer(const memest_model& m, int64_t i) {
+  return is_moe(m) && i >= m.moe_first_dense_layers && (i + 1) % layer_step(m) == 0;
+}
+
+int64_t moe_layer_count(const memest_model& m) {
+  if (!is_moe(m)) return 0;
+  // Layers i in [first, L) with (i + 1) % s == 0: the multiples of s in [first + 1, L].
+  const int64_t s = layer_step(m);
+  const int64_t first = m.moe_first_dense_layers < m.num_hidden_layers ? m.moe_first_dense_layers
+                                                                       : m.num_hidden_layers;
+  return m.num_hidden_layers / s - first / s;
+}
+
+int64_t expert_width(const memest_model& m) {
+  return m.moe_intermediate_size > 0 ? m.moe_intermediate_size : m.intermediate_size;
+}
+
+int64_t shared_expert_width(const memest_model& m) {
+  return m.shared_expert_intermediate_size > 0 ? m.shared_expert_intermediate_size
+                                               : expert_width(m);
+}
+
+void require_dense(const memest_model& m, const std::string& field, const char* mode) {
+  if (is_bare_count(m)) return;
+  const std::string later = " " + std::string(mode) + " estimates are not available yet";
+  const std::string states = "; the model_states mode counts its parameters";
+  if (is_moe(m)) {
+    fail(field, "mixture-of-experts" + later + " (" + std::to_string(m.num_experts) +
+                    " routed experts per MoE layer)" + states,
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  if (is_mla(m)) {
+    fail(field, "multi-head latent attention (kv_lora_rank > 0):" + later + states,
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  if (m.mtp_layers > 0) {
+    fail(field, "multi-token-prediction modules (num_nextn_predict_layers):" + later + states,
+         MEMEST_ERR_UNSUPPORTED);
+  }
 }
 
 namespace {
 
 void check_flag(const std::string& prefix, const char* name, int32_t value) {
   if (value != 0 && value != 1) fail(prefix + "." + name, "must be 0 or 1, got " + std::to_string(value));
+}
+
+void validate_moe(const memest_model& m, const std::string& prefix) {
+  check_flag(prefix, "router_bias", m.router_bias);
+  check_flag(prefix, "shared_expert_gate", m.shared_expert_gate);
+  check_range(prefix + ".num_experts", m.num_experts, 0, kMaxExperts);
+  if (m.num_experts == 0) {
+    // A dense model: the expert fields must keep their defaults (no silent half-MoE model).
+    const std::pair<const char*, int64_t> unused[] = {
+        {"num_experts_per_tok", m.num_experts_per_tok},
+        {"moe_intermediate_size", m.moe_intermediate_size},
+        {"num_shared_experts", m.num_shared_experts},
+        {"shared_expert_intermediate_size", m.shared_expert_intermediate_size},
+        {"moe_first_dense_layers", m.moe_first_dense_layers},
+        {"router_bias", m.router_bias},
+        {"shared_expert_gate", m.shared_expert_gate}};
+    for (const auto& [name, value] : unused) {
+      if (value != 0) fail(prefix + "." + name, "is set but num_experts is 0 (a dense model)");
+    }
+    check_range(prefix + ".moe_layer_step", m.moe_layer_step, 0, 1);
+    return;
+  }
+  check_range(prefix + ".num_experts_per_tok", m.num_experts_per_tok, 1, m.num_experts);
+  check_range(prefix + ".moe_intermediate_size", m.moe_intermediate_size, 0, kMaxFfn);
+  check_range(prefix + ".num_shared_experts", m.num_shared_experts, 0, kMaxExperts);
+  check_range(prefix + ".shared_expert_intermediate_size", m.shared_expert_intermediate_size, 0,
+              kMaxFfn);
+  check_range(prefix + ".moe_first_dense_layers", m.moe_first_dense_layers, 0,
+              m.num_hidden_layers);
+  check_range(prefix + ".moe_layer_step", m.moe_layer_step, 0, m.num_hidden_layers);
+  if (m.shared_expert_gate && m.num_shared_experts == 0) {
+    fail(prefix + ".shared_expert_gate", "needs num_shared_experts > 0");
+  }
+  if (moe_layer_count(m) == 0) {
+    fail(prefix + ".moe_first_dense_layers",
+         "leaves no layer with experts (moe_first_dense_layers=" +
+             std::to_string(m.moe_first_dense_layers) + ", moe_layer_step=" +
+             std::to_string(m.moe_layer_step) + ", num_hidden_layers=" +
+             std::to_string(m.num_hidden_layers) + ")");
+  }
+}
+
+void validate_mla(const memest_model& m, const std::string& prefix) {
+  check_range(prefix + ".kv_lora_rank", m.kv_lora_rank, 0, kMaxHidden);
+  if (m.kv_lora_rank == 0) {
+    const std::pair<const char*, int64_t> unused[] = {{"q_lora_rank", m.q_lora_rank},
+                                                      {"qk_nope_head_dim", m.qk_nope_head_dim},
+                                                      {"qk_rope_head_dim", m.qk_rope_head_dim},
+                                                      {"v_head_dim", m.v_head_dim}};
+    for (const auto& [name, value] : unused) {
+      if (value != 0) {
+        fail(prefix + "." + name, "is set but kv_lora_rank is 0 (no multi-head latent attention)");
+      }
+    }
+    return;
+  }
+  check_range(prefix + ".q_lora_rank", m.q_lora_rank, 0, kMaxHidden);
+  check_range(prefix + ".qk_nope_head_dim", m.qk_nope_head_dim, 0, kMaxHidden);
+  check_range(prefix + ".qk_rope_head_dim", m.qk_rope_head_dim, 0, kMaxHidden);
+  check_range(prefix + ".v_head_dim", m.v_head_dim, 1, kMaxHidden);
+  if (m.qk_nope_head_dim + m.qk_rope_head_dim == 0) {
+    fail(prefix + ".qk_nope_head_dim", "qk_nope_head_dim + qk_rope_head_dim must be positive");
+  }
 }
 
 }  // namespace
@@ -71,7 +185,7 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
          std::to_string(m.num_key_value_heads) + " does not divide num_attention_heads=" +
              std::to_string(m.num_attention_heads));
   }
-  if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads != 0) {
+  if (m.head_dim == 0 && !is_mla(m) && m.hidden_size % m.num_attention_heads != 0) {
     fail(prefix + ".num_attention_heads",
          std::to_string(m.num_attention_heads) + " does not divide hidden_size=" +
              std::to_string(m.hidden_size) + " (give head_dim explicitly)");
@@ -87,26 +201,74 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
   check_flag(prefix, "embedding_norm", m.embedding_norm);
   check_flag(prefix, "final_norm", m.final_norm);
   check_flag(prefix, "lm_head_bias", m.lm_head_bias);
+  check_flag(prefix, "fused_qkv", m.fused_qkv);
+  check_flag(prefix, "logits_fp32", m.logits_fp32);
+  check_flag(prefix, "attention_sinks", m.attention_sinks);
+  check_flag(prefix, "fused_gate_up", m.fused_gate_up);
+  check_flag(prefix, "vision_excluded", m.vision_excluded);
+  check_range(prefix + ".qk_norm", m.qk_norm, 0, 2);
+  check_range(prefix + ".mtp_layers", m.mtp_layers, 0, kMaxLayers);
+  validate_moe(m, prefix);
+  validate_mla(m, prefix);
 }
 
 namespace {
+
 double norm_params(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
   return m.norm_type == MEMEST_NORM_LAYER ? 2 * h : h;
 }
-}  // namespace
 
-LayerParams layer_params(const memest_model& m) {
+// Self-attention of one layer, with its QK-norms and sinks (not the layer norms).
+LayerParams attention_params(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
-  const double d = static_cast<double>(head_dim(m));
-  const double q = static_cast<double>(m.num_attention_heads) * d;   // query width
-  const double kv = static_cast<double>(m.num_key_value_heads) * d;  // key / value width
-  const double f = static_cast<double>(m.intermediate_size);
+  const double a = static_cast<double>(m.num_attention_heads);
   LayerParams p;
+  if (is_mla(m)) {
+    // modeling_deepseek_v3 (DeepseekV3Attention), per layer:
+    //   q: q_a_proj h x r_q, q_a_layernorm r_q, q_b_proj r_q x a(d_nope + d_rope)
+    //      (or q_proj h x a(d_nope + d_rope) when q_lora_rank is 0)
+    //   kv_a_proj_with_mqa h x (r_kv + d_rope), kv_a_layernorm r_kv,
+    //   kv_b_proj r_kv x a(d_nope + d_v), o_proj a*d_v x h.
+    // The down projections and their norms are the same on every tensor-parallel rank
+    // (replicated); the up projections and o_proj are split by heads.
+    const double rq = static_cast<double>(m.q_lora_rank);
+    const double rkv = static_cast<double>(m.kv_lora_rank);
+    const double nope = static_cast<double>(m.qk_nope_head_dim);
+    const double rope = static_cast<double>(m.qk_rope_head_dim);
+    const double dv = static_cast<double>(m.v_head_dim);
+    const double bias = m.attention_qkv_bias ? 1.0 : 0.0;  // attention_bias: q_a, kv_a, o
+    if (m.q_lora_rank > 0) {
+      p.replicated += h * rq + bias * rq + rq;
+      p.sharded += rq * a * (nope + rope);
+    } else {
+      p.sharded += h * a * (nope + rope);
+    }
+    p.replicated += h * (rkv + rope) + bias * (rkv + rope) + rkv;
+    p.sharded += rkv * a * (nope + dv);
+    p.sharded += a * dv * h;
+    if (m.attention_out_bias) p.replicated += h;
+    return p;
+  }
+  const double d = static_cast<double>(head_dim(m));
+  const double q = a * d;                                            // query width
+  const double kv = static_cast<double>(m.num_key_value_heads) * d;  // key / value width
   // Attention (4D paper Eq. 1 when q = h: W_Q, W_O are h*h; W_K, W_V are h*h*k/a).
   p.sharded += h * q + 2 * h * kv + q * h;
   if (m.attention_qkv_bias) p.sharded += q + 2 * kv;  // column-parallel biases split
   if (m.attention_out_bias) p.replicated += h;        // row-parallel bias is replicated
+  // QK-norms (weights only): one head_dim-wide norm each for q and k, shared by the heads
+  // (Qwen3, Gemma 3), or full-width ones split by heads (OLMo 2, OLMoE, Cohere).
+  if (m.qk_norm == 1) p.replicated += 2 * d;
+  if (m.qk_norm == 2) p.sharded += q + kv;
+  if (m.attention_sinks) p.sharded += a;  // gpt-oss: one sink logit per head
+  return p;
+}
+
+// One MLP of width f with the model's gating and biases.
+LayerParams mlp_params(const memest_model& m, double f) {
+  const double h = static_cast<double>(m.hidden_size);
+  LayerParams p;
   // MLP (Eq. 2: 3*h*h_ffn for SwiGLU; 2*h*h_ffn for a GeLU MLP).
   const double mlp_in = m.gated_mlp ? 2.0 : 1.0;
   p.sharded += (mlp_in + 1) * h * f;
@@ -114,8 +276,53 @@ LayerParams layer_params(const memest_model& m) {
     p.sharded += mlp_in * f;
     p.replicated += h;
   }
+  return p;
+}
+
+LayerParams operator+(LayerParams a, const LayerParams& b) {
+  a.sharded += b.sharded;
+  a.replicated += b.replicated;
+  return a;
+}
+
+LayerParams times(double n, const LayerParams& p) { return {n * p.sharded, n * p.replicated}; }
+
+}  // namespace
+
+LayerParams dense_layer_params(const memest_model& m) {
+  LayerParams p = attention_params(m) +
+                  mlp_params(m, static_cast<double>(m.intermediate_size));
   p.replicated += m.norms_per_layer * norm_params(m);
   return p;
+}
+
+LayerParams moe_layer_params(const memest_model& m, bool active_only) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double e = static_cast<double>(m.num_experts);
+  const double routed = active_only ? static_cast<double>(m.num_experts_per_tok) : e;
+  LayerParams p = attention_params(m);
+  // Routed experts (each an MLP of moe_intermediate_size; with tensor parallelism and no expert
+  // parallelism every rank holds a slice of every expert), shared experts, the router
+  // (h x E, replicated) and Qwen2-MoE's shared-expert gate (h x 1).
+  p = p + times(routed, mlp_params(m, static_cast<double>(expert_width(m))));
+  p = p + times(static_cast<double>(m.num_shared_experts),
+                mlp_params(m, static_cast<double>(shared_expert_width(m))));
+  p.replicated += h * e + (m.router_bias ? e : 0.0);
+  if (m.shared_expert_gate) p.replicated += h;
+  p.replicated += m.norms_per_layer * norm_params(m);
+  return p;
+}
+
+LayerParams layer_params(const memest_model& m) {
+  return is_moe(m) ? moe_layer_params(m, false) : dense_layer_params(m);
+}
+
+double mtp_module_params(const memest_model& m, int64_t j) {
+  const double h = static_cast<double>(m.hidden_size);
+  const LayerParams layer =
+      is_moe_layer(m, m.num_hidden_layers + j) ? moe_layer_params(m, false) : dense_layer_params(m);
+  // enorm, hnorm, shared_head.norm; eh_proj (2h -> h, no bias); the decoder layer.
+  return 3 * norm_params(m) + 2 * h * h + layer.total();
 }
 
 EdgeParams edge_params(const memest_model& m) {
@@ -137,15 +344,23 @@ memest_param_count count_parameters(const memest_model& m) {
   c.struct_size = sizeof c;
   if (is_bare_count(m)) {
     c.total = m.num_parameters;
+    c.active = m.num_parameters;
     return c;
   }
-  const LayerParams layer = layer_params(m);
   const EdgeParams edge = edge_params(m);
+  const double dense_layer = dense_layer_params(m).total();
+  c.moe_layers = moe_layer_count(m);
+  const double moe_layers = static_cast<double>(c.moe_layers);
+  const double dense_layers = static_cast<double>(m.num_hidden_layers - c.moe_layers);
   c.embedding = edge.word_embedding + edge.embedding_extra;
-  c.per_layer = layer.total();
+  c.per_dense_layer = dense_layer;
+  c.per_layer = is_moe(m) ? moe_layer_params(m, false).total() : dense_layer;
   c.lm_head = edge.lm_head + edge.final_norm;
   // 4D paper Eq. 3: 2hv + L(2h^2(1 + k/a) + 3h*h_ffn + 2h) + h for an untied Llama.
-  c.total = c.embedding + static_cast<double>(m.num_hidden_layers) * c.per_layer + c.lm_head;
+  c.total = c.embedding + dense_layers * dense_layer + moe_layers * c.per_layer + c.lm_head;
+  const double active_moe_layer = is_moe(m) ? moe_layer_params(m, true).total() : 0.0;
+  c.active = c.embedding + dense_layers * dense_layer + moe_layers * active_moe_layer + c.lm_head;
+  for (int64_t j = 0; j < m.mtp_layers; ++j) c.mtp += mtp_module_params(m, j);
   return c;
 }
 

@@ -1,6 +1,9 @@
 // Model dimensions → parameter counts. The Llama counts follow the 4D paper
 // (Eqs. 1-3: attention 2h^2(1 + k/a), FFN 3h*h_ffn, 2h of RMSNorm per layer); the GPT
-// family adds LayerNorm and linear biases, learned positions and 2-matrix MLPs.
+// family adds LayerNorm and linear biases, learned positions and 2-matrix MLPs. Newer
+// families add QK-norms, attention sinks, mixture-of-experts MLPs (routed and shared experts,
+// a router, dense leading layers) and multi-head latent attention (DeepSeek-V2/V3), each
+// counted as the Hugging Face modeling_<family>.py defines its tensors.
 #pragma once
 
 #include <string>
@@ -14,7 +17,23 @@ namespace memest {
 memest_model default_model();
 
 bool is_bare_count(const memest_model& m);
+// Query/key head width: head_dim, or h/a when 0; for MLA qk_nope_head_dim + qk_rope_head_dim.
 int64_t head_dim(const memest_model& m);
+
+bool is_moe(const memest_model& m);  // num_experts > 0
+bool is_mla(const memest_model& m);  // kv_lora_rank > 0
+// Whether layer i (0-based; i >= num_hidden_layers for the multi-token-prediction modules)
+// has an MoE MLP: i >= moe_first_dense_layers and (i + 1) % moe_layer_step == 0.
+bool is_moe_layer(const memest_model& m, int64_t i);
+int64_t moe_layer_count(const memest_model& m);  // among the num_hidden_layers
+int64_t expert_width(const memest_model& m);     // moe_intermediate_size (or intermediate_size)
+int64_t shared_expert_width(const memest_model& m);
+
+// The estimators this version has for pretraining, the layout search and fine-tuning model a
+// dense decoder with standard attention. A mixture-of-experts model, multi-head latent
+// attention or multi-token-prediction modules are refused (MEMEST_ERR_UNSUPPORTED naming
+// `field`) instead of being estimated as if they were dense; `mode` names the estimate.
+void require_dense(const memest_model& m, const std::string& field, const char* mode);
 
 // Throws memest::Error naming "<prefix>.<field>" when a dimension is invalid.
 // A bare count (num_parameters only) passes only when `allow_bare`.
@@ -27,6 +46,11 @@ struct LayerParams {
   double replicated = 0;
   double total() const { return sharded + replicated; }
 };
+// One layer with the dense MLP (every layer of a dense model).
+LayerParams dense_layer_params(const memest_model& m);
+// One layer with the MoE MLP: every routed expert, or with `active_only` the top-k a token uses.
+LayerParams moe_layer_params(const memest_model& m, bool active_only);
+// The typical layer: an MoE layer for an MoE model, else the dense layer.
 LayerParams layer_params(const memest_model& m);
 
 // Parameters outside the layers, split the same way.
@@ -37,6 +61,10 @@ struct EdgeParams {
   double final_norm = 0;       // replicated
 };
 EdgeParams edge_params(const memest_model& m);
+
+// One multi-token-prediction module (DeepSeek-V3): enorm, hnorm, eh_proj (2h x h), one decoder
+// layer and the shared head's norm; its embedding and output head are the main model's.
+double mtp_module_params(const memest_model& m, int64_t j);
 
 memest_param_count count_parameters(const memest_model& m);
 

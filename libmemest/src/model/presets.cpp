@@ -30,6 +30,9 @@ std::vector<ModelPreset> load_models() {
     p.id = entry.at("id").get<std::string>();
     p.source = entry.at("source").get<std::string>();
     p.published_params = entry.at("published_params").get<double>();
+    if (entry.contains("published_active_params")) {
+      p.published_active_params = entry.at("published_active_params").get<double>();
+    }
     p.model = model_from_json(entry.at("hf_config"), "model");
     copy_name(p.model.name, entry.at("name").get<std::string>());
     validate_model(p.model, "model", false);

@@ -13,6 +13,7 @@ struct ModelPreset {
   std::string id;
   std::string source;           // where the config.json numbers come from
   double published_params = 0;  // the real checkpoint's published parameter count
+  double published_active_params = 0;  // per-token active count of an MoE model (0: none)
   memest_model model;
 };
 

@@ -6,8 +6,9 @@ namespace memest {
 
 std::vector<Tensor> parameter_tensors(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
+  const double a = static_cast<double>(m.num_attention_heads);
   const double d = static_cast<double>(head_dim(m));
-  const double q = static_cast<double>(m.num_attention_heads) * d;
+  const double q = a * d;
   const double kv = static_cast<double>(m.num_key_value_heads) * d;
   const double f = static_cast<double>(m.intermediate_size);
   const double v = static_cast<double>(m.vocab_size);
@@ -22,6 +23,63 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     t.push_back({TensorKind::Linear, in * out});
     if (bias) t.push_back({TensorKind::Bias, out});
   };
+  // One MLP of width w: gate and up (one tensor when fused), down.
+  auto mlp = [&](double w) {
+    if (m.gated_mlp && m.fused_gate_up) {
+      linear(h, 2 * w, m.mlp_bias);  // gate_up_proj
+    } else {
+      if (m.gated_mlp) linear(h, w, m.mlp_bias);  // gate projection
+      linear(h, w, m.mlp_bias);                   // up projection / fc1
+    }
+    linear(w, h, m.mlp_bias);  // down projection / fc2
+  };
+  auto attention = [&] {
+    if (is_mla(m)) {  // modeling_deepseek_v3: DeepseekV3Attention
+      const double rq = static_cast<double>(m.q_lora_rank);
+      const double rkv = static_cast<double>(m.kv_lora_rank);
+      const double nope = static_cast<double>(m.qk_nope_head_dim);
+      const double rope = static_cast<double>(m.qk_rope_head_dim);
+      const double dv = static_cast<double>(m.v_head_dim);
+      const bool bias = m.attention_qkv_bias == 1;
+      if (m.q_lora_rank > 0) {
+        linear(h, rq, bias);                 // q_a_proj
+        t.push_back({TensorKind::Norm, rq});  // q_a_layernorm
+        linear(rq, a * (nope + rope), false);  // q_b_proj
+      } else {
+        linear(h, a * (nope + rope), false);  // q_proj
+      }
+      linear(h, rkv + rope, bias);           // kv_a_proj_with_mqa
+      t.push_back({TensorKind::Norm, rkv});  // kv_a_layernorm
+      linear(rkv, a * (nope + dv), false);   // kv_b_proj
+      linear(a * dv, h, m.attention_out_bias);  // o_proj
+      return;
+    }
+    if (m.fused_qkv) {
+      linear(h, q + 2 * kv, m.attention_qkv_bias);
+    } else {
+      linear(h, q, m.attention_qkv_bias);
+      linear(h, kv, m.attention_qkv_bias);
+      linear(h, kv, m.attention_qkv_bias);
+    }
+    if (m.qk_norm == 1) {  // q_norm, k_norm over head_dim
+      t.push_back({TensorKind::Norm, d});
+      t.push_back({TensorKind::Norm, d});
+    } else if (m.qk_norm == 2) {  // full width
+      t.push_back({TensorKind::Norm, q});
+      t.push_back({TensorKind::Norm, kv});
+    }
+    linear(q, h, m.attention_out_bias);
+    if (m.attention_sinks) t.push_back({TensorKind::Bias, a});  // sinks: one per head
+  };
+  auto moe = [&] {
+    const double e = static_cast<double>(m.num_experts);
+    linear(h, e, m.router_bias == 1);  // router
+    for (int64_t i = 0; i < m.num_experts; ++i) mlp(static_cast<double>(expert_width(m)));
+    for (int64_t i = 0; i < m.num_shared_experts; ++i) {
+      mlp(static_cast<double>(shared_expert_width(m)));
+    }
+    if (m.shared_expert_gate) linear(h, 1, false);
+  };
 
   t.push_back({TensorKind::WordEmbedding, v * h});
   if (m.learned_position_rows > 0) {
@@ -33,18 +91,10 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
   }
   for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
     if (m.norms_per_layer >= 1) norm();  // before attention
-    if (m.fused_qkv) {
-      linear(h, q + 2 * kv, m.attention_qkv_bias);
-    } else {
-      linear(h, q, m.attention_qkv_bias);
-      linear(h, kv, m.attention_qkv_bias);
-      linear(h, kv, m.attention_qkv_bias);
-    }
-    linear(q, h, m.attention_out_bias);
+    attention();
     for (int32_t extra = 1; extra < m.norms_per_layer; ++extra) norm();  // before the MLP
-    if (m.gated_mlp) linear(h, f, m.mlp_bias);  // gate projection
-    linear(h, f, m.mlp_bias);                   // up projection / fc1
-    linear(f, h, m.mlp_bias);                   // down projection / fc2
+    if (is_moe_layer(m, layer)) moe();
+    else mlp(f);
   }
   if (m.final_norm) norm();
   if (!m.tie_word_embeddings) t.push_back({TensorKind::LmHead, v * h});

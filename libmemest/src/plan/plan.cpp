@@ -176,6 +176,9 @@ namespace {
 
 void validate_fields(const PretrainRequest& r) {
   validate_model(r.model, "model", false);
+  // Until the expert-parallel memory model lands, an MoE or MLA model is refused here rather
+  // than estimated as a dense one (pretraining and the layout search both come through here).
+  require_dense(r.model, "model", "pretraining");
   check_range("parallel.gpus", r.gpus, 1, kMaxGpus);
   check_range("parallel.tp", r.tp, 1, kMaxGpus);
   check_range("parallel.cp", r.cp, 1, kMaxGpus);

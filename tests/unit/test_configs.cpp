@@ -1,0 +1,89 @@
+// Real config.json files of 25+ families (tests/data/configs, sources in SOURCES.md): each is
+// read by memest_model_from_config_json and, as is, as the model of a JSON request, and counts
+// to the checkpoint's published total (and active, and multi-token-prediction) parameters.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "helpers.hpp"
+#include "requests.hpp"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool within(double count, double published, double tolerance, const std::string& rounding) {
+  if (rounding == "down") return count >= published && count < published + 2 * tolerance;
+  return std::fabs(count - published) <= tolerance;
+}
+
+}  // namespace
+
+TEST_CASE("Real config.json files: accepted by both entry points, counted to the published figures") {
+  const std::string dir = std::string(MEMEST_TEST_DATA) + "/configs/";
+  const test::json expected = test::load_json("configs/expected.json");
+  std::set<std::string> families;
+  for (const auto& e : expected["configs"]) {
+    const std::string file = e["file"];
+    CAPTURE(file);
+    const std::string text = read_text(dir + file);
+    REQUIRE(!text.empty());
+    const test::json config = test::json::parse(text);
+    const std::string family = e["family"];
+    families.insert(family);
+    // The manifest's family is the file's model_type (Falcon's first upload says RefinedWebModel).
+    const std::string type = config.value("model_type", std::string());
+    CHECK((type == family || (family == "falcon" && type == "RefinedWebModel")));
+
+    // 1. The C API.
+    memest_model m = memest_test::sized<memest_model>();
+    const memest_status st = memest_model_from_config_json(text.c_str(), &m);
+    INFO(memest_last_error());
+    REQUIRE(st == MEMEST_OK);
+    memest_param_count c = memest_test::sized<memest_param_count>();
+    REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
+
+    // 2. The same file as the model of a JSON request.
+    const test::Answer a = test::request(
+        test::json{{"mode", "model_states"}, {"gpu", "h100-80gb"}, {"model", config}});
+    INFO(a.body.dump());
+    REQUIRE(a.status == MEMEST_OK);
+    CHECK(a.body["model"]["num_parameters"] == c.total);
+    CHECK(a.body["model"]["active_parameters"] == c.active);
+    // Model states hold every parameter (all experts; bf16 + fp32 gradients + Adam: 18 bytes).
+    CHECK(a.body["estimate_bytes"] == c.total * 18);
+
+    // 3. The published figures.
+    const double excluded = e.value("excluded_params", 0.0);
+    CHECK(within(c.total + excluded, e["published_params"], e["tolerance"],
+                 e.value("rounding", std::string("nearest"))));
+    CHECK(m.vision_excluded == (excluded > 0 ? 1 : 0));
+    if (e.contains("published_active_params")) {
+      double active = c.active;
+      if (e.value("active_excludes", std::string()) == "input_embedding") {
+        active -= static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+      }
+      CHECK(within(active, e["published_active_params"], e["active_tolerance"],
+                   e.value("active_rounding", std::string("nearest"))));
+      CHECK(m.num_experts > 0);
+    } else {
+      CHECK(c.active == c.total);
+    }
+    if (e.contains("published_mtp_params")) {
+      CHECK(within(c.mtp, e["published_mtp_params"], e["mtp_tolerance"], "nearest"));
+      CHECK(a.body["model"]["mtp_parameters"] == c.mtp);
+    } else {
+      CHECK(c.mtp == 0);
+    }
+  }
+  CHECK(families.size() >= 25);
+}
