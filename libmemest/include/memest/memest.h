@@ -54,16 +54,16 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 0
+#define MEMEST_VERSION_MINOR 1
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.0.0"
+#define MEMEST_VERSION_STRING "1.1.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
 
-/** Returns the library's version as a static string such as "1.0.0". Never NULL. */
+/** Returns the library's version as a static string such as "1.1.0". Never NULL. */
 MEMEST_API const char *memest_version_string(void);
 
 /* ======================================================================== */
@@ -148,7 +148,7 @@ typedef struct memest_model {
   double num_parameters;            /* > 0 with hidden_size == 0: a bare count */
   int32_t fused_qkv;                /* Q, K, V stored as one tensor (BLOOM, GPT-2, CodeGen, NeoX) */
   int32_t logits_fp32;              /* the HF model casts logits to fp32 before the loss */
-  /* ---- appended after 1.0 (a 1.0 caller's struct ends above; these take their defaults) ---- */
+  /* ---- appended in 1.1 (a 1.0 caller's struct ends above; these take their defaults) ---- */
   /* Mixture of experts (all 0 for a dense model). A layer is an MoE layer when its index i
      (0-based) is >= moe_first_dense_layers and (i + 1) % moe_layer_step == 0; the other layers
      have the dense MLP of intermediate_size. */
@@ -188,7 +188,7 @@ typedef struct memest_param_count {
   double embedding;        /* word embeddings (+ learned positions, + embedding norm) */
   double per_layer;        /* one transformer layer */
   double lm_head;          /* LM head + final norm (0 for the head weights when tied) */
-  /* ---- appended after 1.0 ---- */
+  /* ---- appended in 1.1 ---- */
   double active;           /* parameters one token goes through: everything but the routed
                               experts it is not sent to (= total for a dense model); the input
                               embedding table counts in full */
@@ -438,7 +438,7 @@ typedef struct memest_pretrain_result {
   int32_t activation_model;  /* the one used: memest_activation_model */
   int32_t oom_predicted;     /* 1 when peak_bytes exceeds capacity_bytes */
   double paper_peak_bytes;   /* the most loaded stage by the papers' terms alone */
-  /* since 1.0, appended */
+  /* appended in 1.1 */
   int32_t peak_verdict;      /* memest_verdict on peak_bytes (MEMEST_PEAK_FITS_FRACTION) */
 } memest_pretrain_result;
 
@@ -548,7 +548,7 @@ typedef struct memest_search_entry {
   double bubble_fraction;    /* (p - 1) / (vpp * m) */
   int64_t first_stage_layers; /* layers of the first and the last pipeline stage (the others */
   int64_t last_stage_layers;  /* hold ceil(layers / pp)) */
-  /* since 1.0, appended */
+  /* appended in 1.1 */
   int32_t peak_verdict;       /* memest_verdict on peak_bytes (MEMEST_PEAK_FITS_FRACTION) */
 } memest_search_entry;
 
