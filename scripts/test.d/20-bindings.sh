@@ -81,7 +81,7 @@ MEMEST_CMAKE_BUILD_DIR="$B/release" "$R/.venv/bin/pip" install -q --no-build-iso
 (cd "$R" && .venv/bin/python example.py > venv.out 2> venv.err)
 grep -q "^memest from $R/.venv/" "$R/venv.err" || { cat "$R/venv.err"; echo "20-bindings: the venv did not use its install" >&2; exit 1; }
 rm -rf build-python memest.egg-info
-HOME="$R/home" MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip install -q --user --break-system-packages \
+HOME="$R/home" PIP_ROOT_USER_ACTION=ignore MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip install -q --user --break-system-packages \
   --no-build-isolation --no-index .
 (cd "$R" && HOME="$R/home" $PY example.py > system.out 2> system.err)
 grep -q "^memest from $R/home/" "$R/system.err" || { cat "$R/system.err"; echo "20-bindings: the system Python did not use its user install" >&2; exit 1; }
