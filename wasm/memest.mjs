@@ -85,13 +85,22 @@ export class MemestError extends Error {
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
  */
 
+/**
+ * What the library's "enums" mode answers: the enumerations, the paper's verdict bands (on the
+ * estimate) and the headline verdict's bands (on the overhead model's peak).
+ * @typedef {object} MemestTables
+ * @property {MemestEnums} enums
+ * @property {Record<string, number>} verdict_bands
+ * @property {Record<string, number>} peak_verdict_bands
+ */
+
 /** The library, loaded. Create with {@link createMemest}. */
 export class Memest {
   /** @param {any} core the Emscripten module */
   constructor(core) {
     /** @private */ this.core = core;
     /** @private @type {{models: ModelPreset[], gpus: GpuPreset[]} | null} */ this.presets = null;
-    /** @private @type {{enums: MemestEnums, verdict_bands: Record<string, number>} | null} */
+    /** @private @type {MemestTables | null} */
     this.tables = null;
   }
 
@@ -179,8 +188,8 @@ export class Memest {
    * @param {MemestRequest} base
    * @param {Array<[number, number, number, number, number]>} cells
    * @param {{messages?: boolean}} [options]
-   * @returns {Array<{ok: true, estimate_bytes: number, peak_bytes: number, usage_fraction: number,
-   *   verdict: string} | {ok: false, error?: MemestErrorInfo, issue?: string}>}
+   * @returns {Array<{ok: true, estimate_bytes: number, peak_bytes: number, capacity_bytes: number, usage_fraction: number,
+   *   verdict: string, peak_verdict: string} | {ok: false, error?: MemestErrorInfo, issue?: string}>}
    */
   pretrainTable(base, cells, options = {}) {
     const messages = options.messages ?? true;
@@ -231,9 +240,10 @@ export class Memest {
     if (!this.tables) {
       // The library's "enums" mode: every enumeration's names and the verdict bands.
       const response = this.request({ mode: 'enums' });
-      this.tables = { enums: response.enums, verdict_bands: response.verdict_bands };
+      this.tables = { enums: response.enums, verdict_bands: response.verdict_bands,
+                      peak_verdict_bands: response.peak_verdict_bands };
     }
-    return /** @type {{enums: MemestEnums, verdict_bands: Record<string, number>}} */ (this.tables);
+    return /** @type {MemestTables} */ (this.tables);
   }
 
   /**
@@ -252,6 +262,15 @@ export class Memest {
    */
   verdictBands() {
     return { ...this.loadTables().verdict_bands };
+  }
+
+  /**
+   * The bands of the headline verdict (`peak_verdict`: the overhead model's peak against
+   * capacity), as {@link Memest#verdictBands} gives the paper's: e.g. {fits: 0.95, tight: 1.0}.
+   * @returns {Record<string, number>}
+   */
+  peakVerdictBands() {
+    return { ...this.loadTables().peak_verdict_bands };
   }
 
   /** The built-in model presets, in the library's order. @returns {ModelPreset[]} */

@@ -2,7 +2,9 @@
 # Language bindings suite: builds libmemest (Release, installed to a prefix, and ASan+UBSan),
 # then
 #   C      the cross-language runner + typed-API/bad-input checks under ASan/LSan/UBSan
-#   Python the wheel (pip, offline), installed into a fresh venv; pytest against the install
+#   Python the wheel (pip, offline), installed into a fresh venv; pytest against the install;
+#          the README's install from the repository root (venv, and the system Python as a user
+#          install) and its example
 #   Go     go vet + go test (cgo, pkg-config memest)
 #   Java   SWIG (bindings/swig/memest.i) + JNI library + the scheduler-style test
 #   Julia  Memest.jl's ccall sequence replayed with ctypes (pytest)
@@ -57,6 +59,36 @@ MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip wheel --no-build-isolation --no-d
 $PY -m venv --system-site-packages "$B/venv"
 "$B/venv/bin/python" -m pip install -q --no-index --no-deps "$B"/wheel/memest-*.whl
 (cd "$B" && "$B/venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$ROOT/bindings/python/tests")
+
+echo "-- Python: the README's install from the repository root, and its example"
+# As a user runs them from a plain checkout: a fresh venv that sees Debian's pybind11
+# (--system-site-packages) and pip install of the root pyproject.toml; then the system Python
+# itself, as a user install (Debian 12's PEP 668 asks for --break-system-packages) into a
+# throwaway HOME. MEMEST_CMAKE_BUILD_DIR reuses the Release build of the library above.
+R="$B/readme"
+rm -rf "$R" build-python memest.egg-info && mkdir -p "$R/home"
+$PY - "$ROOT/README.md" > "$R/example.py" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+section = text[text.index("**Python**"):text.index("**Java**")]
+blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+assert len(blocks) == 1, f"README's Python section: one python example, found {len(blocks)}"
+print("import memest, sys; print('memest from', memest.__file__, file=sys.stderr)")
+print(blocks[0])
+PYEOF
+$PY -m venv --system-site-packages "$R/.venv"
+MEMEST_CMAKE_BUILD_DIR="$B/release" "$R/.venv/bin/pip" install -q --no-build-isolation --no-index .
+(cd "$R" && .venv/bin/python example.py > venv.out 2> venv.err)
+grep -q "^memest from $R/.venv/" "$R/venv.err" || { cat "$R/venv.err"; echo "20-bindings: the venv did not use its install" >&2; exit 1; }
+rm -rf build-python memest.egg-info
+HOME="$R/home" PIP_ROOT_USER_ACTION=ignore MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip install -q --user --break-system-packages \
+  --no-build-isolation --no-index .
+(cd "$R" && HOME="$R/home" $PY example.py > system.out 2> system.err)
+grep -q "^memest from $R/home/" "$R/system.err" || { cat "$R/system.err"; echo "20-bindings: the system Python did not use its user install" >&2; exit 1; }
+rm -rf build-python memest.egg-info
+cmp "$R/venv.out" "$R/system.out"
+grep -q "^PretrainResult: out of memory" "$R/venv.out"
+echo "README example: ok ($(wc -l < "$R/venv.out") lines, the same from the venv and the system Python)"
 
 echo "-- Go: go vet, go test"
 # cgo does not notice changes to headers outside the package (the installed memest.h):

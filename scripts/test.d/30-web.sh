@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Component suite: the WebAssembly build and the browser calculator.
-#  1. wasm/: build the module with Debian's emscripten, check wasm/exports.txt against memest.h,
-#     run the wrapper's unit tests in Node (node:test).
-#  2. web/: npm ci (committed lockfile), vite build, the CLI for cross-checks, then the E2E tests
-#     in Debian's headless Chromium (playwright-core) against the page on 127.0.0.1.
-#  3. The size/timing benchmark (figures only, not a pass/fail gate).
+#  1. The CLI, for the cross-checks (MEMEST_CLI: what `memest request` answers).
+#  2. wasm/: build the module with Debian's emscripten, check wasm/exports.txt against memest.h,
+#     run the wrapper's unit tests in Node (node:test), the OOM request against the CLI's.
+#  3. web/: npm ci (committed lockfile), vite build, then the E2E tests in Debian's headless
+#     Chromium (playwright-core) against the page on 127.0.0.1, cross-checked with the CLI.
+#  4. The size/timing benchmark (figures only, not a pass/fail gate): first result, keystroke to
+#     answer, the layouts table, the fine-tuning and search tabs.
 # Screenshots: web/test-results/*.png (CI artifacts). Run from anywhere:
 #   bash scripts/test.d/30-web.sh
 set -euo pipefail
@@ -15,6 +17,11 @@ for tool in emcc node npm /usr/bin/chromium; do
   command -v "$tool" > /dev/null || { echo "30-web: $tool not found (scripts/install-deps.sh installs scripts/deps/web.txt)" >&2; exit 1; }
 done
 
+echo "-- memest CLI for the cross-checks (wasm and web against memest request)"
+cmake -S . -B build-web-cli -DMEMEST_BUILD_TESTS=OFF > /dev/null
+cmake --build build-web-cli -j2 --target memest_cli > /dev/null
+export MEMEST_CLI="$PWD/build-web-cli/bindings/cli/memest"
+
 echo "-- wasm: build"
 bash wasm/build.sh
 echo "-- wasm: exports.txt against memest.h"
@@ -24,11 +31,6 @@ node --test --test-reporter=spec wasm/test/
 
 echo "-- web: npm ci, vite build"
 (cd web && npm ci --no-audit --no-fund --loglevel=error && npx --no-install vite build --logLevel warn)
-
-echo "-- web: memest CLI for the cross-checks"
-cmake -S . -B build-web-cli -DMEMEST_BUILD_TESTS=OFF > /dev/null
-cmake --build build-web-cli -j2 --target memest_cli > /dev/null
-export MEMEST_CLI="$PWD/build-web-cli/bindings/cli/memest"
 
 echo "-- web: end-to-end tests in headless Chromium"
 (cd web && node --test --test-reporter=spec test/e2e.test.mjs)

@@ -117,6 +117,10 @@ def main():
         if exp.get("ok"):
             if ref.get("ok") is not True:
                 failures.append(f"{c['name']}: expected ok, got {ref.get('error')}")
+            # further expectations: response fields with their values ("peak_verdict": "oom")
+            for key, value in exp.items():
+                if key != "ok" and ref.get(key) != value:
+                    failures.append(f"{c['name']}: expected {key} = {value!r}, got {ref.get(key)!r}")
         else:
             err = ref.get("error") or {}
             if ref.get("ok") is not False or err.get("code") != exp["code"] or err.get("field") != exp["field"]:

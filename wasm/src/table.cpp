@@ -84,8 +84,8 @@ extern "C" {
  *  pretrain mode's training block...}, "cells": [[gpus, tp, cp, pp, micro_batch], ...],
  *  "messages"} (a pretrain request whose gpus, tp, cp, pp and micro_batch, if present, are
  *  ignored: the cells give them) with
- *  {"ok": true, "cells": [{"ok": true, "estimate_bytes", "peak_bytes", "usage_fraction",
- *  "verdict"} | {"ok": false, "error": {...}}, ...]}, or {"ok": false, "error"} when the base
+ *  {"ok": true, "cells": [{"ok": true, "estimate_bytes", "peak_bytes", "capacity_bytes",
+ *  "usage_fraction", "verdict", "peak_verdict"} | {"ok": false, "error": {...}}, ...]}, or {"ok": false, "error"} when the base
  *  is bad. Returns a malloc'd string (free with memest_string_free); NULL when memory runs
  *  out. */
 __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(const char* spec_text) {
@@ -140,8 +140,11 @@ __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(co
         cells.push_back({{"ok", true},
                          {"estimate_bytes", res.estimate_bytes},
                          {"peak_bytes", res.peak_bytes},
+                         {"capacity_bytes", res.capacity_bytes},
                          {"usage_fraction", res.usage_fraction},
-                         {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))}});
+                         {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))},
+                         {"peak_verdict",
+                          memest_verdict_name(static_cast<memest_verdict>(res.peak_verdict))}});
       }
     }
     return to_c_string(ojson{{"ok", true}, {"cells", cells}}.dump());

@@ -118,6 +118,8 @@ test('pretrainTable() equals request() cell for cell, errors included', () => {
       assert.equal(table[i].estimate_bytes, d.estimate_bytes);
       assert.equal(table[i].peak_bytes, d.peak_bytes);
       assert.equal(table[i].verdict, d.verdict);
+      assert.equal(table[i].peak_verdict, d.peak_verdict);
+      assert.equal(table[i].capacity_bytes, d.capacity_bytes);
     } else {
       assert.deepEqual(table[i].error, d.error);
     }
@@ -221,4 +223,48 @@ test('pretrainTable() reads the base as the pretrain mode does (training block, 
     (e) => e.field === 'parallel.vpp' && e.code === 'wrong_type');
   assert.throws(() => memest.pretrainTable({ ...paper, training: { ...paper.training, seq_length: 1 } }, cells),
     (e) => e.code === 'unknown_field' && e.field === 'training.seq_length');
+});
+
+test('peakVerdictBands() is the enums mode\'s peak_verdict_bands, and peak_verdict follows it', () => {
+  const bands = memest.peakVerdictBands();
+  assert.deepEqual(bands, memest.request({ mode: 'enums' }).peak_verdict_bands);
+  assert.deepEqual(Object.keys(bands), ['fits', 'tight']);
+  assert.ok(bands.fits < bands.tight);
+  bands.fits = 0;
+  assert.notEqual(memest.peakVerdictBands().fits, 0, 'callers get copies');
+  const r = memest.request(paper);
+  const fraction = r.peak_bytes / r.capacity_bytes;
+  const want = fraction <= memest.peakVerdictBands().fits ? 'fits' : fraction <= 1 ? 'tight' : 'oom';
+  assert.equal(r.peak_verdict, want);
+});
+
+// The 4D paper's OOM run: (tp 4, cp 2, pp 1, mbs 2) on 8 x A100 40GB, seq 8192.
+const oom = { ...paper, parallel: { ...paper.parallel, tp: 4, cp: 2, pp: 1 },
+  training: { ...paper.training, micro_batch: 2 } };
+
+test('the OOM request: peak_verdict oom, dominant parts and suggestions that fit', () => {
+  const r = memest.request(oom);
+  assert.equal(r.peak_verdict, 'oom');
+  assert.equal((r.peak_bytes / GiB).toFixed(1), '41.3');
+  assert.ok(r.dominant_parts.length > 0);
+  assert.ok(r.suggestions.length > 0);
+  for (const s of r.suggestions) {
+    // each suggestion's set, applied to the request, fits
+    const next = structuredClone(oom);
+    for (const [block, fields] of Object.entries(s.set)) Object.assign(next[block], fields);
+    const applied = memest.request(next);
+    assert.equal(applied.peak_verdict, s.peak_verdict, s.change);
+    assert.equal(applied.peak_bytes, s.peak_bytes, s.change);
+  }
+});
+
+test('the OOM request through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
+  const cli = process.env.MEMEST_CLI;
+  if (!cli) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+  const { execFileSync } = await import('node:child_process');
+  const want = JSON.parse(execFileSync(cli, ['request'], { input: JSON.stringify(oom), encoding: 'utf8' }));
+  const got = memest.request(oom);
+  assert.equal(got.peak_verdict, want.peak_verdict);
+  assert.deepEqual(got.suggestions, want.suggestions);
+  assert.deepEqual(got.dominant_parts, want.dominant_parts);
 });

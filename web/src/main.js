@@ -1,25 +1,41 @@
 // The memest calculator page. Every number shown comes from libmemest (WebAssembly) through
 // ../wasm/memest.mjs; this file only moves values between the form, the library and the DOM.
+// Verdict thresholds and names come from the library too (its "enums" mode).
 import { createMemest, GiB } from '@memest';
 import {
-  Chart, BarController, BarElement, LineController, LineElement, PointElement,
-  CategoryScale, LinearScale, Legend, Tooltip,
-} from 'chart.js';
-import annotationPlugin from 'chartjs-plugin-annotation';
-import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
-  inputForField,
+  inputForField, formProblem, applySet,
 } from './state.js';
 
-Chart.register(BarController, BarElement, LineController, LineElement, PointElement,
-  CategoryScale, LinearScale, Legend, Tooltip, annotationPlugin);
+// Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
+// chunk) for the chart drawn just after it.
+performance.mark('memest-script-start');
+const memestReady = createMemest();
+/** @type {typeof import('chart.js').Chart | null} */
+let Chart = null;
+const chartReady = import('./chart-setup.js').then((m) => { Chart = m.Chart; });
 
 const $ = (id) => document.getElementById(id);
 const gib = (bytes) => (bytes / GiB).toFixed(2);
 const fmtGiB = (bytes) => `${gib(bytes)} GiB`;
+const percent = (fraction) => `${Math.round(fraction * 1000) / 10} %`;
+const el = (tag, props = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'dataset') Object.assign(node.dataset, v);
+    else if (k in node) node[k] = v;
+    else node.setAttribute(k, v);
+  }
+  node.append(...children);
+  return node;
+};
 
-/** Layouts (rows) and GPU counts (columns) of the paper-style table: 64 x 8 = 512 cells. */
-const GRID_GPUS = [8, 16, 32, 64, 128, 256, 512, 1024];
+/** A verdict in words, as the CLI says them ("verdict: out of memory"). */
+const WORDS = { oom: 'out of memory' };
+const words = (verdict) => WORDS[verdict] ?? verdict;
+
+/** The layouts (tp, cp, pp, micro-batch) of the layouts x GPUs table; the form's own layout is
+ *  added as a row when it is not one of them. */
 const GRID_LAYOUTS = [];
 for (const tp of [1, 2, 4, 8]) {
   for (const cp of [1, 2]) {
@@ -28,6 +44,24 @@ for (const tp of [1, 2, 4, 8]) {
     }
   }
 }
+/** Milliseconds the table waits after the last input before it recomputes. */
+const GRID_DEBOUNCE_MS = 250;
+/** The fine-tuning estimate costs ~0.2-0.4 s in WebAssembly: computed once typing pauses. */
+const FINETUNE_DEBOUNCE_MS = 250;
+
+/** GPU counts of the table: the form's count with three halvings below and four doublings
+ *  above (whole counts only), eight columns. */
+function gridGpus(text) {
+  const n = Number(text);
+  const base = Number.isInteger(n) && n >= 1 && n <= 2 ** 24 ? n : 8;
+  const cols = [];
+  for (let k = -3; k <= 4; k++) {
+    const g = base * 2 ** k;
+    if (Number.isInteger(g) && g >= 1) cols.push(g);
+  }
+  while (cols.length < 8) cols.push(cols[cols.length - 1] * 2);
+  return cols;
+}
 
 // ---- form <-> state ------------------------------------------------------------------------
 
@@ -35,47 +69,63 @@ const FORM = {
   m: 'model-preset', cfg: 'model-config', g: 'gpu-preset', mem: 'gpu-memory', gpus: 'gpus',
   tp: 'tp', cp: 'cp', pp: 'pp', vpp: 'vpp', zero: 'zero', sp: 'sp', seq: 'seq', mbs: 'mbs',
   gbs: 'gbs', rc: 'recompute', fa: 'flash', top: 'search-top',
+  fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
 };
 
 let state = stateFromHash(location.hash);
 
 function writeForm(s) {
   for (const [key, id] of Object.entries(FORM)) {
-    const el = $(id);
-    if (el.type === 'checkbox') el.checked = s[key] === '1';
-    else el.value = s[key];
+    const input = $(id);
+    if (input.type === 'checkbox') input.checked = s[key] === '1';
+    else input.value = s[key];
   }
-  syncCustomFields(s);
+  syncFields(s);
 }
 
 function readForm() {
   const s = { ...state };
   for (const [key, id] of Object.entries(FORM)) {
-    const el = $(id);
-    s[key] = el.type === 'checkbox' ? (el.checked ? '1' : '0') : el.value;
+    const input = $(id);
+    s[key] = input.type === 'checkbox' ? (input.checked ? '1' : '0') : input.value;
   }
   return s;
 }
 
-function syncCustomFields(s) {
+const MODE_NOTES = {
+  finetune: 'Fine-tuning reads the model, the GPU, the GPU count, the sequence length and its own options; the pretraining layout is hidden.',
+  search: 'The search reads the model, the GPU, the GPU count and the training settings; it chooses tp, cp, pp, vpp, micro-batch and ZeRO itself.',
+};
+
+/** Shows the controls the active tab's request reads (data-modes), and the custom fields. */
+function syncFields(s) {
   $('config-field').hidden = s.m !== 'custom';
   $('gpu-memory').readOnly = s.g !== 'custom';
   $('gpu-memory-field').classList.toggle('derived', s.g !== 'custom');
+  for (const node of document.querySelectorAll('#inputs [data-modes]')) {
+    node.hidden = !node.dataset.modes.split(' ').includes(s.tab);
+  }
+  $('ft-batch-field').hidden = s.fm === 'auto';
+  $('ft-tp-field').hidden = s.fm !== 'dp+tp';
+  $('mode-note').hidden = !MODE_NOTES[s.tab];
+  $('mode-note').textContent = MODE_NOTES[s.tab] ?? '';
 }
 
 // ---- errors, inline ------------------------------------------------------------------------
 
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'zero', 'sp', 'seq', 'mbs',
-  'gbs', 'recompute', 'flash', 'general'];
+  'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory'] };
 
 function clearErrors() {
   for (const slot of ERROR_SLOTS) $(`err-${slot}`).textContent = '';
-  for (const el of document.querySelectorAll('[aria-invalid="true"]')) el.removeAttribute('aria-invalid');
+  for (const node of document.querySelectorAll('[aria-invalid="true"]')) node.removeAttribute('aria-invalid');
 }
 
 function showError(error) {
-  const slot = inputForField(error.field);
+  let slot = inputForField(error.field);
+  // a field whose control the active tab hides: say it where it can be read
+  if (slot !== 'general' && $(`err-${slot}`).closest('[hidden]')) slot = 'general';
   $(`err-${slot}`).textContent = error.message;
   const ids = SLOT_INPUTS[slot] ?? (slot === 'general' ? [] : [slot]);
   for (const id of ids) {
@@ -88,15 +138,42 @@ function showError(error) {
 
 /** @type {import('../../wasm/memest.mjs').Memest} */
 let memest;
-/** The library's verdict bands ({fits: 0.8, tight: 1.0}: upper bounds as fractions of capacity). */
-let bands = {};
+/** The paper's bands on the estimate ({fits: 0.8, tight: 1.0}) and the headline verdict's bands
+ *  on the overhead model's peak ({fits: 0.95, tight: 1.0}): upper bounds, fractions of capacity. */
+let paperBands = {};
+let peakBands = {};
 let gpuPresets = [];
 let lastPretrain = null;
 let lastFinetune = null;
 let lastSearch = null;
-const timings = { firstResultMs: null, gridMs: null, gridCells: 0, pretrainMs: null };
-/** For tests and the benchmark: timings, and a count of completed updates. */
-window.__memest = { timings, updates: 0 };
+const timings = {
+  firstResultMs: null, firstPaintMs: null, pretrainMs: null, gridMs: null, gridLibMs: null, gridCells: 0,
+  inputAt: null, keystrokeMs: [], finetuneMs: null, searchMs: null,
+};
+/** For tests and the benchmark: timings, and counts of completed renders. */
+const probe = { timings, updates: 0, gridRenders: 0, finetuneRuns: 0, searchRuns: 0, gridPending: false, finetunePending: false };
+window.__memest = probe;
+
+/** The upper bound of a verdict's band in words: "≤ 95 %", or "> 100 %" for the open one. */
+function bandText(bands, verdict) {
+  if (bands[verdict] != null) return `≤ ${percent(bands[verdict])}`;
+  const top = Math.max(...Object.values(bands));
+  return verdict === 'oom' && Number.isFinite(top) ? `> ${percent(top)}` : '';
+}
+
+// ---- the status line -----------------------------------------------------------------------
+
+/** Sets the status line: state "result" (with the verdict), "error", "pending" or "loading". */
+function setStatus(kind, parts, verdict = '') {
+  const s = $('status');
+  s.dataset.state = kind;
+  s.dataset.verdict = verdict;
+  s.replaceChildren(...parts);
+}
+
+function verdictWords(verdict) {
+  return el('strong', { className: 'verdict-words', dataset: { verdict } }, words(verdict));
+}
 
 // ---- chart ---------------------------------------------------------------------------------
 
@@ -127,29 +204,11 @@ function stageValue(stage, key) {
   return 0;
 }
 
-const percent = (fraction) => `${Math.round(fraction * 1000) / 10} %`;
-
-/** A verdict as the page shows it, with its band from the library: "fits (≤ 80 %)", "OOM (> 100 %)". */
-function verdictLabel(verdict) {
-  if (bands[verdict] != null) return `${verdict} (≤ ${percent(bands[verdict])})`;
-  if (verdict === 'oom') {
-    const top = Math.max(...Object.values(bands));
-    return Number.isFinite(top) ? `OOM (> ${percent(top)})` : 'OOM';
-  }
-  return verdict;
-}
-
-/** The legend of the layouts table: one swatch per band the library defines, then OOM. */
+/** The legend of the layouts table: one swatch per band of the headline verdict, then OOM. */
 function renderBandLegend() {
-  const legend = $('band-legend');
-  const swatches = [...Object.keys(bands), 'oom'].map((v) => {
-    const span = document.createElement('span');
-    span.className = `band band-${v}`;
-    span.dataset.band = v;
-    span.textContent = v === 'oom' ? 'OOM' : `${v} ≤ ${percent(bands[v])}`;
-    return span;
-  });
-  legend.replaceChildren(...swatches.flatMap((el, i) => (i ? [' ', el] : [el])));
+  const swatches = [...Object.keys(peakBands), 'oom'].map((v) => el('span',
+    { className: `band band-${v}`, dataset: { band: v } }, `${words(v)} ${bandText(peakBands, v)}`));
+  $('band-legend').replaceChildren(...swatches.flatMap((node, i) => (i ? [', ', node] : [node])));
 }
 
 function css(name) {
@@ -170,16 +229,16 @@ function renderChart(r) {
       label: { display: true, content: `capacity ${capacity.toFixed(2)} GiB`, position: 'end',
                backgroundColor: css('--c-oom'), color: '#fff', font: { size: 11 } },
     },
-    ...(bands.fits > 0 ? { band: {
-      type: 'line', yMin: capacity * bands.fits, yMax: capacity * bands.fits, borderColor: css('--c-tight'),
-      borderWidth: 1.5, borderDash: [6, 4],
-      label: { display: true, content: percent(bands.fits), position: 'start', backgroundColor: css('--c-tight'),
-               color: '#000', font: { size: 11 } },
+    ...(peakBands.fits > 0 ? { band: {
+      type: 'line', yMin: capacity * peakBands.fits, yMax: capacity * peakBands.fits,
+      borderColor: css('--c-tight'), borderWidth: 1.5, borderDash: [6, 4],
+      label: { display: true, content: `fits ${bandText(peakBands, 'fits')} at peak`, position: 'start',
+               backgroundColor: css('--c-tight'), color: '#000', font: { size: 11 } },
     } } : {}),
     estimate: {
       type: 'line', yMin: r.estimate_bytes / GiB, yMax: r.estimate_bytes / GiB,
       borderColor: css('--fg-muted'), borderWidth: 1, borderDash: [2, 3],
-      label: { display: true, content: `estimate ${gib(r.estimate_bytes)} GiB`, position: 'center',
+      label: { display: true, content: `paper's estimate ${gib(r.estimate_bytes)} GiB`, position: 'center',
                backgroundColor: css('--bg-elev'), color: css('--fg'), font: { size: 11 } },
     },
   } : {};
@@ -206,103 +265,350 @@ function renderChart(r) {
     chart.options = options;
     chart.update('none');
   }
-  const desc = r.stages.map((s) => `stage ${s.stage} ${gib(s.total_bytes)} GiB`).join(', ');
+  const desc = r.stages.map((s) => `stage ${s.stage} peak ${gib(s.peak_bytes ?? s.total_bytes)} GiB`).join(', ');
   $('stage-chart').setAttribute('aria-label',
     `Per-GPU memory by pipeline stage: ${desc}; capacity ${capacity.toFixed(2)} GiB`);
 }
 
-// ---- pretrain results ----------------------------------------------------------------------
-
-function renderPretrain(r) {
-  $('estimate').textContent = fmtGiB(r.estimate_bytes);
-  $('peak').textContent = `${fmtGiB(r.peak_bytes)} (stage ${r.peak_stage})`;
-  $('capacity').textContent = r.capacity_bytes > 0
-    ? `${fmtGiB(r.capacity_bytes)} · ${(r.usage_fraction * 100).toFixed(1)} %` : 'unknown';
-  const v = $('verdict');
-  v.textContent = verdictLabel(r.verdict);
-  v.dataset.verdict = r.verdict;
-  const m = r.model;
-  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters · ` +
-    `${r.gpu.name} · dp ${r.layout.dp} · ${r.training.activation_model} activation model` +
-    (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : '');
-  const tbody = $('stages-table').tBodies[0];
-  tbody.replaceChildren(...r.stages.map((s) => {
-    const tr = document.createElement('tr');
-    const cells = [s.stage, s.layers, s.microbatches_in_flight.toFixed(2), gib(s.weights_bytes),
-      gib(s.gradients_bytes), gib(s.optimizer_bytes), gib(s.activations_bytes), gib(s.total_bytes)];
-    cells.forEach((c, i) => {
-      const td = document.createElement(i === 0 ? 'th' : 'td');
-      if (i === 0) td.scope = 'row';
-      td.textContent = String(c);
-      if (i === 7) td.className = 'total';
-      tr.append(td);
-    });
-    tr.dataset.stage = String(s.stage);
-    return tr;
-  }));
-  renderChart(r);
+let chartFrame = 0;
+let chartFor = null;
+/** Draws the chart of `r` on the next frame (after the answer's text is on screen), once
+ *  Chart.js has loaded; an input's keystroke time ends there. */
+function scheduleChart(r) {
+  chartFor = r;
+  if (chartFrame) return;
+  chartFrame = requestAnimationFrame(() => {
+    chartFrame = 0;
+    if (!Chart || !chartFor) { finishKeystroke(); return; }
+    renderChart(chartFor);
+    finishKeystroke();
+  });
 }
 
+function clearChart() {
+  chartFor = null;
+  if (chart) {
+    chart.destroy();
+    chart = null;
+  }
+  $('stage-chart').setAttribute('aria-label', 'Per-GPU memory by pipeline stage: not computed');
+}
+
+// ---- pretrain results ----------------------------------------------------------------------
+
+/** Names of the library's dominant parts, as a reader says them. */
+const PART_NAMES = {
+  weights: 'weights', gradients: 'gradients', optimizer: 'optimizer states',
+  activations: 'activations', fragmentation: 'allocator fragmentation',
+  comm_buffers: 'communication buffers', context: 'CUDA context', logits: 'bf16 logits',
+};
+const partName = (part) => PART_NAMES[part] ?? part.replace(/_/g, ' ');
+
+function renderPretrain(r) {
+  const capacity = r.capacity_bytes;
+  $('verdict').textContent = words(r.peak_verdict);
+  $('verdict').dataset.verdict = r.peak_verdict;
+  $('verdict-band').textContent = capacity > 0
+    ? `${words(r.peak_verdict)}: peak ${bandText(peakBands, r.peak_verdict)} of capacity` : '';
+  $('peak').textContent = `${fmtGiB(r.peak_bytes)} (stage ${r.peak_stage})`;
+  $('peak-share').textContent = capacity > 0 ? `${percent(r.peak_bytes / capacity)} of capacity` : '';
+  $('capacity').textContent = capacity > 0 ? fmtGiB(capacity) : 'unknown';
+  $('gpu-name').textContent = `${r.layout.gpus} × ${r.gpu.name}`;
+  $('estimate').textContent = fmtGiB(r.estimate_bytes);
+  const pv = $('paper-verdict');
+  pv.dataset.verdict = r.verdict;
+  pv.textContent = capacity > 0
+    ? `${percent(r.usage_fraction)} of capacity: ${words(r.verdict)} by the paper's bands (fits ${bandText(paperBands, 'fits')})`
+    : '';
+  const m = r.model;
+  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters · ` +
+    `dp ${r.layout.dp} · ${r.training.activation_model} activation model` +
+    (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : '');
+
+  const tbody = $('stages-table').tBodies[0];
+  tbody.replaceChildren(...r.stages.map((s) => {
+    const tr = el('tr', { dataset: { stage: String(s.stage) } });
+    const cells = [s.stage, s.layers, s.microbatches_in_flight.toFixed(2), gib(s.weights_bytes),
+      gib(s.gradients_bytes), gib(s.optimizer_bytes), gib(s.activations_bytes), gib(s.total_bytes),
+      gib(stageValue(s, 'overhead_bytes')), gib(s.peak_bytes ?? s.total_bytes)];
+    cells.forEach((c, i) => {
+      const td = el(i === 0 ? 'th' : 'td', {}, String(c));
+      if (i === 0) td.scope = 'row';
+      if (i === 9) td.className = 'total';
+      tr.append(td);
+    });
+    if (s.stage === r.peak_stage) tr.classList.add('peak-stage');
+    return tr;
+  }));
+  renderParts(r);
+  renderSuggestions(r);
+  scheduleChart(r);
+}
+
+function renderParts(r) {
+  const parts = r.dominant_parts ?? [];
+  $('parts-title').textContent = parts.length
+    ? `Where the memory goes (stage ${r.peak_stage}, the most loaded)` : 'Where the memory goes';
+  $('dominant-parts').replaceChildren(...parts.map((p) => el('li', { dataset: { part: p.part } },
+    el('span', { className: 'part-name' }, partName(p.part)),
+    el('span', { className: 'part-bar', 'aria-hidden': 'true' },
+      el('span', { className: 'part-fill', style: `width: ${Math.max(0, Math.min(1, p.share)) * 100}%` })),
+    el('span', { className: 'part-value' }, `${fmtGiB(p.bytes)} · ${Math.round(p.share * 100)} %`))));
+}
+
+/** "training.recompute = full, parallel.zero = 3": a suggestion's request fields. */
+function setText(set) {
+  return Object.entries(set ?? {}).flatMap(([block, fields]) => Object.entries(fields ?? {})
+    .map(([k, v]) => `${block}.${k} = ${v}`)).join(', ');
+}
+
+function renderSuggestions(r) {
+  const list = r.suggestions ?? [];
+  $('suggestions-box').hidden = list.length === 0;
+  $('suggestions').replaceChildren(...list.map((s, i) => {
+    const { unknown } = applySet(state, s.set);
+    const use = el('button', { type: 'button', className: 'use', disabled: unknown.length > 0,
+      'aria-label': `Use: ${s.change}` }, 'Use');
+    use.addEventListener('click', () => applySuggestion(s));
+    const figures = [`peak ${fmtGiB(s.peak_bytes)}`, words(s.peak_verdict)];
+    if (typeof s.tflops_per_gpu === 'number') figures.push(`${s.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU`);
+    return el('li', { dataset: { index: String(i), verdict: s.peak_verdict } },
+      el('span', { className: 'change' }, s.change),
+      el('span', { className: 'figures' }, figures.join(' · ')),
+      el('code', { className: 'set' }, setText(s.set)),
+      use);
+  }));
+}
+
+function applySuggestion(s) {
+  const { state: next, unknown } = applySet(state, s.set);
+  if (unknown.length) return;
+  state = { ...next, tab: 'pretrain' };
+  writeForm(state);
+  update();
+  $('status').focus?.();
+}
+
+function clearPretrain() {
+  lastPretrain = null;
+  for (const id of ['verdict', 'peak', 'capacity', 'estimate']) $(id).textContent = '—';
+  $('verdict').dataset.verdict = '';
+  $('paper-verdict').dataset.verdict = '';
+  for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
+  $('stages-table').tBodies[0].replaceChildren();
+  $('dominant-parts').replaceChildren();
+  $('parts-title').textContent = 'Where the memory goes';
+  $('suggestions').replaceChildren();
+  $('suggestions-box').hidden = true;
+  clearChart();
+}
+
+function statusOfPretrain(r) {
+  const cap = r.capacity_bytes;
+  const who = `${r.model.name} on ${r.layout.gpus} × ${r.gpu.name}: `;
+  if (!(cap > 0)) {
+    return [who, `peak ${fmtGiB(r.peak_bytes)} per GPU; the paper's estimate ${fmtGiB(r.estimate_bytes)} (no capacity given).`];
+  }
+  return [who, verdictWords(r.peak_verdict),
+    ` — peak ${fmtGiB(r.peak_bytes)} of ${fmtGiB(cap)} per GPU (${percent(r.peak_bytes / cap)}, the overhead model; ` +
+    `fits ${bandText(peakBands, 'fits')}). `,
+    el('span', { className: 'paper-figure' },
+      `The paper's estimate: ${fmtGiB(r.estimate_bytes)} (${percent(r.usage_fraction)}, ${words(r.verdict)} by its bands; ` +
+      `fits ${bandText(paperBands, 'fits')}).`),
+    ...(r.suggestions?.length ? [` ${r.suggestions.length} change${r.suggestions.length > 1 ? 's' : ''} predicted to fit below.`] : [])];
+}
+
+function runPretrain(problem) {
+  const req = pretrainRequest(state);
+  const t0 = performance.now();
+  const d = problem ? { ok: false, error: problem } : memest.answer(req);
+  timings.pretrainMs = performance.now() - t0;
+  document.body.classList.toggle('invalid', !d.ok);
+  if (!d.ok) {
+    showError(d.error);
+    clearPretrain();
+    setStatus('error', [`Not computed: ${d.error.message}`]);
+  } else {
+    lastPretrain = d;
+    renderPretrain(d);
+    setStatus('result', statusOfPretrain(d), d.peak_verdict);
+    if (timings.firstResultMs == null) {
+      timings.firstResultMs = performance.now();
+      performance.mark('memest-first-result');
+      // the frame that paints it
+      requestAnimationFrame(() => { timings.firstPaintMs = performance.now(); });
+    }
+  }
+  scheduleGrid(problem ? null : req);
+}
+
+// ---- the layouts x GPUs table --------------------------------------------------------------
+
+let gridTimer = 0;
+/** The cell that holds the table's one Tab stop, by position: {row, col}. */
+let gridActive = null;
+
+function scheduleGrid(req) {
+  clearTimeout(gridTimer);
+  if (!req) {
+    probe.gridPending = false;
+    $('layout-table').replaceChildren();
+    $('grid-time').textContent = '';
+    gridActive = null;
+    return;
+  }
+  probe.gridPending = true;
+  gridTimer = setTimeout(() => {
+    probe.gridPending = false;
+    if (state.tab === 'pretrain') renderGrid(req);
+  }, GRID_DEBOUNCE_MS);
+}
+
+const positiveInt = (v) => Number.isInteger(v) && v >= 1;
+
 function renderGrid(req) {
+  const cols = gridGpus(state.gpus);
+  const current = [Number(state.tp), Number(state.cp), Number(state.pp), Number(state.mbs)];
+  const layouts = [...GRID_LAYOUTS];
+  const currentKnown = current.every(positiveInt) && current.every((v) => v <= 1e6);
+  if (currentKnown && !layouts.some((l) => l.every((v, i) => v === current[i]))) layouts.push(current);
   const cells = [];
-  for (const [tp, cp, pp, mbs] of GRID_LAYOUTS) {
-    for (const g of GRID_GPUS) cells.push([g, tp, cp, pp, mbs]);
+  for (const [tp, cp, pp, mbs] of layouts) {
+    for (const g of cols) cells.push([g, tp, cp, pp, mbs]);
   }
   const t0 = performance.now();
   let out;
   try {
     out = memest.pretrainTable(req, cells, { messages: false });
   } catch {
-    return; // the base model/GPU is bad: the form shows why
+    $('layout-table').replaceChildren(); // the base model/GPU is bad: the form shows why
+    return;
   }
   timings.gridLibMs = performance.now() - t0;
-  const table = $('layout-table');
-  const head = document.createElement('thead');
-  const hr = document.createElement('tr');
-  hr.append(th('Layout (tp, cp, pp, mbs)', 'col'), ...GRID_GPUS.map((g) => th(`${g} GPUs`, 'col')));
-  head.append(hr);
+  const hadFocus = $('layout-table').contains(document.activeElement);
+  const formGpus = Number(state.gpus);
+  const head = el('thead', {}, el('tr', {}, th('Layout (tp, cp, pp, mbs)', 'col'),
+    ...cols.map((g) => {
+      const h = th(`${g} GPUs`, 'col');
+      if (g === formGpus) h.classList.add('current');
+      return h;
+    })));
   const body = document.createElement('tbody');
-  GRID_LAYOUTS.forEach(([tp, cp, pp, mbs], row) => {
-    const results = out.slice(row * GRID_GPUS.length, (row + 1) * GRID_GPUS.length);
-    if (!results.some((c) => c.ok)) return;
-    const tr = document.createElement('tr');
-    tr.append(th(`(${tp}, ${cp}, ${pp}, ${mbs})`, 'row'));
+  let active = null;
+  let currentCell = null;
+  let rowIndex = 0;
+  layouts.forEach(([tp, cp, pp, mbs], row) => {
+    const results = out.slice(row * cols.length, (row + 1) * cols.length);
+    const isCurrentRow = currentKnown && tp === current[0] && cp === current[1] && pp === current[2] && mbs === current[3];
+    if (!results.some((c) => c.ok) && !isCurrentRow) return;
+    const rowHead = th(`(${tp}, ${cp}, ${pp}, ${mbs})`, 'row');
+    if (isCurrentRow) rowHead.classList.add('current');
+    const tr = el('tr', {}, rowHead);
     results.forEach((c, col) => {
-      const td = document.createElement('td');
-      const gpus = GRID_GPUS[col];
+      const gpus = cols[col];
+      const td = el('td', { tabIndex: -1, dataset: { layout: `${tp},${cp},${pp},${mbs},${gpus}`, row: String(rowIndex), col: String(col) } });
       if (c.ok) {
-        const b = document.createElement('button');
-        b.type = 'button';
-        b.className = `cell band-${c.verdict}`;
-        b.textContent = gib(c.estimate_bytes);
-        b.dataset.layout = `${tp},${cp},${pp},${mbs},${gpus}`;
-        b.dataset.verdict = c.verdict;
-        b.setAttribute('aria-label', `tp ${tp}, cp ${cp}, pp ${pp}, micro-batch ${mbs}, ${gpus} GPUs: ` +
-          `${gib(c.estimate_bytes)} GiB, ${c.verdict}`);
-        b.title = `peak ${gib(c.peak_bytes)} GiB · ${(c.usage_fraction * 100).toFixed(1)} % · ${c.verdict}`;
-        td.append(b);
+        td.className = `cell band-${c.peak_verdict}`;
+        td.textContent = gib(c.peak_bytes);
+        td.dataset.verdict = c.peak_verdict;
+        td.dataset.paperVerdict = c.verdict;
+        const cap = c.capacity_bytes;
+        const share = cap > 0 ? ` (${percent(c.peak_bytes / cap)})` : '';
+        const text = `peak ${gib(c.peak_bytes)} GiB${share}: ${words(c.peak_verdict)} · the paper's estimate ` +
+          `${gib(c.estimate_bytes)} GiB (${percent(c.usage_fraction)}, ${words(c.verdict)})`;
+        td.title = text;
+        td.setAttribute('aria-label', `tp ${tp}, cp ${cp}, pp ${pp}, micro-batch ${mbs}, ${gpus} GPUs: ${text}`);
       } else {
         td.className = 'refused';
         td.textContent = '✕';
-        td.dataset.layout = `${tp},${cp},${pp},${mbs},${gpus}`;
-        if (c.error) td.title = c.error.message;
-        else td.title = `refused (${c.issue}); hover for the library's message`;
+        td.title = c.error ? c.error.message : `refused (${c.issue}); point at it for the library's message`;
+        td.setAttribute('aria-label', `tp ${tp}, cp ${cp}, pp ${pp}, micro-batch ${mbs}, ${gpus} GPUs: refused`);
       }
+      if (isCurrentRow && gpus === formGpus) {
+        td.classList.add('current');
+        td.setAttribute('aria-current', 'true');
+        currentCell = td;
+      }
+      if (gridActive && gridActive.row === rowIndex && gridActive.col === col) active = td;
       tr.append(td);
     });
     body.append(tr);
+    rowIndex += 1;
   });
+  const table = $('layout-table');
   table.replaceChildren(head, body);
+  const target = (hadFocus && active) || currentCell || active || body.querySelector('td');
+  if (target) {
+    target.tabIndex = 0;
+    gridActive = { row: Number(target.dataset.row), col: Number(target.dataset.col) };
+    if (hadFocus) target.focus({ preventScroll: true });
+  }
   timings.gridMs = performance.now() - t0;
   timings.gridCells = cells.length;
+  probe.gridRenders += 1;
   $('grid-time').textContent = `(${cells.length} cells in ${timings.gridMs.toFixed(0)} ms)`;
 }
 
 function th(text, scope) {
-  const el = document.createElement('th');
-  el.scope = scope;
-  el.textContent = text;
-  return el;
+  return el('th', { scope }, text);
+}
+
+/** Moves the table's Tab stop (roving tabindex) to `td` and focuses it. */
+function gridMoveTo(td) {
+  const table = $('layout-table');
+  for (const other of table.querySelectorAll('td[tabindex="0"]')) other.tabIndex = -1;
+  td.tabIndex = 0;
+  gridActive = { row: Number(td.dataset.row), col: Number(td.dataset.col) };
+  td.focus();
+}
+
+function gridCellAt(row, col) {
+  return $('layout-table').querySelector(`td[data-row="${row}"][data-col="${col}"]`);
+}
+
+function gridKeydown(e) {
+  const td = e.target.closest('td[data-row]');
+  if (!td) return;
+  const row = Number(td.dataset.row);
+  const col = Number(td.dataset.col);
+  const rows = $('layout-table').tBodies[0].rows.length;
+  const cols = $('layout-table').tHead.rows[0].cells.length - 1;
+  const moves = {
+    ArrowRight: [row, Math.min(cols - 1, col + 1)], ArrowLeft: [row, Math.max(0, col - 1)],
+    ArrowDown: [Math.min(rows - 1, row + 1), col], ArrowUp: [Math.max(0, row - 1), col],
+    Home: e.ctrlKey ? [0, 0] : [row, 0], End: e.ctrlKey ? [rows - 1, cols - 1] : [row, cols - 1],
+    PageDown: [Math.min(rows - 1, row + 8), col], PageUp: [Math.max(0, row - 8), col],
+  };
+  if (moves[e.key]) {
+    e.preventDefault();
+    const next = gridCellAt(...moves[e.key]);
+    if (next) gridMoveTo(next);
+  } else if (e.key === 'Enter' || e.key === ' ') {
+    e.preventDefault();
+    loadGridCell(td);
+  }
+}
+
+function loadGridCell(td) {
+  if (!td.classList.contains('cell')) return;
+  const [tp, cp, pp, mbs, gpus] = td.dataset.layout.split(',');
+  state = { ...state, tp, cp, pp, mbs, gpus };
+  writeForm(state);
+  update();
+}
+
+/** A refused cell's message, asked of the library for that one cell when pointed at or focused. */
+function explainRefused(td) {
+  if (!td.classList.contains('refused') || td.dataset.explained) return;
+  const [tp, cp, pp, mbs, gpus] = td.dataset.layout.split(',').map(Number);
+  try {
+    const [c] = memest.pretrainTable(pretrainRequest(state), [[gpus, tp, cp, pp, mbs]]);
+    if (!c.ok) {
+      td.title = c.error.message;
+      td.setAttribute('aria-label', `tp ${tp}, cp ${cp}, pp ${pp}, micro-batch ${mbs}, ${gpus} GPUs: refused: ${c.error.message}`);
+    }
+    td.dataset.explained = '1';
+  } catch { /* the base request is bad: the form says why */ }
 }
 
 // ---- sortable tables (fine-tuning, search) -------------------------------------------------
@@ -313,6 +619,7 @@ function th(text, scope) {
  * @param {Array<{key: string, label: string, num?: boolean, fmt?: (v: any, row: any) => string}>} cols
  * @param {any[]} rows
  * @param {(row: any) => string} [rowClass]
+ * @param {(row: any) => HTMLElement} [action]
  */
 function sortableTable(table, cols, rows, rowClass, action) {
   const sort = table._sort ?? { key: null, dir: 1 };
@@ -327,16 +634,12 @@ function sortableTable(table, cols, rows, rowClass, action) {
       return cmp * sort.dir;
     });
   }
-  const head = document.createElement('thead');
   const hr = document.createElement('tr');
   for (const c of cols) {
-    const h = document.createElement('th');
-    h.scope = 'col';
+    const h = el('th', { scope: 'col' });
     h.setAttribute('aria-sort', sort.key === c.key ? (sort.dir > 0 ? 'ascending' : 'descending') : 'none');
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.className = 'sort';
-    b.textContent = c.label + (sort.key === c.key ? (sort.dir > 0 ? ' ▲' : ' ▼') : '');
+    const b = el('button', { type: 'button', className: 'sort' },
+      c.label + (sort.key === c.key ? (sort.dir > 0 ? ' ▲' : ' ▼') : ''));
     b.addEventListener('click', () => {
       if (sort.key === c.key) sort.dir = -sort.dir;
       else { sort.key = c.key; sort.dir = c.num ? -1 : 1; }
@@ -347,94 +650,197 @@ function sortableTable(table, cols, rows, rowClass, action) {
     hr.append(h);
   }
   if (action) hr.append(th('', 'col'));
-  head.append(hr);
   const body = document.createElement('tbody');
   for (const row of sorted) {
     const tr = document.createElement('tr');
     if (rowClass) tr.className = rowClass(row);
     for (const c of cols) {
-      const td = document.createElement('td');
-      td.textContent = c.fmt ? c.fmt(row[c.key], row) : String(row[c.key] ?? '');
+      const td = el('td', {}, c.fmt ? c.fmt(row[c.key], row) : String(row[c.key] ?? ''));
       if (c.num) td.className = 'num';
+      if (c.verdict) td.dataset.verdict = row[c.verdict];
       tr.append(td);
     }
-    if (action) {
-      const td = document.createElement('td');
-      td.append(action(row));
-      tr.append(td);
-    }
+    if (action) tr.append(el('td', {}, action(row)));
     body.append(tr);
   }
-  table.replaceChildren(head, body);
+  table.replaceChildren(el('thead', {}, hr), body);
 }
 
 // ---- fine-tuning tab -----------------------------------------------------------------------
 
-function runFinetune() {
-  const d = memest.answer(finetuneRequest(state));
+/** LLMem's terms as the CLI prints them (memest finetune): the name, what it holds. */
+const LLMEM_TERMS = [
+  ['m_base', 'CUDA context, framework'],
+  ['m_p', 'fp16 + fp32 parameters'],
+  ['m_os', 'momentum + variance'],
+  ['m_out', 'kept outputs'],
+  ['m_lm', 'logits, loss, LM head'],
+  ['m_back', 'TP backward buffer'],
+];
+
+let finetuneTimer = 0;
+
+function clearFinetune() {
+  lastFinetune = null;
+  $('ft-verdict').textContent = '—';
+  $('ft-verdict').dataset.verdict = '';
+  $('ft-method-batch').textContent = '—';
+  $('ft-peak').textContent = '—';
+  $('ft-peak-share').textContent = '';
+  $('finetune-summary').textContent = '';
   $('finetune-error').textContent = '';
+  $('finetune-table').replaceChildren();
+  $('finetune-methods-wrap').hidden = true;
+  $('finetune-terms').tBodies[0].replaceChildren();
+  $('finetune-environment').textContent = '';
+}
+
+function scheduleFinetune(problem) {
+  clearTimeout(finetuneTimer);
+  probe.finetunePending = true;
+  $('panel-finetune').setAttribute('aria-busy', 'true');
+  if (!lastFinetune) setStatus('pending', ['Fine-tuning: computing LLMem\'s estimate…']);
+  const delay = probe.finetuneRuns === 0 ? 0 : FINETUNE_DEBOUNCE_MS;
+  finetuneTimer = setTimeout(() => {
+    probe.finetunePending = false;
+    $('panel-finetune').removeAttribute('aria-busy');
+    if (state.tab === 'finetune') runFinetune(problem);
+  }, delay);
+}
+
+function runFinetune(problem) {
+  const t0 = performance.now();
+  const d = problem ? { ok: false, error: problem } : memest.answer(finetuneRequest(state));
+  timings.finetuneMs = performance.now() - t0;
+  clearErrors();
+  document.body.classList.toggle('invalid', !d.ok);
+  clearFinetune();
   if (!d.ok) {
-    lastFinetune = null;
+    showError(d.error);
     $('finetune-error').textContent = d.error.message;
-    $('finetune-summary').textContent = '';
-    $('finetune-table').replaceChildren();
-    return;
+    setStatus('error', [`Not computed: ${d.error.message}`]);
+  } else {
+    lastFinetune = d;
+    renderFinetune(d);
   }
-  lastFinetune = d;
-  $('finetune-summary').textContent = d.selected === 'cpu_offload'
-    ? 'No method fits on the GPUs: LLMem selects CPU offloading.'
-    : `Selected: ${d.selected} at batch ${d.max_batch} per GPU — peak ${fmtGiB(d.peak_bytes)} of ` +
-      `${fmtGiB(d.capacity_bytes)} (${d.verdict}).`;
-  const rows = d.methods.map((m) => ({ ...m, peak_gib: m.peak_bytes / GiB, reason: m.reason ?? '' }));
-  sortableTable($('finetune-table'), [
-    { key: 'method', label: 'Method' },
-    { key: 'applicable', label: 'Applies', fmt: (v) => (v ? 'yes' : 'no') },
-    { key: 'tp', label: 'tp', num: true },
-    { key: 'dp', label: 'dp', num: true },
-    { key: 'max_batch', label: 'Max batch', num: true },
-    { key: 'score', label: 'Score', num: true },
-    { key: 'peak_gib', label: 'Peak (GiB)', num: true, fmt: (v, r) => (r.peak_bytes ? v.toFixed(2) : '—') },
-    { key: 'reason', label: 'Note' },
-  ], rows, (r) => (r.method === d.selected ? 'selected' : ''));
+  probe.finetuneRuns += 1;
+}
+
+function renderFinetune(d) {
+  const cap = d.capacity_bytes;
+  const offload = d.selected === 'cpu_offload';
+  const method = d.selected ?? d.method;
+  const batch = d.selected ? d.max_batch : d.training?.batch;
+  const verdict = d.verdict;
+  $('ft-verdict').textContent = words(verdict);
+  $('ft-verdict').dataset.verdict = verdict;
+  $('ft-method-batch').textContent = offload ? 'CPU offloading' : `${method} · batch ${batch}`;
+  const peak = offload ? null : (d.peak_bytes ?? d.estimate_bytes);
+  $('ft-peak').textContent = peak != null ? fmtGiB(peak) : '—';
+  $('ft-peak-share').textContent = peak != null && cap > 0 ? `${percent(peak / cap)} of ${fmtGiB(cap)}` : '';
+  const who = `${d.model.name} on ${d.layout?.gpus ?? state.gpus} × ${d.gpu.name}, fine-tuning (LLMem): `;
+  let summary;
+  if (offload) {
+    summary = `no method fits on the GPUs even at batch 1: LLMem selects CPU offloading.`;
+  } else {
+    const how = d.selected
+      ? `LLMem's Algorithm 1 selects ${method} (the best score among the methods that avoid OOM) at its largest batch, ${batch} per GPU`
+      : `${method} at batch ${batch} per GPU`;
+    summary = `${how} — peak ${fmtGiB(peak)} of ${fmtGiB(cap)} (${percent(peak / cap)}).`;
+  }
+  $('finetune-summary').textContent = `${words(verdict)}: ${summary}`;
+  setStatus('result', [who, verdictWords(verdict), ` — ${summary}`], verdict);
+
+  $('finetune-methods-wrap').hidden = !Array.isArray(d.methods);
+  if (Array.isArray(d.methods)) {
+    const rows = d.methods.map((m) => ({ ...m, peak_gib: (m.peak_bytes ?? 0) / GiB, reason: m.reason ?? '' }));
+    sortableTable($('finetune-table'), [
+      { key: 'method', label: 'Method' },
+      { key: 'applicable', label: 'Applies', fmt: (v) => (v ? 'yes' : 'no') },
+      { key: 'tp', label: 'tp', num: true },
+      { key: 'dp', label: 'dp', num: true },
+      { key: 'max_batch', label: 'Max batch', num: true },
+      { key: 'score', label: 'Score', num: true },
+      { key: 'peak_gib', label: 'Peak at max (GiB)', num: true, fmt: (v, r) => (r.peak_bytes ? v.toFixed(2) : '—') },
+      { key: 'reason', label: 'Note' },
+    ], rows, (r) => (r.method === d.selected ? 'selected' : ''));
+  }
+  const parts = d.parts ?? {};
+  const perGpu = d.per_gpu ?? {};
+  $('finetune-terms-caption').textContent = offload
+    ? 'LLMem\'s terms: none (CPU offloading)'
+    : `LLMem's terms of ${method} at batch ${batch} (GiB): a single GPU's, and what each adds per GPU under the method`;
+  $('finetune-terms').tBodies[0].replaceChildren(...LLMEM_TERMS.filter(([k]) => k in parts || k in perGpu)
+    .map(([k, what]) => el('tr', { dataset: { term: k } }, el('th', { scope: 'row' }, k), el('td', { className: 'text' }, what),
+      el('td', {}, k in parts ? gib(parts[k]) : '—'), el('td', {}, k in perGpu ? gib(perGpu[k]) : '—'))));
+  if (!offload && (d.parts || d.per_gpu)) {
+    $('finetune-terms').tBodies[0].append(el('tr', { className: 'total-row' },
+      el('th', { scope: 'row' }, 'peak'), el('td', { className: 'text' }, 'LLMem\'s peak per GPU'), el('td', {}, ''),
+      el('td', { className: 'total' }, gib(peak))));
+  }
+  const env = d.environment;
+  $('finetune-environment').textContent = env
+    ? `chunks: ${env.chunk_elements} elements × ${env.chunk_count} (${(env.chunk_waste_bytes / 2 ** 20).toFixed(2)} MiB of chunk space unused)` : '';
 }
 
 // ---- layout search tab ---------------------------------------------------------------------
 
-function runSearch() {
-  const d = memest.answer(searchRequest(state));
+function clearSearch() {
+  lastSearch = null;
   $('search-error').textContent = '';
+  $('search-table').replaceChildren();
+  $('search-summary').textContent = '';
+}
+
+function runSearch(problem) {
+  const t0 = performance.now();
+  const d = problem ? { ok: false, error: problem } : memest.answer(searchRequest(state));
+  timings.searchMs = performance.now() - t0;
+  clearSearch();
+  document.body.classList.toggle('invalid', !d.ok);
+  probe.searchRuns += 1;
   if (!d.ok) {
-    lastSearch = null;
+    showError(d.error);
     $('search-error').textContent = d.error.message;
-    $('search-table').replaceChildren();
-    $('search-summary').textContent = '';
+    setStatus('error', [`Not computed: ${d.error.message}`]);
     return;
   }
   lastSearch = d;
   const rows = (d.results ?? []).map((r, i) => ({
     rank: r.rank ?? i + 1, ...flattenLayout(r.layout ?? {}), peak_gib: (r.peak_bytes ?? 0) / GiB,
-    verdict: r.verdict ?? '', oom: r.oom_predicted ? 'yes' : 'no', tflops: r.tflops_per_gpu ?? null,
-    tokens: r.tokens_per_s ?? null, _raw: r,
+    peak_verdict: r.peak_verdict ?? '', estimate_gib: (r.estimate_bytes ?? 0) / GiB, verdict: r.verdict ?? '',
+    tflops: r.tflops_per_gpu ?? null, tokens: r.tokens_per_s ?? null, reason: r.reason ?? '', _raw: r,
   }));
   $('search-summary').textContent = rows.length
     ? `${d.ranked} of ${d.candidates} layouts fit and were ranked (${d.pruned_total} dropped); the best ${rows.length}:`
     : `No layout of the ${d.candidates} considered fits (${d.pruned_total} dropped: ${prunedSummary(d.pruned)}).`;
+  const who = `${d.model.name} on ${d.gpus} × ${d.gpu.name}, layout search: `;
+  if (rows.length) {
+    const best = d.results[0];
+    const l = best.layout;
+    setStatus('result', [who, 'the fastest layout predicted to fit is ',
+      `tp ${l.tp}, cp ${l.cp}, pp ${l.pp}, vpp ${l.vpp}, micro-batch ${l.micro_batch}, recompute ${l.recompute}, ZeRO ${l.zero}`,
+      ' — ', verdictWords(best.peak_verdict),
+      `, peak ${fmtGiB(best.peak_bytes)} of ${fmtGiB(d.gpu.memory_bytes)}, ${best.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU.`],
+    best.peak_verdict);
+  } else {
+    setStatus('result', [who, verdictWords('oom'), ` — no layout of the ${d.candidates} considered fits.`], 'oom');
+  }
   const layoutKeys = ['tp', 'cp', 'pp', 'vpp', 'dp', 'micro_batch', 'zero'].filter((k) => rows.some((r) => k in r));
   sortableTable($('search-table'), [
     { key: 'rank', label: 'Rank', num: true },
     ...layoutKeys.map((k) => ({ key: k, label: k === 'micro_batch' ? 'mbs' : k, num: true })),
     ...(rows.some((r) => 'recompute' in r) ? [{ key: 'recompute', label: 'Recompute' }] : []),
     { key: 'peak_gib', label: 'Peak (GiB)', num: true, fmt: (v) => v.toFixed(2) },
-    { key: 'verdict', label: 'Verdict' },
-    { key: 'oom', label: 'OOM' },
+    { key: 'peak_verdict', label: 'Verdict', fmt: (v) => words(v), verdict: 'peak_verdict' },
+    { key: 'estimate_gib', label: 'Paper\'s estimate (GiB)', num: true, fmt: (v) => v.toFixed(2) },
+    { key: 'verdict', label: 'Paper\'s verdict', fmt: (v) => words(v) },
     { key: 'tflops', label: 'TFLOP/s per GPU', num: true, fmt: (v) => (v == null ? '—' : Number(v).toFixed(1)) },
     { key: 'tokens', label: 'Tokens/s', num: true, fmt: (v) => (v == null ? '—' : Math.round(v).toLocaleString('en-US')) },
-  ], rows, (r) => (r.oom === 'yes' ? 'oom-row' : ''), (row) => {
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.textContent = 'Use';
+  ], rows, (r) => `verdict-${r.peak_verdict}`, (row) => {
+    const b = el('button', { type: 'button', className: 'use', title: row.reason }, 'Use');
     b.setAttribute('aria-label', `Use layout ranked ${row.rank}`);
-    b.addEventListener('click', () => applyLayout(row));
+    b.addEventListener('click', () => applyLayout(row._raw.layout));
     return b;
   });
 }
@@ -448,18 +854,16 @@ function prunedSummary(pruned) {
 function flattenLayout(layout) {
   const out = {};
   for (const [k, v] of Object.entries(layout)) if (typeof v !== 'object') out[k] = v;
-  if ('micro_batch' in layout === false && 'mbs' in layout) out.micro_batch = layout.mbs;
   return out;
 }
 
+/** Loads a search result's layout into the form: every field the search chose (tp, cp, pp,
+ *  vpp, micro-batch, recompute, ZeRO); the GPUs, SP and training settings are those it ran with. */
 function applyLayout(l) {
-  const next = { ...state };
-  for (const [key, field] of [['tp', 'tp'], ['cp', 'cp'], ['pp', 'pp'], ['vpp', 'vpp'], ['mbs', 'micro_batch'], ['zero', 'zero']]) {
-    if (l[field] != null) next[key] = String(l[field]);
-  }
-  if (typeof l.recompute === 'string') next.rc = l.recompute;
-  if (typeof l.sp === 'boolean') next.sp = l.sp ? '1' : '0';
-  if (l.gpus != null) next.gpus = String(l.gpus);
+  const set = { parallel: {}, training: {} };
+  for (const k of ['tp', 'cp', 'pp', 'vpp', 'zero', 'gpus', 'sp']) if (l[k] != null) set.parallel[k] = l[k];
+  for (const k of ['micro_batch', 'recompute']) if (l[k] != null) set.training[k] = l[k];
+  const { state: next } = applySet(state, set);
   selectTab('pretrain');
   state = { ...next, tab: 'pretrain' };
   writeForm(state);
@@ -484,33 +888,37 @@ function selectTab(name, focus = false) {
 
 // ---- the update loop -----------------------------------------------------------------------
 
+/** Recomputes the active tab from the state; the other tabs' results are dropped (stale). */
 function update() {
-  syncCustomFields(state);
+  syncFields(state);
   const hash = hashFromState(state);
   if (hash !== location.hash) history.replaceState(null, '', hash || location.pathname + location.search);
   clearErrors();
-  const req = pretrainRequest(state);
-  const t0 = performance.now();
-  const d = memest.answer(req);
-  timings.pretrainMs = performance.now() - t0;
-  document.body.classList.toggle('invalid', !d.ok);
-  if (!d.ok) {
-    showError(d.error);
-    $('status').textContent = `Not computed: ${d.error.message}`;
-  } else {
-    lastPretrain = d;
-    renderPretrain(d);
-    $('status').textContent = `${d.model.name} on ${d.layout.gpus} × ${d.gpu.name}: ` +
-      `estimate ${fmtGiB(d.estimate_bytes)}, ${d.verdict}.`;
-    if (timings.firstResultMs == null) {
-      timings.firstResultMs = performance.now();
-      performance.mark('memest-first-result');
-    }
+  const problem = formProblem(state);
+  if (state.tab !== 'pretrain') {
+    clearTimeout(gridTimer);
+    probe.gridPending = false;
+    clearPretrain();
   }
-  renderGrid(req);
-  if (state.tab === 'finetune') runFinetune();
-  if (state.tab === 'search') runSearch();
-  window.__memest.updates += 1;
+  if (state.tab !== 'finetune') {
+    clearTimeout(finetuneTimer);
+    probe.finetunePending = false;
+    clearFinetune();
+  }
+  if (state.tab !== 'search') clearSearch();
+  if (state.tab === 'pretrain') runPretrain(problem);
+  else if (state.tab === 'finetune') scheduleFinetune(problem);
+  else runSearch(problem);
+  if (!chartFrame) finishKeystroke();
+  probe.updates += 1;
+}
+
+/** An input's time to its answer on screen: from the input event to the end of the update
+ *  (the chart included, drawn on the frame after). */
+function finishKeystroke() {
+  if (timings.inputAt == null) return;
+  timings.keystrokeMs.push(performance.now() - timings.inputAt);
+  timings.inputAt = null;
 }
 
 let pending = 0;
@@ -526,9 +934,7 @@ function scheduleUpdate() {
 
 function download(name, type, text) {
   const url = URL.createObjectURL(new Blob([text], { type }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
+  const a = el('a', { href: url, download: name });
   document.body.append(a);
   a.click();
   a.remove();
@@ -551,6 +957,12 @@ function currentResult() {
 function csvOf(result) {
   if (!result) return '';
   if (result.mode === 'finetune') {
+    if (!Array.isArray(result.methods)) {
+      const cols = ['method', 'batch', 'peak_bytes', 'capacity_bytes', 'verdict', ...LLMEM_TERMS.map(([k]) => k)];
+      const row = { method: result.method, batch: result.training?.batch, peak_bytes: result.peak_bytes,
+        capacity_bytes: result.capacity_bytes, verdict: result.verdict, ...(result.per_gpu ?? {}) };
+      return `${csvLine(cols)}\n${csvLine(cols.map((c) => row[c]))}\n`;
+    }
     const cols = ['method', 'applicable', 'tp', 'dp', 'max_batch', 'score', 'peak_bytes', 'reason'];
     return [csvLine(cols), ...result.methods.map((m) => csvLine(cols.map((c) => m[c])))].join('\n') + '\n';
   }
@@ -561,7 +973,7 @@ function csvOf(result) {
   }
   const cols = ['stage', 'layers', 'microbatches_in_flight', 'parameters', 'weights_bytes',
     'gradients_bytes', 'optimizer_bytes', 'activations_bytes', 'total_bytes'];
-  const extra = stageParts(result.stages).map((p) => p[0]).filter((k) => !cols.includes(k));
+  const extra = [...stageParts(result.stages).map((p) => p[0]), 'peak_bytes'].filter((k) => !cols.includes(k));
   const all = [...cols, ...extra];
   return [csvLine(all), ...result.stages.map((s) => csvLine(all.map((c) => (extra.includes(c) ? stageValue(s, c) : s[c]))))].join('\n') + '\n';
 }
@@ -575,24 +987,35 @@ function applyTheme(theme) {
   $('theme').textContent = `Theme: ${theme}`;
   $('theme').setAttribute('aria-label', `Colour theme: ${theme} (change)`);
   try { localStorage.setItem('memest-theme', theme); } catch { /* private mode */ }
-  if (lastPretrain) renderChart(lastPretrain);
+  if (lastPretrain) scheduleChart(lastPretrain);
 }
 
 // ---- start ---------------------------------------------------------------------------------
 
 function fillSelect(select, items, customLabel) {
   select.replaceChildren(...items.map((it) => new Option(it.label, it.value)));
-  select.append(new Option(customLabel, 'custom'));
+  if (customLabel) select.append(new Option(customLabel, 'custom'));
 }
 
 async function start() {
   let theme = 'auto';
   try { theme = localStorage.getItem('memest-theme') || 'auto'; } catch { /* ignore */ }
   applyTheme(THEMES.includes(theme) ? theme : 'auto');
-  memest = await createMemest();
-  bands = memest.verdictBands();
+  memest = await memestReady;
+  performance.mark('memest-library-ready');
+  paperBands = memest.verdictBands();
+  peakBands = memest.peakVerdictBands();
   renderBandLegend();
-  $('recompute').replaceChildren(...memest.enums().recompute.map((name) => new Option(name, name)));
+  const enums = memest.enums();
+  $('recompute').replaceChildren(...enums.recompute.map((name) => new Option(name, name)));
+  // the methods a request may name: "auto" (Algorithm 1) first; cpu_offload is only an answer
+  const methods = enums.finetune_method.filter((m) => m !== 'cpu_offload');
+  fillSelect($('ft-method'), [...methods.filter((m) => m === 'auto'), ...methods.filter((m) => m !== 'auto')]
+    .map((m) => ({ value: m, label: m === 'auto' ? 'auto (Algorithm 1)' : m })));
+  selectTab(state.tab);
+  // The answer first; the preset lists (the library's presets mode) once it is on screen.
+  update();
+  await new Promise((resolve) => { requestAnimationFrame(() => setTimeout(resolve, 0)); });
   const models = memest.models();
   gpuPresets = memest.gpus();
   fillSelect($('model-preset'), models.map((m) => ({
@@ -605,10 +1028,10 @@ async function start() {
   const presetGpu = gpuPresets.find((g) => g.id === state.g);
   if (presetGpu) state.mem = String(presetGpu.memory_bytes / GiB);
   writeForm(state);
-  selectTab(state.tab);
 
   const form = $('inputs');
   form.addEventListener('input', (e) => {
+    timings.inputAt ??= e.timeStamp;
     const next = readForm();
     if (e.target.id === 'gpu-preset' && next.g !== 'custom') {
       const g = gpuPresets.find((x) => x.id === next.g);
@@ -622,7 +1045,7 @@ async function start() {
   });
   form.addEventListener('submit', (e) => e.preventDefault());
   $('search-top').addEventListener('input', () => { state.top = $('search-top').value; scheduleUpdate(); });
-  $('search-run').addEventListener('click', () => { state.top = $('search-top').value; runSearch(); });
+  $('search-run').addEventListener('click', () => { state.top = $('search-top').value; update(); });
 
   // config.json by file or drag-and-drop anywhere on the form
   const loadConfigText = (text) => {
@@ -644,27 +1067,22 @@ async function start() {
     else if (e.dataTransfer?.getData('text')) loadConfigText(e.dataTransfer.getData('text'));
   });
 
-  // a refused cell's message, asked of the library for that one cell when pointed at
-  $('layout-table').addEventListener('mouseover', (e) => {
+  // the layouts table: one Tab stop (roving tabindex), arrow keys, Enter or a click loads a cell
+  const grid = $('layout-table');
+  grid.addEventListener('mouseover', (e) => {
     const td = e.target.closest('td.refused[data-layout]');
-    if (!td || td.dataset.explained) return;
-    const [tp, cp, pp, mbs, gpus] = td.dataset.layout.split(',').map(Number);
-    try {
-      const [c] = memest.pretrainTable(pretrainRequest(state), [[gpus, tp, cp, pp, mbs]]);
-      if (!c.ok) td.title = c.error.message;
-      td.dataset.explained = '1';
-    } catch { /* the base request is bad: the form says why */ }
+    if (td) explainRefused(td);
   });
-
-  // paper-table cells load their layout
-  $('layout-table').addEventListener('click', (e) => {
-    const b = e.target.closest('button[data-layout]');
-    if (!b) return;
-    const [tp, cp, pp, mbs, gpus] = b.dataset.layout.split(',');
-    state = { ...state, tp, cp, pp, mbs, gpus };
-    writeForm(state);
-    update();
-    $('estimate').scrollIntoView({ block: 'nearest' });
+  grid.addEventListener('focusin', (e) => {
+    const td = e.target.closest('td[data-layout]');
+    if (td) explainRefused(td);
+  });
+  grid.addEventListener('keydown', gridKeydown);
+  grid.addEventListener('click', (e) => {
+    const td = e.target.closest('td[data-layout]');
+    if (!td) return;
+    gridMoveTo(td);
+    loadGridCell(td);
   });
 
   // tabs: click, and arrow keys per the WAI-ARIA tabs pattern
@@ -685,10 +1103,11 @@ async function start() {
     const url = location.href;
     try {
       await navigator.clipboard.writeText(url);
-      $('status').textContent = 'Link copied: it restores this exact configuration.';
+      $('share').textContent = 'Link copied';
     } catch {
-      $('status').textContent = `Link: ${url}`;
+      $('share').textContent = 'Copy link (see the address bar)';
     }
+    setTimeout(() => { $('share').textContent = 'Copy link'; }, 2000);
   });
   $('download-json').addEventListener('click', () => {
     const r = currentResult();
@@ -708,14 +1127,16 @@ async function start() {
     selectTab(state.tab);
     update();
   });
-  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => lastPretrain && renderChart(lastPretrain));
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => lastPretrain && scheduleChart(lastPretrain));
 
-  update();
+  await chartReady;
+  if (lastPretrain) scheduleChart(lastPretrain);
+  await new Promise((resolve) => { requestAnimationFrame(() => setTimeout(resolve, 0)); });
   document.body.dataset.ready = '1';
 }
 
 start().catch((e) => {
-  $('status').textContent = `The estimator failed to load: ${e.message ?? e}`;
+  setStatus('error', [`The estimator failed to load: ${e.message ?? e}`]);
   document.body.dataset.ready = 'error';
   throw e;
 });

@@ -7,6 +7,8 @@ export const DEFAULTS = Object.freeze({
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
   seq: '8192', mbs: '1', gbs: '1024', rc: 'none', fa: '1',
   tab: 'pretrain', top: '10',
+  // fine-tuning (LLMem): method, batch per GPU (fixed methods), tp (DP+TP), gradient checkpointing
+  fm: 'auto', fb: '1', ftp: '2', fgc: '1',
 });
 
 /** Reads a state from a URL's hash (#m=...&tp=...): unknown keys ignored, defaults filled. */
@@ -64,8 +66,35 @@ function num(text) {
   return t;
 }
 
-/** The model part of a request: a preset id, or the pasted config.json object (or its text,
- *  when it does not parse, for the library to refuse). */
+/**
+ * Why the form cannot become a request at all, as the library's error documents say it
+ * ({code, field, message}), or null. Only the pasted config.json is checked here: text that is
+ * not JSON (cut short, say) would otherwise reach the library as a string, which it reads as a
+ * preset id ("unknown preset").
+ */
+export function formProblem(state) {
+  if (state.m !== 'custom') return null;
+  const text = String(state.cfg ?? '');
+  if (text.trim() === '') {
+    return { code: 'missing_field', field: 'model',
+      message: 'model: paste a Hugging Face config.json (or choose a file)' };
+  }
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { code: 'parse_error', field: 'model',
+      message: `model: the pasted config.json is not valid JSON (${e.message})` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { code: 'wrong_type', field: 'model',
+      message: 'model: the pasted config.json must be a JSON object ({...})' };
+  }
+  return null;
+}
+
+/** The model part of a request: a preset id, or the pasted config.json object (formProblem
+ *  says when the text is not one). */
 export function modelOf(state) {
   if (state.m !== 'custom') return state.m;
   try {
@@ -97,15 +126,20 @@ export function pretrainRequest(state) {
   };
 }
 
-/** LLMem's Algorithm 1 for the same model, GPU, GPU count and sequence length. */
+/** LLMem for the same model, GPU, GPU count and sequence length: its Algorithm 1 (method
+ *  "auto"), or one method at a batch (and a tp size for DP+TP). */
 export function finetuneRequest(state) {
+  const method = state.fm || 'auto';
+  const finetune = { method, gradient_checkpointing: state.fgc === '1' };
+  if (method !== 'auto') finetune.batch = num(state.fb);
+  if (method === 'dp+tp') finetune.tp = num(state.ftp);
   return {
     mode: 'finetune',
     model: modelOf(state),
     gpu: gpuOf(state),
     parallel: { gpus: num(state.gpus) },
     training: { seq_len: num(state.seq) },
-    finetune: { method: 'auto' },
+    finetune,
   };
 }
 
@@ -115,7 +149,7 @@ export function searchRequest(state) {
     mode: 'search',
     model: modelOf(state),
     gpu: gpuOf(state),
-    parallel: { gpus: num(state.gpus) },
+    parallel: { gpus: num(state.gpus), sp: state.sp === '1' },
     training: {
       seq_len: num(state.seq), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1',
@@ -124,19 +158,48 @@ export function searchRequest(state) {
   };
 }
 
+/** The state key of each request field the form holds. */
+const STATE_OF_FIELD = {
+  'parallel.gpus': 'gpus', 'parallel.tp': 'tp', 'parallel.cp': 'cp', 'parallel.pp': 'pp',
+  'parallel.vpp': 'vpp', 'parallel.zero': 'zero', 'parallel.sp': 'sp',
+  'training.seq_len': 'seq', 'training.micro_batch': 'mbs', 'training.global_batch': 'gbs',
+  'training.recompute': 'rc', 'training.flash_attention': 'fa',
+  'finetune.method': 'fm', 'finetune.batch': 'fb', 'finetune.tp': 'ftp',
+  'finetune.gradient_checkpointing': 'fgc',
+};
+
+/**
+ * The state with a response's `set` ({"parallel": {"zero": 3}, "training": {...}}, what a
+ * suggestion changes) applied, and the request fields the form has no control for (then the
+ * state cannot reproduce the suggestion).
+ * @returns {{state: Record<string, string>, unknown: string[]}}
+ */
+export function applySet(state, set) {
+  const next = { ...state };
+  const unknown = [];
+  for (const [block, fields] of Object.entries(set ?? {})) {
+    if (!fields || typeof fields !== 'object') { unknown.push(block); continue; }
+    for (const [key, value] of Object.entries(fields)) {
+      const stateKey = STATE_OF_FIELD[`${block}.${key}`];
+      if (!stateKey || (typeof value === 'object' && value !== null)) { unknown.push(`${block}.${key}`); continue; }
+      next[stateKey] = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
+    }
+  }
+  return { state: next, unknown };
+}
+
+/** The error slot (and input) of each state key, where it differs from the key. */
+const SLOT_OF_STATE = { rc: 'recompute', fa: 'flash', fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc' };
+
 /** Which form control (and error slot) a request field belongs to. */
 export function inputForField(field) {
-  const map = {
-    'parallel.gpus': 'gpus', 'parallel.tp': 'tp', 'parallel.cp': 'cp', 'parallel.pp': 'pp',
-    'parallel.vpp': 'vpp', 'parallel.zero': 'zero', 'parallel.sp': 'sp',
-    'training.seq_len': 'seq', 'training.micro_batch': 'mbs', 'training.global_batch': 'gbs',
-    'training.recompute': 'recompute', 'training.flash_attention': 'flash',
-  };
   if (!field) return 'general';
-  if (map[field]) return map[field];
+  const key = STATE_OF_FIELD[field];
+  if (key) return SLOT_OF_STATE[key] ?? key;
   if (field === 'model' || field.startsWith('model.')) return 'model';
   if (field === 'gpu' || field.startsWith('gpu.')) return 'gpu';
   if (field.startsWith('parallel.')) return 'gpus';
   if (field.startsWith('training.')) return 'seq';
+  if (field.startsWith('finetune.')) return 'ft-method';
   return 'general';
 }

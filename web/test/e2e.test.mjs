@@ -1,7 +1,11 @@
 // End-to-end tests: the built page (web/dist) in real headless Chromium (Debian's, driven by
 // playwright-core), served on 127.0.0.1, against the memest CLI for the same requests.
 // Needs: web/dist (vite build), the CLI (MEMEST_CLI, default build-web-cli/bindings/cli/memest).
-// Screenshots go to web/test-results/ (git-ignored; CI artifacts).
+// Screenshots go to web/test-results/ (git-ignored; CI artifacts). With MEMEST_UPDATE_SCREENSHOT=1
+// the README's screenshot (docs/web-calculator.png) is rewritten.
+//
+// Every test fails when the page shows an error where a result is expected: show() and
+// expectResult() check the status line's state, the error slots and the console.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,21 +18,39 @@ const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const CLI = process.env.MEMEST_CLI ?? here('../../build-web-cli/bindings/cli/memest');
 const RESULTS = here('../test-results/');
 const GiB = 1024 ** 3;
+const g2 = (bytes) => (bytes / GiB).toFixed(2);
+const pct = (f) => `${Math.round(f * 1000) / 10} %`;
+/** The verdict in words, as the CLI prints it ("verdict: out of memory"). */
+const words = (v) => (v === 'oom' ? 'out of memory' : v);
 const cases = JSON.parse(readFileSync(here('./cross-check.json'), 'utf8')).cases;
 mkdirSync(RESULTS, { recursive: true });
+
+/** The 4D paper's OOM run: (tp 4, cp 2, pp 1, mbs 2) on 8 x A100 40GB, Llama-3.1-8B, seq 8192. */
+const OOM = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-40gb',
+  parallel: { gpus: 8, tp: 4, cp: 2, pp: 1, vpp: 1, sp: true, zero: 1 },
+  training: { seq_len: 8192, micro_batch: 2, global_batch: 1024, recompute: 'none', flash_attention: true } };
+
+/** A layout whose peak is tight (between the library's fits band and capacity). */
+const TIGHT = { ...OOM, parallel: { ...OOM.parallel, cp: 1 }, training: { ...OOM.training, micro_batch: 1 } };
 
 /** The CLI's answer to a JSON request (`memest request`): exit 0 with {ok: true}, 2 with {ok: false}. */
 function cli(request) {
   try {
-    return JSON.parse(execFileSync(CLI, ['request'], { input: JSON.stringify(request), encoding: 'utf8' }));
+    return JSON.parse(execFileSync(CLI, ['request'], { input: JSON.stringify(request), encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'] }));
   } catch (e) {
     if (e.stdout) return JSON.parse(e.stdout);
     throw e;
   }
 }
 
+/** The CLI's table output for a subcommand. */
+function cliText(args) {
+  return execFileSync(CLI, args, { encoding: 'utf8' });
+}
+
 /** The page state (URL hash) that sets the form to a request, written independently of the page. */
-function hashFor(req) {
+function hashFor(req, extra = {}) {
   const p = new URLSearchParams();
   if (typeof req.model === 'string') p.set('m', req.model);
   else {
@@ -42,6 +64,7 @@ function hashFor(req) {
   for (const [k, v] of [['gpus', par.gpus], ['tp', par.tp], ['cp', par.cp], ['pp', par.pp], ['vpp', par.vpp],
     ['zero', par.zero], ['sp', par.sp ? '1' : '0'], ['seq', tr.seq_len], ['mbs', tr.micro_batch],
     ['gbs', tr.global_batch], ['rc', tr.recompute], ['fa', tr.flash_attention ? '1' : '0']]) p.set(k, String(v));
+  for (const [k, v] of Object.entries(extra)) p.set(k, v);
   return `#${p.toString()}`;
 }
 
@@ -67,70 +90,196 @@ after(async () => {
   await server?.close();
 });
 
-/** Sets the page's state through its URL (as a shared link does) and waits for the render. */
-async function show(hash) {
-  const before = await page.evaluate(() => window.__memest.updates);
+const probe = () => page.evaluate(() => ({ ...window.__memest, timings: undefined }));
+
+/** Fails unless the page shows a result: the status line in its "result" state, no error in any
+ *  slot, the form not marked invalid, nothing on the console. */
+async function expectResult(what = '') {
+  const s = await page.evaluate(() => ({
+    state: document.querySelector('#status').dataset.state,
+    text: document.querySelector('#status').textContent,
+    invalid: document.body.classList.contains('invalid'),
+    errors: [...document.querySelectorAll('.field-error')].map((e) => e.textContent).filter(Boolean),
+  }));
+  assert.equal(s.state, 'result', `${what}: the page shows no result: ${s.text}`);
+  assert.equal(s.invalid, false, `${what}: the form is marked invalid`);
+  assert.deepEqual(s.errors, [], `${what}: error messages on the page`);
+  assert.deepEqual(pageErrors, [], `${what}: console errors`);
+}
+
+/** Waits for the active tab's answer after an update (fine-tuning answers after its debounce). */
+async function settleTab(before) {
+  await page.waitForFunction((n) => window.__memest.updates > n.updates, before);
+  await page.waitForFunction((n) => {
+    const m = window.__memest;
+    const tab = document.querySelector('[role="tab"][aria-selected="true"]').id;
+    if (tab === 'tab-finetune') return !m.finetunePending && m.finetuneRuns > n.finetuneRuns;
+    return document.querySelector('#status').dataset.state !== 'pending';
+  }, before);
+}
+
+/** Sets the page's state through its URL (as a shared link does), waits for the answer, and
+ *  (unless an error is expected) fails when the page shows an error instead of a result. */
+async function show(hash, { error = false } = {}) {
+  const before = await probe();
   await page.evaluate((h) => {
     if ((location.hash || '#') === h) window.dispatchEvent(new HashChangeEvent('hashchange'));
     else location.hash = h;
   }, hash);
-  await page.waitForFunction((n) => window.__memest.updates > n, before);
+  await settleTab(before);
+  if (!error) await expectResult(hash);
 }
 
 /** Waits for the form's pending update (inputs render on the next animation frame). */
-async function settle() {
-  const before = await page.evaluate(() => window.__memest.updates);
-  await page.waitForFunction((n) => window.__memest.updates > n, before);
+async function settle(before) {
+  await settleTab(before ?? await probe());
+}
+
+/** Waits until the layouts table has been recomputed after `before` and nothing is pending. */
+async function gridSettled(before) {
+  await page.waitForFunction((n) => !window.__memest.gridPending && window.__memest.gridRenders > n,
+    before.gridRenders);
 }
 
 async function texts(selector) {
   return page.$$eval(selector, (els) => els.map((e) => e.textContent.trim()));
 }
 
-test('the default page shows the README example (27.20 GiB, fits) with no console errors', async () => {
+/** The page's suggestions: change, figures, fields set, verdict. */
+async function pageSuggestions() {
+  return page.$$eval('#suggestions li', (lis) => lis.map((li) => ({
+    change: li.querySelector('.change').textContent, figures: li.querySelector('.figures').textContent,
+    set: li.querySelector('.set').textContent, verdict: li.dataset.verdict,
+  })));
+}
+
+/** "parallel.cp = 1, training.micro_batch = 1" for a suggestion's set, as the page writes it. */
+const setText = (set) => Object.entries(set).flatMap(([b, f]) => Object.entries(f).map(([k, v]) => `${b}.${k} = ${v}`)).join(', ');
+
+test('the default page shows the README example (fits; 27.20 GiB by the paper) with no console errors', async () => {
+  await expectResult('first load');
+  const want = cli(cases[0].request);
+  assert.equal(want.peak_verdict, 'fits');
   assert.equal(await page.textContent('#estimate'), '27.20 GiB');
   assert.equal(await page.getAttribute('#verdict', 'data-verdict'), 'fits');
-  // the verdict's band, the table's legend and the recompute options are the library's
+  assert.equal(await page.textContent('#verdict'), 'fits');
+  assert.equal(await page.getAttribute('#paper-verdict', 'data-verdict'), want.verdict);
+  // the bands, the legend and the recompute options are the library's
   const tables = cli({ mode: 'enums' });
   assert.equal(tables.ok, true);
-  const pct = (f) => `${Math.round(f * 1000) / 10} %`;
-  assert.equal(await page.textContent('#verdict'), `fits (≤ ${pct(tables.verdict_bands.fits)})`);
+  const status = await page.textContent('#status');
+  assert.match(status, /^Llama-3\.1-8B on 8 × NVIDIA A100 SXM 40GB: fits — peak 31\.39 GiB of 40\.00 GiB per GPU/);
+  assert.ok(status.includes(`fits ≤ ${pct(tables.peak_verdict_bands.fits)}`), status);
+  assert.ok(status.includes(`The paper's estimate: 27.20 GiB (68 %, fits by its bands; fits ≤ ${pct(tables.verdict_bands.fits)})`), status);
+  assert.match(await page.textContent('#paper-verdict'), new RegExp(`fits ≤ ${pct(tables.verdict_bands.fits)}`));
+  const b = tables.peak_verdict_bands;
   assert.deepEqual(await texts('#band-legend .band'),
-    [...Object.entries(tables.verdict_bands).map(([v, f]) => `${v} ≤ ${pct(f)}`), 'OOM']);
+    [...Object.entries(b).map(([v, f]) => `${words(v)} ≤ ${pct(f)}`), `out of memory > ${pct(Math.max(...Object.values(b)))}`]);
   assert.deepEqual(await page.$$eval('#recompute option', (os) => os.map((o) => o.value)), tables.enums.recompute);
   assert.equal(await page.locator('#stages-table tbody tr').count(), 2);
+  // where the memory goes: the library's dominant parts; no suggestions when it fits
+  assert.deepEqual(await page.$$eval('#dominant-parts li', (lis) => lis.map((li) => li.dataset.part)),
+    want.dominant_parts.map((p) => p.part));
+  assert.equal(await page.isVisible('#suggestions-box'), false);
   assert.ok(await page.locator('#stage-chart').isVisible());
   await page.screenshot({ path: `${RESULTS}default.png`, fullPage: true });
-  if (process.env.MEMEST_UPDATE_SCREENSHOT) {
-    await page.screenshot({ path: `${RESULTS}web-calculator.png` });
-    copyFileSync(`${RESULTS}web-calculator.png`, here('../../docs/web-calculator.png'));
-  }
   assert.deepEqual(pageErrors, []);
 });
 
-test('20 cross-checked requests: the page shows the CLI\'s GiB figures', async () => {
+test('20 cross-checked requests: the page shows the CLI\'s figures, verdicts and suggestions', async () => {
   assert.equal(cases.length, 20);
   for (const [i, c] of cases.entries()) {
     const want = cli(c.request);
     assert.equal(want.ok, true, `${c.name}: CLI answers ok`);
     await show(hashFor(c.request));
-    const g = (b) => (b / GiB).toFixed(2);
-    assert.equal(await page.textContent('#estimate'), `${g(want.estimate_bytes)} GiB`, c.name);
-    assert.equal(await page.textContent('#peak'), `${g(want.peak_bytes)} GiB (stage ${want.peak_stage})`, c.name);
-    assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.verdict, c.name);
-    if (c.paper_estimate_gib != null) assert.equal(g(want.estimate_bytes), c.paper_estimate_gib.toFixed(2), c.name);
+    assert.equal(await page.textContent('#estimate'), `${g2(want.estimate_bytes)} GiB`, c.name);
+    assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`, c.name);
+    assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict, c.name);
+    assert.equal(await page.textContent('#verdict'), words(want.peak_verdict), c.name);
+    assert.equal(await page.getAttribute('#status', 'data-verdict'), want.peak_verdict, c.name);
+    assert.equal(await page.getAttribute('#paper-verdict', 'data-verdict'), want.verdict, c.name);
+    if (c.paper_estimate_gib != null) assert.equal(g2(want.estimate_bytes), c.paper_estimate_gib.toFixed(2), c.name);
     const rows = await page.$$eval('#stages-table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
     assert.equal(rows.length, want.stages.length, c.name);
     want.stages.forEach((s, k) => {
-      assert.deepEqual(rows[k].slice(3), [s.weights_bytes, s.gradients_bytes, s.optimizer_bytes, s.activations_bytes, s.total_bytes].map(g),
-        `${c.name}: stage ${k}`);
+      assert.deepEqual(rows[k].slice(3), [s.weights_bytes, s.gradients_bytes, s.optimizer_bytes, s.activations_bytes,
+        s.total_bytes, s.overhead_bytes, s.peak_bytes].map(g2), `${c.name}: stage ${k}`);
     });
+    const sug = await pageSuggestions();
+    assert.deepEqual(sug.map((s) => s.change), (want.suggestions ?? []).map((s) => s.change), `${c.name}: suggestions`);
     if (i === 16) await page.screenshot({ path: `${RESULTS}case-custom-gpu.png`, fullPage: true });
   }
 });
 
+test('the OOM layout (tp 4, cp 2, pp 1, mbs 2) is announced as out of memory, with the CLI\'s parts and suggestions', async () => {
+  const want = cli(OOM);
+  assert.equal(want.peak_verdict, 'oom');
+  assert.equal(want.verdict, 'tight');
+  await show(hashFor(OOM));
+  const status = await page.textContent('#status');
+  assert.match(status, /: out of memory — peak 41\.30 GiB of 40\.00 GiB per GPU \(103\.3 %/);
+  assert.match(status, /The paper's estimate: 33\.76 GiB \(84\.4 %, tight by its bands; fits ≤ 80 %\)/);
+  assert.equal(await page.getAttribute('#status', 'data-verdict'), 'oom');
+  assert.equal(await page.textContent('#verdict'), 'out of memory');
+  assert.equal(await page.textContent('#peak'), '41.30 GiB (stage 0)');
+  assert.equal(await page.textContent('#estimate'), '33.76 GiB');
+  assert.match(await page.textContent('#paper-verdict'), /^84\.4 % of capacity: tight by the paper's bands/);
+  // where the memory goes, as the library ranks it
+  const parts = await page.$$eval('#dominant-parts li', (lis) => lis.map((li) => [li.dataset.part, li.querySelector('.part-value').textContent]));
+  assert.deepEqual(parts, want.dominant_parts.map((p) => [p.part, `${g2(p.bytes)} GiB · ${Math.round(p.share * 100)} %`]));
+  // the suggestions: those of `memest request`, in its order, with its figures
+  assert.ok(want.suggestions.length >= 2);
+  const sug = await pageSuggestions();
+  assert.equal(sug.length, want.suggestions.length);
+  want.suggestions.forEach((s, k) => {
+    assert.equal(sug[k].change, s.change);
+    assert.equal(sug[k].verdict, s.peak_verdict);
+    assert.ok(sug[k].figures.startsWith(`peak ${g2(s.peak_bytes)} GiB · ${words(s.peak_verdict)}`), sug[k].figures);
+    assert.equal(sug[k].set, setText(s.set));
+  });
+  // and those of the CLI's own table (memest pretrain --tp 4 --cp 2 --pp 1 --mbs 2): same words
+  const text = cliText(['pretrain', '--tp', '4', '--cp', '2', '--pp', '1', '--mbs', '2']);
+  assert.match(text, /^verdict: out of memory/m);
+  const fitLines = text.split('would fit:\n')[1].split('\nverdict:')[0].split('\n')
+    .map((l) => l.trim().match(/^(.*?)\s+peak ([\d.]+) GiB\s+\((.*)\)$/));
+  assert.deepEqual(fitLines.map((m) => m[1]), sug.map((s) => s.change));
+  assert.deepEqual(fitLines.map((m) => `${m[2]}`), want.suggestions.map((s) => g2(s.peak_bytes)).map((x) => x));
+  assert.deepEqual(fitLines.map((m) => m[3].split(' ').map((kv) => kv.replace('=', ' = ')).join(', ')), sug.map((s) => s.set));
+  await page.screenshot({ path: `${RESULTS}oom.png`, fullPage: true });
+  if (process.env.MEMEST_UPDATE_SCREENSHOT) {
+    await page.screenshot({ path: `${RESULTS}web-calculator.png` });
+    copyFileSync(`${RESULTS}web-calculator.png`, here('../../docs/web-calculator.png'));
+  }
+});
+
+test('"Use" on each suggestion applies its fields and the status line then says it fits, as the CLI does', async () => {
+  const want = cli(OOM);
+  for (const [k, s] of want.suggestions.entries()) {
+    await show(hashFor(OOM));
+    const before = await probe();
+    await page.click(`#suggestions li:nth-child(${k + 1}) button`);
+    await settle(before);
+    await expectResult(s.change);
+    const applied = structuredClone(OOM);
+    for (const [block, fields] of Object.entries(s.set)) Object.assign(applied[block], fields);
+    const got = cli(applied);
+    assert.equal(got.peak_verdict, s.peak_verdict, s.change);
+    assert.equal(await page.getAttribute('#status', 'data-verdict'), s.peak_verdict, s.change);
+    assert.match(await page.textContent('#status'), new RegExp(`: ${words(s.peak_verdict)} — peak ${g2(s.peak_bytes)} GiB`), s.change);
+    assert.equal(await page.textContent('#peak'), `${g2(got.peak_bytes)} GiB (stage ${got.peak_stage})`, s.change);
+    // the form holds the suggestion's fields
+    const form = await page.evaluate(() => Object.fromEntries(['gpus', 'tp', 'cp', 'pp', 'zero', 'mbs', 'recompute']
+      .map((id) => [id, document.getElementById(id).value])));
+    assert.deepEqual(form, { gpus: String(applied.parallel.gpus), tp: String(applied.parallel.tp), cp: String(applied.parallel.cp),
+      pp: String(applied.parallel.pp), zero: String(applied.parallel.zero), mbs: String(applied.training.micro_batch),
+      recompute: applied.training.recompute }, s.change);
+  }
+  assert.equal(await page.getAttribute('#status', 'data-verdict'), 'fits');
+});
+
 test('a configuration typed into the form equals the CLI', async () => {
   await show('#');
+  const before = await probe();
   await page.selectOption('#model-preset', 'llama-3.1-70b');
   await page.selectOption('#gpu-preset', 'h100-80gb');
   for (const [id, v] of [['#gpus', '128'], ['#tp', '8'], ['#pp', '4'], ['#seq', '4096'], ['#mbs', '2'], ['#gbs', '512']]) {
@@ -138,19 +287,22 @@ test('a configuration typed into the form equals the CLI', async () => {
   }
   await page.selectOption('#recompute', 'selective');
   await page.waitForFunction(() => location.hash.includes('tp=8') && location.hash.includes('rc=selective'));
+  await settle(before);
+  await expectResult('typed');
   const want = cli({ mode: 'pretrain', model: 'llama-3.1-70b', gpu: 'h100-80gb',
     parallel: { gpus: 128, tp: 8, cp: 1, pp: 4, vpp: 1, sp: true, zero: 1 },
     training: { seq_len: 4096, micro_batch: 2, global_batch: 512, recompute: 'selective', flash_attention: true } });
-  assert.equal(await page.textContent('#estimate'), `${(want.estimate_bytes / GiB).toFixed(2)} GiB`);
+  assert.equal(await page.textContent('#estimate'), `${g2(want.estimate_bytes)} GiB`);
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict);
 });
 
-test('band colours: verdict badge and table cells are green / yellow / red by the library\'s verdict', async () => {
+test('band colours: the verdict badge and the table\'s cells are green / yellow / red by the peak verdict', async () => {
   const colours = {};
-  for (const c of cases) {
-    const want = cli(c.request);
-    if (colours[want.verdict]) continue;
-    await show(hashFor(c.request));
-    colours[want.verdict] = await page.$eval('#verdict', (e) => getComputedStyle(e).backgroundColor);
+  for (const req of [...cases.map((c) => c.request), OOM, TIGHT]) {
+    const want = cli(req);
+    if (colours[want.peak_verdict]) continue;
+    await show(hashFor(req));
+    colours[want.peak_verdict] = await page.$eval('#verdict', (e) => getComputedStyle(e).backgroundColor);
   }
   const rgb = (s) => s.match(/\d+/g).slice(0, 3).map(Number);
   const [fr, fg, fb] = rgb(colours.fits);
@@ -160,11 +312,13 @@ test('band colours: verdict badge and table cells are green / yellow / red by th
   assert.ok(tr > tb && tg > tb, `tight is yellow: ${colours.tight}`);
   assert.ok(or > og && or > ob, `oom is red: ${colours.oom}`);
 
-  // the layouts x GPUs table: each cell's band is the CLI's verdict for that layout
-  await show(hashFor(cases[0].request));
-  const cells = await page.$$eval('#layout-table button.cell', (bs) => bs.map((b) => ({
-    layout: b.dataset.layout, verdict: b.dataset.verdict, text: b.textContent, cls: b.className,
-    bg: getComputedStyle(b).backgroundColor,
+  // the layouts x GPUs table: each cell is the CLI's peak for that layout, coloured by its peak verdict
+  const before = await probe();
+  await show(hashFor(cases[0].request, { gpus: '32' }));
+  await gridSettled(before);
+  const cells = await page.$$eval('#layout-table td.cell', (tds) => tds.map((b) => ({
+    layout: b.dataset.layout, verdict: b.dataset.verdict, paper: b.dataset.paperVerdict, text: b.textContent,
+    cls: b.className, bg: getComputedStyle(b).backgroundColor,
   })));
   assert.ok(cells.length > 100, `table has cells (${cells.length})`);
   const sample = cells.filter((_, i) => i % Math.ceil(cells.length / 12) === 0);
@@ -174,9 +328,10 @@ test('band colours: verdict badge and table cells are green / yellow / red by th
     Object.assign(req.parallel, { tp, cp, pp, gpus });
     req.training.micro_batch = mbs;
     const want = cli(req);
-    assert.equal(c.text, (want.estimate_bytes / GiB).toFixed(2), c.layout);
-    assert.equal(c.verdict, want.verdict, c.layout);
-    assert.ok(c.cls.includes(`band-${want.verdict}`), c.layout);
+    assert.equal(c.text, g2(want.peak_bytes), c.layout);
+    assert.equal(c.verdict, want.peak_verdict, c.layout);
+    assert.equal(c.paper, want.verdict, c.layout);
+    assert.ok(c.cls.includes(`band-${want.peak_verdict}`), c.layout);
   }
   const bandBg = {};
   for (const c of cells) bandBg[c.verdict] ??= rgb(c.bg);
@@ -192,15 +347,93 @@ test('band colours: verdict badge and table cells are green / yellow / red by th
     training: { ...cases[0].request.training, micro_batch: rmbs } });
   assert.equal(why.ok, false);
   assert.equal(await refused.getAttribute('title'), why.error.message);
-  // a cell loads its layout into the form
+  // a click loads the cell's layout into the form
   const target = cells.find((c) => c.verdict === 'tight');
-  await page.click(`#layout-table button[data-layout="${target.layout}"]`);
-  assert.equal(await page.textContent('#estimate'), `${target.text} GiB`);
+  const b2 = await probe();
+  await page.click(`#layout-table td[data-layout="${target.layout}"]`);
+  await settle(b2);
+  await expectResult('grid cell');
+  assert.equal((await page.textContent('#peak')).split(' (')[0], `${target.text} GiB`);
   await page.screenshot({ path: `${RESULTS}table.png`, fullPage: true });
 });
 
-test('an invalid field shows the library\'s own error next to that input', async () => {
+test('the layouts table: computed once typing pauses, follows the GPUs input, marks the form\'s layout', async () => {
+  let before = await probe();
   await show('#');
+  await gridSettled(before);
+  await page.click('#gpus', { clickCount: 3 });
+  before = await probe();
+  // four keystrokes well within the table's pause: "1", "16", "1", "16"
+  await page.keyboard.type('16', { delay: 30 });
+  await page.keyboard.press('Backspace', { delay: 30 });
+  await page.keyboard.type('6', { delay: 30 });
+  await gridSettled(before);
+  await expectResult('typed gpus');
+  const after = await probe();
+  assert.ok(after.updates - before.updates >= 3, `the answer followed the keystrokes (${after.updates - before.updates} updates)`);
+  assert.equal(after.gridRenders - before.gridRenders, 1, 'the table was computed once, after the typing');
+  // the columns follow the GPUs input; the form's column and cell are marked
+  const heads = await texts('#layout-table thead th');
+  assert.deepEqual(heads.slice(1), [2, 4, 8, 16, 32, 64, 128, 256].map((n) => `${n} GPUs`));
+  assert.equal(await page.textContent('#layout-table thead th.current'), '16 GPUs');
+  const current = page.locator('#layout-table td[aria-current="true"]');
+  assert.equal(await current.count(), 1);
+  assert.equal(await current.getAttribute('data-layout'), '4,1,2,1,16');
+  const want = cli({ ...cases[0].request, parallel: { ...cases[0].request.parallel, gpus: 16 } });
+  assert.equal(await current.textContent(), g2(want.peak_bytes));
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`);
+  // a layout outside the table's rows gets its own row
+  before = await probe();
+  await show('#tp=2&cp=1&pp=2&mbs=4');
+  await gridSettled(before);
+  assert.equal(await page.getAttribute('#layout-table td[aria-current="true"]', 'data-layout'), '2,1,2,4,8');
+  assert.equal(await page.textContent('#layout-table tbody th.current'), '(2, 1, 2, 4)');
+});
+
+test('keyboard: the layouts table is one Tab stop; arrow keys move, Enter loads the layout', async () => {
+  let before = await probe();
+  await show('#');
+  await gridSettled(before);
+  assert.equal(await page.locator('#layout-table button').count(), 0, 'no buttons in the table');
+  const stops = await page.$$eval('#layout-table [tabindex]', (els) => els.filter((e) => e.tabIndex >= 0).map((e) => e.dataset.layout));
+  assert.deepEqual(stops, ['4,1,2,1,8'], 'one Tab stop: the form\'s layout');
+  assert.ok(await page.locator('#layout-table td[tabindex="-1"]').count() > 400);
+  // Tab from the tab list reaches the table's one stop; Shift+Tab goes back
+  await page.focus('#tab-pretrain');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.layout), '4,1,2,1,8');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.layout), '4,1,2,1,16');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.layout), '4,1,2,2,16');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.layout), '4,1,1,2,8');
+  assert.deepEqual(await page.$$eval('#layout-table td[tabindex="0"]', (els) => els.map((e) => e.dataset.layout)), ['4,1,1,2,8'],
+    'the Tab stop moves with the focus (roving tabindex)');
+  await page.keyboard.press('Shift+Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'tab-pretrain');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.layout), '4,1,1,2,8');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.querySelector('#layout-table').contains(document.activeElement)), false,
+    'Tab leaves the table');
+  // Enter loads the focused cell's layout
+  await page.focus('#layout-table td[tabindex="0"]');
+  before = await probe();
+  await page.keyboard.press('Enter');
+  await settle(before);
+  await expectResult('Enter on a cell');
+  assert.deepEqual(await page.evaluate(() => ['tp', 'cp', 'pp', 'mbs', 'gpus'].map((id) => document.getElementById(id).value)),
+    ['4', '1', '1', '2', '8']);
+  await gridSettled(before);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.layout), '4,1,1,2,8', 'the focus stays on the cell');
+  assert.equal(await page.getAttribute('#layout-table td[aria-current="true"]', 'data-layout'), '4,1,1,2,8');
+});
+
+test('an invalid field shows the library\'s own error next to it and clears the verdict and the results', async () => {
+  await show(hashFor(cases[0].request));
   await page.fill('#tp', '3');
   await page.waitForFunction(() => document.querySelector('#err-tp').textContent !== '');
   const want = cli({ ...cases[0].request, parallel: { ...cases[0].request.parallel, tp: 3 } });
@@ -208,13 +441,58 @@ test('an invalid field shows the library\'s own error next to that input', async
   assert.equal(want.error.field, 'parallel.tp');
   assert.equal(await page.textContent('#err-tp'), want.error.message);
   assert.equal(await page.getAttribute('#tp', 'aria-invalid'), 'true');
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#status'), `Not computed: ${want.error.message}`);
+  // no verdict, no stale figures
+  assert.equal(await page.textContent('#verdict'), '—');
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), '');
+  for (const id of ['#peak', '#estimate', '#capacity']) assert.equal(await page.textContent(id), '—', id);
+  assert.equal(await page.locator('#stages-table tbody tr').count(), 0);
+  assert.equal(await page.locator('#dominant-parts li').count(), 0);
+  assert.equal(await page.locator('#suggestions li').count(), 0);
+  // no green badge anywhere outside the layouts table (whose cells are other layouts)
+  const green = await page.evaluate(() => {
+    const fits = getComputedStyle(document.documentElement).getPropertyValue('--c-fits').trim();
+    const probeEl = document.createElement('span');
+    probeEl.style.background = fits;
+    document.body.append(probeEl);
+    const rgb = getComputedStyle(probeEl).backgroundColor;
+    probeEl.remove();
+    return [...document.querySelectorAll('body *')].filter((e) => !e.closest('#layout-table')
+      && e.getClientRects().length && getComputedStyle(e).backgroundColor === rgb).map((e) => e.id || e.className);
+  });
+  assert.deepEqual(green, []);
   await page.screenshot({ path: `${RESULTS}invalid-tp.png` });
+  const before = await probe();
   await page.fill('#tp', '4');
-  await page.waitForFunction(() => document.querySelector('#err-tp').textContent === '');
+  await settle(before);
+  await expectResult('tp back to 4');
   assert.equal(await page.getAttribute('#tp', 'aria-invalid'), null);
+  assert.equal(await page.textContent('#verdict'), 'fits');
+});
 
-  // a bad pasted config.json: the model field is marked
+test('a pasted config.json: cut short, it is a JSON parse error; incomplete, the library\'s message', async () => {
+  await show('#');
   await page.selectOption('#model-preset', 'custom');
+  const config = cases[18].request.model;
+  const text = JSON.stringify(config, null, 2);
+  await page.fill('#model-config', text.slice(0, Math.floor(text.length / 2)));
+  await page.waitForFunction(() => /not valid JSON/.test(document.querySelector('#err-model').textContent));
+  const msg = await page.textContent('#err-model');
+  assert.match(msg, /^model: the pasted config\.json is not valid JSON/);
+  assert.doesNotMatch(msg, /preset/i);
+  assert.equal(await page.getAttribute('#model-config', 'aria-invalid'), 'true');
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#verdict'), '—');
+  // the whole file: a result, the CLI's
+  let before = await probe();
+  await page.fill('#model-config', text);
+  await settle(before);
+  await expectResult('whole config.json');
+  const want = cli({ ...cases[0].request, model: config });
+  assert.equal(await page.textContent('#estimate'), `${g2(want.estimate_bytes)} GiB`);
+  // a config the library cannot use: its own message, the model field marked
+  before = await probe();
   await page.fill('#model-config', '{"model_type": "llama", "hidden_size": 4096}');
   await page.waitForFunction(() => document.querySelector('#err-model').textContent !== '');
   const bad = cli({ ...cases[0].request, model: { model_type: 'llama', hidden_size: 4096 } });
@@ -229,33 +507,70 @@ test('the state is shared by URL: a fresh page restores the exact configuration'
   const other = await browser.context.newPage();
   await other.goto(url);
   await other.waitForSelector('body[data-ready="1"]');
+  assert.equal(await other.getAttribute('#status', 'data-state'), 'result');
   assert.equal(await other.textContent('#estimate'), await page.textContent('#estimate'));
   assert.equal(await other.inputValue('#model-preset'), 'custom');
   assert.match(await other.inputValue('#model-config'), /"hidden_size":2048/);
   await other.close();
 });
 
-test('downloads: the result as JSON and as CSV', async () => {
+test('downloads: the result as JSON and as CSV (whole byte counts as integers)', async () => {
   await show(hashFor(cases[0].request));
+  const want = cli(cases[0].request);
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-json')]);
   const json = JSON.parse(readFileSync(await dl.path(), 'utf8'));
-  assert.equal(json.estimate_bytes, cli(cases[0].request).estimate_bytes);
+  assert.equal(json.estimate_bytes, want.estimate_bytes);
+  assert.equal(json.peak_verdict, want.peak_verdict);
   const [dl2] = await Promise.all([page.waitForEvent('download'), page.click('#download-csv')]);
   const csv = readFileSync(await dl2.path(), 'utf8').trim().split('\n');
-  assert.match(csv[0], /^stage,layers,/);
+  assert.match(csv[0], /^stage,layers,.*,total_bytes,overhead_bytes,peak_bytes$/);
   assert.equal(csv.length, 1 + 2);
+  const first = Object.fromEntries(csv[0].split(',').map((k, i) => [k, csv[1].split(',')[i]]));
+  assert.equal(first.weights_bytes, String(want.stages[0].weights_bytes));
+  assert.match(first.weights_bytes, /^\d+$/);
 });
 
-test('fine-tuning tab: LLMem Algorithm 1 as a sortable table, as the CLI selects', async () => {
-  await show('#m=opt-2.7b&g=v100-16gb&gpus=4&seq=512');
-  await page.click('#tab-finetune');
+test('fine-tuning tab: its own answer, matching its table; only its inputs; LLMem\'s terms as the CLI prints them', async () => {
+  // (tp 4, pp 1: a pretraining layout of 4 GPUs, for the way back to that tab)
+  await show('#m=opt-2.7b&g=v100-16gb&gpus=4&seq=512&tp=4&pp=1&tab=finetune');
   await page.waitForSelector('#finetune-table tbody tr');
   const want = cli({ mode: 'finetune', model: 'opt-2.7b', gpu: 'v100-16gb', parallel: { gpus: 4 },
-    training: { seq_len: 512 }, finetune: { method: 'auto' } });
+    training: { seq_len: 512 }, finetune: { method: 'auto', gradient_checkpointing: true } });
+  assert.equal(want.ok, true);
+  // the status line and the summary are the fine-tuning answer, and match the selected row
+  const chosen = want.methods.find((m) => m.method === want.selected);
+  assert.equal(chosen.peak_bytes, want.peak_bytes);
+  const status = await page.textContent('#status');
+  assert.match(status, new RegExp(`^OPT-2\\.7B on 4 × NVIDIA V100 SXM2 16GB, fine-tuning \\(LLMem\\): ${words(want.verdict)} — `));
+  assert.ok(status.includes(`selects ${want.selected} `) && status.includes(`largest batch, ${want.max_batch} per GPU`), status);
+  assert.ok(status.includes(`peak ${g2(want.peak_bytes)} GiB of ${g2(want.capacity_bytes)} GiB`), status);
+  assert.equal(await page.getAttribute('#status', 'data-verdict'), want.verdict);
+  assert.equal(await page.textContent('#ft-verdict'), words(want.verdict));
+  assert.equal(await page.textContent('#ft-method-batch'), `${want.selected} · batch ${want.max_batch}`);
+  assert.equal(await page.textContent('#ft-peak'), `${g2(want.peak_bytes)} GiB`);
+  assert.ok((await page.textContent('#finetune-summary')).includes(`peak ${g2(want.peak_bytes)} GiB`));
   const rows = await page.$$eval('#finetune-table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   assert.equal(rows.length, want.methods.length);
-  const selected = await page.$eval('#finetune-table tr.selected td', (td) => td.textContent);
-  assert.equal(selected, want.selected);
+  const selected = await page.$$eval('#finetune-table tr.selected td', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual([selected[0], selected[4], selected[6]], [want.selected, String(want.max_batch), g2(want.peak_bytes)]);
+  // only the inputs the fine-tuning request reads
+  for (const id of ['tp', 'cp', 'pp', 'vpp', 'zero', 'mbs', 'gbs', 'recompute', 'sp', 'flash']) {
+    assert.equal(await page.isVisible(`#${id}`), false, `#${id} is hidden on the fine-tuning tab`);
+  }
+  for (const id of ['model-preset', 'gpu-preset', 'gpus', 'seq', 'ft-method', 'ft-gc']) {
+    assert.equal(await page.isVisible(`#${id}`), true, `#${id} is shown on the fine-tuning tab`);
+  }
+  assert.equal(await page.isVisible('#panel-pretrain'), false);
+  // LLMem's terms: the CLI's table, row for row
+  const termsOf = (text) => text.split('\n').map((l) => l.match(/^(m_\w+)\s+(.*?)\s{2,}([\d.]+) GiB\s+([\d.]+) GiB$/))
+    .filter(Boolean).map((m) => m.slice(1));
+  const cliTerms = termsOf(cliText(['finetune', '--model', 'opt-2.7b', '--gpu', 'v100-16gb', '--gpus', '4',
+    '--method', 'auto', '--seq', '512']));
+  assert.equal(cliTerms.length, 6);
+  const pageTerms = await page.$$eval('#finetune-terms tbody tr[data-term]', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(pageTerms, cliTerms);
+  assert.equal(await page.textContent('#finetune-terms tr.total-row td.total'), g2(want.peak_bytes));
+  await page.screenshot({ path: `${RESULTS}finetune.png`, fullPage: true });
   // sort by max batch, descending, with the keyboard
   const header = page.locator('#finetune-table th button', { hasText: 'Max batch' });
   await header.focus();
@@ -263,7 +578,36 @@ test('fine-tuning tab: LLMem Algorithm 1 as a sortable table, as the CLI selects
   const batches = await page.$$eval('#finetune-table tbody tr td:nth-child(5)', (tds) => tds.map((t) => Number(t.textContent)));
   assert.deepEqual(batches, [...batches].sort((a, b) => b - a));
   assert.equal(await page.getAttribute('#finetune-table th:nth-child(5)', 'aria-sort'), 'descending');
-  await page.screenshot({ path: `${RESULTS}finetune.png`, fullPage: true });
+
+  // one method at a batch: the CLI's figures and terms, no method table
+  let before = await probe();
+  await page.selectOption('#ft-method', 'zero3');
+  await settle(before);
+  before = await probe();
+  await page.fill('#ft-batch', '8');
+  await settle(before);
+  await expectResult('zero3 at batch 8');
+  const one = cli({ mode: 'finetune', model: 'opt-2.7b', gpu: 'v100-16gb', parallel: { gpus: 4 },
+    training: { seq_len: 512 }, finetune: { method: 'zero3', batch: 8 } });
+  assert.ok((await page.textContent('#status')).includes(`zero3 at batch 8 per GPU — peak ${g2(one.peak_bytes)} GiB`));
+  assert.equal(await page.isVisible('#finetune-table'), false);
+  const oneTerms = termsOf(cliText(['finetune', '--model', 'opt-2.7b', '--gpu', 'v100-16gb', '--gpus', '4',
+    '--method', 'zero3', '--batch', '8', '--seq', '512']));
+  assert.deepEqual(await page.$$eval('#finetune-terms tbody tr[data-term]', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent))), oneTerms);
+  // DP+TP asks for its tp size
+  before = await probe();
+  await page.selectOption('#ft-method', 'dp+tp');
+  await settle(before);
+  await expectResult('dp+tp');
+  assert.equal(await page.isVisible('#ft-tp'), true);
+  // back to the pretraining tab: its inputs again
+  before = await probe();
+  await page.click('#tab-pretrain');
+  await settle(before);
+  await expectResult('back to pretraining');
+  assert.equal(await page.isVisible('#tp'), true);
+  assert.equal(await page.isVisible('#ft-method'), false);
+  await show('#');
 });
 
 /** The search table as objects keyed by its column labels (sort arrows dropped). */
@@ -278,13 +622,14 @@ async function searchRows() {
 /** Opens the search tab on a state and waits for its answer: rows, or an error (a failure). */
 async function searchTab(hash, req) {
   await show(hash);
-  const before = await page.evaluate(() => window.__memest.updates);
+  const before = await probe();
   await page.click('#tab-search');
-  await page.waitForFunction((n) => window.__memest.updates > n, before);
+  await settle(before);
   await page.waitForFunction(() => document.querySelector('#search-table tbody tr')
     || document.querySelector('#search-error').textContent !== '');
   const error = await page.textContent('#search-error');
   assert.equal(error, '', `the search tab shows an error for ${hash}: ${error}`);
+  await expectResult(`search ${hash}`);
   const want = cli(req);
   assert.equal(want.ok, true, `the CLI ranks the page's search: ${JSON.stringify(want.error)}`);
   assert.ok(want.results.length > 0, 'the library ranks some layout');
@@ -295,11 +640,16 @@ async function searchTab(hash, req) {
     const l = r.layout;
     assert.deepEqual([row.Rank, row.tp, row.cp, row.pp, row.vpp, row.dp, row.mbs, row.zero, row.Recompute],
       [r.rank, l.tp, l.cp, l.pp, l.vpp, l.dp, l.micro_batch, l.zero, l.recompute].map(String), `row ${i + 1}`);
-    assert.equal(row['Peak (GiB)'], (r.peak_bytes / GiB).toFixed(2), `row ${i + 1}`);
-    assert.equal(row.Verdict, r.verdict, `row ${i + 1}`);
+    assert.equal(row['Peak (GiB)'], g2(r.peak_bytes), `row ${i + 1}`);
+    assert.equal(row.Verdict, words(r.peak_verdict), `row ${i + 1}`);
+    assert.equal(row["Paper's estimate (GiB)"], g2(r.estimate_bytes), `row ${i + 1}`);
+    assert.equal(row["Paper's verdict"], words(r.verdict), `row ${i + 1}`);
     assert.equal(row['TFLOP/s per GPU'], r.tflops_per_gpu.toFixed(1), `row ${i + 1}`);
   });
   assert.match(await page.textContent('#search-summary'), new RegExp(`^${want.ranked} of ${want.candidates} layouts`));
+  const best = want.results[0];
+  assert.equal(await page.getAttribute('#status', 'data-verdict'), best.peak_verdict);
+  assert.ok((await page.textContent('#status')).includes(`the fastest layout predicted to fit is tp ${best.layout.tp}, cp ${best.layout.cp}, pp ${best.layout.pp}`));
   return want;
 }
 
@@ -307,51 +657,111 @@ test('layout search tab: the library\'s ranked layouts for the page\'s defaults'
   const base = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb',
     training: { seq_len: 8192, global_batch: 1024, recompute: 'none', flash_attention: true }, search: { top: 10 } };
   // the page's defaults: 8 GPUs, recomputation "none" pinned by the form
-  await searchTab('#', { ...base, parallel: { gpus: 8 } });
+  await searchTab('#', { ...base, parallel: { gpus: 8, sp: true } });
   await page.screenshot({ path: `${RESULTS}search.png`, fullPage: true });
+  for (const id of ['tp', 'cp', 'pp', 'vpp', 'zero', 'mbs']) {
+    assert.equal(await page.isVisible(`#${id}`), false, `#${id} is hidden on the search tab (the search chooses it)`);
+  }
   // 64 GPUs with full recomputation: every ranked layout recomputes fully
-  const want = await searchTab('#gpus=64&rc=full', { ...base, parallel: { gpus: 64 },
+  const want = await searchTab('#gpus=64&rc=full', { ...base, parallel: { gpus: 64, sp: true },
     training: { ...base.training, recompute: 'full' } });
   assert.ok(want.results.every((r) => r.layout.recompute === 'full'));
-  // "Use" loads the best layout into the pretraining tab: the CLI's estimate for it
-  await page.click('#search-table tbody tr:first-child button');
-  await page.waitForFunction(() => document.querySelector('#tab-pretrain').getAttribute('aria-selected') === 'true');
-  const l = want.results[0].layout;
-  const estimate = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-40gb',
-    parallel: { gpus: 64, tp: l.tp, cp: l.cp, pp: l.pp, vpp: l.vpp, sp: true, zero: l.zero },
-    training: { seq_len: 8192, micro_batch: l.micro_batch, global_batch: 1024, recompute: l.recompute, flash_attention: true } });
-  assert.equal(estimate.ok, true, JSON.stringify(estimate.error));
-  assert.equal(await page.textContent('#estimate'), `${(estimate.estimate_bytes / GiB).toFixed(2)} GiB`);
-  assert.equal(await page.inputValue('#recompute'), l.recompute);
+});
+
+test('"Use" on a search result carries every field; the pretraining tab reproduces the row', async () => {
+  // a form whose own layout differs from the rows in every field, SP off
+  const hash = '#gpus=64&rc=selective&sp=0&zero=0&vpp=2&mbs=4&tp=1&cp=1&pp=2';
+  const req = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 64, sp: false },
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'selective', flash_attention: true }, search: { top: 10 } };
+  const want = await searchTab(hash, req);
+  const picks = [0, want.results.findIndex((r) => r.layout.vpp > 1 || r.layout.zero !== 1)].filter((i, k, a) => i >= 0 && a.indexOf(i) === k);
+  for (const i of picks) {
+    if (i !== 0) await searchTab(hash, req);
+    const r = want.results[i];
+    const l = r.layout;
+    const before = await probe();
+    await page.click(`#search-table tbody tr:nth-child(${i + 1}) button`);
+    await settle(before);
+    await expectResult(`Use row ${i + 1}`);
+    assert.equal(await page.getAttribute('#tab-pretrain', 'aria-selected'), 'true');
+    const form = await page.evaluate(() => Object.fromEntries(['gpus', 'tp', 'cp', 'pp', 'vpp', 'mbs', 'zero', 'recompute']
+      .map((id) => [id, document.getElementById(id).value]).concat([['sp', document.getElementById('sp').checked]])));
+    assert.deepEqual(form, { gpus: '64', tp: String(l.tp), cp: String(l.cp), pp: String(l.pp), vpp: String(l.vpp),
+      mbs: String(l.micro_batch), zero: String(l.zero), recompute: l.recompute, sp: false }, `row ${i + 1}`);
+    // the row's numbers
+    assert.equal((await page.textContent('#peak')).split(' (')[0], `${g2(r.peak_bytes)} GiB`, `row ${i + 1}`);
+    assert.equal(await page.textContent('#estimate'), `${g2(r.estimate_bytes)} GiB`, `row ${i + 1}`);
+    assert.equal(await page.getAttribute('#verdict', 'data-verdict'), r.peak_verdict, `row ${i + 1}`);
+    assert.equal(await page.getAttribute('#paper-verdict', 'data-verdict'), r.verdict, `row ${i + 1}`);
+  }
   assert.deepEqual(pageErrors, []);
 });
 
 test('keyboard: tabs follow the arrow keys; every input has a label', async () => {
   await show('#');
   await page.focus('#tab-pretrain');
+  let before = await probe();
   await page.keyboard.press('ArrowRight');
+  await settle(before);
   assert.equal(await page.getAttribute('#tab-finetune', 'aria-selected'), 'true');
   assert.equal(await page.evaluate(() => document.activeElement.id), 'tab-finetune');
+  before = await probe();
   await page.keyboard.press('ArrowLeft');
+  await settle(before);
   assert.equal(await page.getAttribute('#tab-pretrain', 'aria-selected'), 'true');
+  await expectResult('back on the pretraining tab');
   const unlabeled = await page.$$eval('input, select, textarea', (els) => els
     .filter((e) => !e.labels?.length && !e.getAttribute('aria-label')).map((e) => e.id));
   assert.deepEqual(unlabeled, []);
 });
 
-test('dark theme and a narrow screen render (screenshots)', async () => {
-  await show('#');
-  await page.click('#theme'); // auto -> light
-  await page.click('#theme'); // light -> dark
-  assert.equal(await page.getAttribute('html', 'data-theme'), 'dark');
-  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
-  assert.ok(bg.match(/\d+/g).slice(0, 3).map(Number).every((x) => x < 60), `dark background: ${bg}`);
-  await page.screenshot({ path: `${RESULTS}dark.png`, fullPage: true });
+test('a phone (390 x 844): the answer first, tables scroll sideways; dark theme', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: `${RESULTS}narrow.png`, fullPage: true });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 1, `no horizontal page overflow on a phone (${overflow}px)`);
-  await page.click('#theme'); // back to auto
+  try {
+    const before = await probe();
+    await show(hashFor(OOM));
+    await gridSettled(before);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: `${RESULTS}narrow-first-screen.png` });
+    await page.screenshot({ path: `${RESULTS}narrow.png`, fullPage: true });
+    const box = await page.locator('#status').boundingBox();
+    assert.ok(box.y >= 0 && box.y + box.height <= 844, `the status line is in the first screen: ${JSON.stringify(box)}`);
+    assert.match(await page.textContent('#status'), /out of memory/);
+    const top = (sel) => page.$eval(sel, (e) => e.getBoundingClientRect().top);
+    assert.ok(await top('#results') < await top('#inputs'), 'the results come before the form');
+    assert.ok(await top('#verdict') < 844, 'the verdict badge is in the first screen');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 1, `no horizontal page overflow on a phone (${overflow}px)`);
+    // the wide tables scroll inside their boxes instead of being cut off
+    for (const id of ['stages-table', 'layout-table']) {
+      const t = await page.$eval(`#${id}`, (table) => {
+        const wrap = table.closest('.table-wrap');
+        const before = wrap.scrollLeft;
+        wrap.scrollLeft = 60;
+        const moved = wrap.scrollLeft - before;
+        wrap.scrollLeft = before;
+        return { overflowX: getComputedStyle(wrap).overflowX, table: table.scrollWidth, box: wrap.clientWidth,
+          scroll: wrap.scrollWidth, moved, right: wrap.getBoundingClientRect().right };
+      });
+      assert.ok(t.table > t.box, `#${id} is wider than the phone (${t.table} > ${t.box})`);
+      assert.ok(['auto', 'scroll'].includes(t.overflowX), `#${id} scrolls (${t.overflowX})`);
+      assert.ok(t.scroll >= t.table && t.moved > 0, `#${id} scrolls sideways: ${JSON.stringify(t)}`);
+      assert.ok(t.right <= 390, `#${id}'s box fits the screen`);
+    }
+    await page.click('#theme'); // auto -> light
+    await page.click('#theme'); // light -> dark
+    assert.equal(await page.getAttribute('html', 'data-theme'), 'dark');
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.ok(bg.match(/\d+/g).slice(0, 3).map(Number).every((x) => x < 60), `dark background: ${bg}`);
+    await page.screenshot({ path: `${RESULTS}dark-narrow.png`, fullPage: true });
+    await page.click('#theme'); // back to auto
+  } finally {
+    await page.setViewportSize({ width: 1360, height: 900 });
+  }
   await page.setViewportSize({ width: 1360, height: 900 });
-  assert.deepEqual(pageErrors, []);
+  await page.click('#theme');
+  await page.click('#theme');
+  await page.screenshot({ path: `${RESULTS}dark.png`, fullPage: true });
+  await page.click('#theme');
+  await expectResult('dark theme');
 });

@@ -5,16 +5,23 @@ memest_request_json and the typed preset/config functions; nothing here re-imple
 
     >>> import memest
     >>> r = memest.pretrain(model="llama-3.1-8b", gpu="a100-40gb", gpus=8, tp=4, pp=2, seq_len=8192)
-    >>> r.verdict, round(r.estimate_gib, 2), r.stages[0].layers
-    ('fits', 27.2, 16)
+    >>> r.peak_verdict, round(r.peak_gib, 2), round(r.estimate_gib, 2), r.stages[0].layers
+    ('fits', 31.39, 27.2, 16)
+
+The headline verdict is `peak_verdict` ("fits", "tight", "oom": the overhead model's peak against
+capacity); `verdict` is the paper's, on its Eq. 18 estimate. repr(r) says it in words ("out of
+memory"), with `r.dominant_parts` and, when it does not fit, `r.suggestions`. Search results are
+sequences of ranked rows (s[0], s[:3], len(s)); results of both give flat rows: to_rows(),
+to_csv(), to_dataframe() (pandas, imported only then).
 
 Functions: pretrain, model_states, finetune, search, request (any mode, as a dict),
 load_config (a Hugging Face config.json), load_gpu_profile (a calibrate/ device profile), models,
-gpus, enums and verdict_bands (the library's names and verdict bands). Arguments left as None are
-not sent,
-so the library's own defaults apply. `model` is a preset id, a config dict (load_config), or
+gpus, enums, verdict_bands and peak_verdict_bands (the library's names and bands), verdict_words.
+Arguments left as None are not sent, so the library's own defaults apply. `model` is a preset id, a config dict (load_config), or
 (model_states only) a bare parameter count; `gpu` is a preset id or {"memory_gib": 40, ...}.
-Errors raise a MemestError subclass with .code ("invalid_argument") and .field ("parallel.tp").
+Errors raise a MemestError subclass with .code ("invalid_argument") and .field ("parallel.tp"),
+for every bad input: values the library refuses, NaN and infinities, NUL characters, values of no
+JSON type, unreadable files.
 """
 from __future__ import annotations
 
@@ -29,7 +36,8 @@ from ._errors import (FieldTypeError, InternalError, InvalidArgumentError, Memes
                       ParseError, SizeOverflowError, StructSizeError, UnknownFieldError,
                       UnknownPresetError, UnsupportedError)
 from ._results import (FinetuneMethod, FinetuneResult, GpuPreset, ModelPreset, ModelStatesResult,
-                       PretrainResult, Record, Result, SearchResult, Stage, _result)
+                       Part, PretrainResult, Record, Result, SearchResult, SearchRow, Stage,
+                       Suggestion, _result, verdict_words)
 
 __version__: str = _native.version_string()
 """The C library's version (memest_version_string)."""
@@ -42,12 +50,12 @@ GpuSpec = Union[str, Mapping[str, Any]]
 __all__ = [
     "__version__", "pretrain", "model_states", "finetune", "search", "request", "request_json",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
-    "enums", "verdict_bands",
+    "enums", "verdict_bands", "peak_verdict_bands", "verdict_words",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
     "Record", "Result", "PretrainResult", "Stage", "ModelStatesResult", "FinetuneResult",
-    "FinetuneMethod", "SearchResult", "ModelPreset", "GpuPreset",
+    "FinetuneMethod", "SearchResult", "SearchRow", "Part", "Suggestion", "ModelPreset", "GpuPreset",
 ]
 
 
@@ -70,9 +78,17 @@ def verdict_bands() -> Dict[str, float]:
     return {name: limit for name, limit in bands.items() if limit > 0}
 
 
+def peak_verdict_bands() -> Dict[str, float]:
+    """The bands of the headline verdict (`peak_verdict`: the overhead model's peak against
+    capacity), e.g. {"fits": 0.95, "tight": 1.0}, from the library's enums mode."""
+    return {k: float(v) for k, v in
+            json.loads(_native.request_json('{"mode": "enums"}'))["peak_verdict_bands"].items()}
+
+
 def _model(model: ModelSpec) -> Any:
     if isinstance(model, bool):
-        raise TypeError("model: expected a preset id, a config dict or a parameter count")
+        raise FieldTypeError("model: expected a preset id, a config dict or a parameter count, "
+                             f"got {model!r}", field="model")
     if isinstance(model, (int, float)):
         return {"num_parameters": float(model)}
     if isinstance(model, Mapping):
@@ -84,10 +100,18 @@ def _section(**values: Any) -> Dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def request_json(request: str) -> str:
+def request_json(request: Union[str, bytes]) -> str:
     """Answers a JSON request text with the C library's memest_request_json and returns the
     response text. Raises a MemestError subclass for a bad request (ParseError for text that is
-    not JSON, a NUL character included)."""
+    not JSON, a NUL character or bytes that are not UTF-8 included; FieldTypeError for anything
+    but text)."""
+    if isinstance(request, (bytes, bytearray)):
+        try:
+            request = bytes(request).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ParseError(f"request is not valid JSON: not UTF-8 ({e})") from None
+    if not isinstance(request, str):
+        raise FieldTypeError(f"request: expected JSON text, got {type(request).__name__}")
     return _native.request_json(request)
 
 
@@ -114,19 +138,28 @@ def _non_finite(value: Any, at: str = "") -> Optional[str]:
     return None
 
 
-def _dumps(req: Mapping[str, Any]) -> str:
+def _json_value(value: Any) -> Any:
+    """A value json cannot write itself, as JSON: a NumPy / pandas scalar (numpy.int64 from a
+    DataFrame row) as its Python number; anything else is refused."""
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _dumps(req: Any) -> str:
     """The JSON text of a request dict. What JSON cannot hold raises a MemestError, as the
     library raises for text it cannot read: NaN and infinities (which the library refuses as
     numbers past a double's range) a ParseError naming the field, values of no JSON type a
-    FieldTypeError."""
+    FieldTypeError. NumPy scalars are written as the numbers they hold."""
     try:
-        return json.dumps(req, allow_nan=False)
+        return json.dumps(req, allow_nan=False, default=_json_value)
     except ValueError as e:
         field = _non_finite(req) or ""
         where = f"{field}: " if field else ""
         raise ParseError(f"request is not valid JSON: {where}{e}", field=field,
                          code=ParseError.code, status=ParseError.status) from None
-    except TypeError as e:
+    except (TypeError, RecursionError) as e:
         raise FieldTypeError(f"request is not valid JSON: {e}", code=FieldTypeError.code,
                              status=FieldTypeError.status) from None
 
@@ -209,6 +242,21 @@ def finetune(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     return request(req)  # type: ignore[return-value]
 
 
+def _layouts(layouts: Any) -> Optional[List[Dict[str, Any]]]:
+    if not layouts:
+        return None
+    if isinstance(layouts, (str, bytes, Mapping)) or not hasattr(layouts, "__iter__"):
+        raise FieldTypeError("search.layouts: expected a list of layouts ({\"tp\": 2, ...})",
+                             field="search.layouts")
+    out = []
+    for i, x in enumerate(layouts):
+        if not isinstance(x, Mapping):
+            raise FieldTypeError(f"search.layouts[{i}]: expected an object ({{\"tp\": 2, ...}}), "
+                                 f"got {type(x).__name__}", field=f"search.layouts[{i}]")
+        out.append(dict(x))
+    return out
+
+
 def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            seq_len: Optional[int] = None, global_batch: Optional[int] = None,
            top: Optional[int] = None, layouts: Optional[List[Mapping[str, Any]]] = None,
@@ -224,16 +272,16 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
     `zero` options, or ranks exactly `layouts` ([{"tp": 2, "pp": 2, "micro_batch": 1}, ...]).
-    Iterate the result for the rows, best first: each has layout, peak_bytes, oom_predicted,
-    tflops_per_gpu, tokens_per_s and a reason; `.pruned` counts what was dropped and why.
-    pandas.DataFrame([row.to_dict() for row in result]) gives a table."""
+    The result is a sequence of its rows, best first (s[0], s[:3], len(s), iteration): each has
+    layout, peak_bytes, peak_verdict, tflops_per_gpu, tokens_per_s and a reason; s["pruned"]
+    counts what was dropped and why. s.to_dataframe() gives a table with flat columns."""
     req = {
         "mode": "search", "model": _model(model), "gpu": gpu,
         "parallel": _section(gpus=gpus, sp=sp),
         "training": _section(seq_len=seq_len, global_batch=global_batch,
                              flash_attention=flash_attention, param_dtype=param_dtype,
                              grad_dtype=grad_dtype, optimizer=optimizer),
-        "search": _section(top=top, layouts=[dict(x) for x in layouts] if layouts else None,
+        "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
                            tp_within_node=tp_within_node, include_oom=include_oom,
@@ -242,11 +290,23 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     return request(req)  # type: ignore[return-value]
 
 
+def _read_text(path: Any, field: str, what: str) -> str:
+    """A file's text; a path that cannot be read (missing, a directory, a NUL in its name, not
+    UTF-8, not a path) raises InvalidArgumentError naming `field`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as e:
+        shown = os.fspath(path) if isinstance(path, (str, bytes, os.PathLike)) else path
+        raise InvalidArgumentError(f"{field}: cannot read the {what} {shown!r}: {e}",
+                                   field=field) from e
+
+
 def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     """Reads a Hugging Face config.json into a dict usable as `model=`. The file is checked
-    by the C library (memest_model_from_config_json); a bad one raises a MemestError."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    by the C library (memest_model_from_config_json); a bad one raises a MemestError (an
+    unreadable one InvalidArgumentError with field "model")."""
+    text = _read_text(path, "model", "config")
     _native.model_from_config_json(text)
     config = json.loads(text)
     if not isinstance(config, dict):
@@ -261,12 +321,7 @@ def load_gpu_profile(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     profile fields. A file that cannot be read, is not JSON or is not an object raises a
     MemestError (InvalidArgumentError, ParseError, FieldTypeError) with field "gpu"; the fields
     themselves are checked by the library when the profile is used."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidArgumentError(f"gpu: cannot read the profile {os.fspath(path)!r}: {e}",
-                                   field="gpu") from e
+    text = _read_text(path, "gpu", "profile")
     try:
         profile = json.loads(text)
     except json.JSONDecodeError as e:
@@ -281,7 +336,13 @@ def load_gpu_profile(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
 def describe_config(config: Union[Mapping[str, Any], str]) -> Record:
     """The model memest reads from a config dict or config.json text: its dimensions and
     parameter count (memest_model_from_config_json + memest_model_parameter_count)."""
-    text = config if isinstance(config, str) else _dumps(dict(config))
+    if isinstance(config, str):
+        text = config
+    elif isinstance(config, Mapping):
+        text = _dumps(dict(config))
+    else:
+        raise FieldTypeError(f"model: expected a config dict or config.json text, got "
+                             f"{type(config).__name__}", field="model")
     return Record(_native.model_from_config_json(text))
 
 

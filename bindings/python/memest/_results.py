@@ -1,9 +1,102 @@
 """Result objects: thin, typed views over the C library's JSON response (the same document the
-CLI's `memest request` prints). Attributes read the response; .to_dict() returns a copy of it."""
+CLI's `memest request` prints). Attributes read the response; .to_dict() returns a copy of it.
+
+Pretraining and search results also give flat rows (.to_rows(), .to_csv(), .to_dataframe(): one
+column per field, layouts and overheads spread out, whole byte counts as integers), and show
+themselves in words: repr() and, in Jupyter, _repr_html_() lead with the verdict on the overhead
+model's peak ("fits", "tight", "out of memory"), then the peak against capacity and the paper's
+estimate beside it."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Generic, Iterator, List, Optional, Type, TypeVar, overload
+import csv
+import html
+import io
+import os
+from typing import (Any, Dict, Generic, Iterator, List, Optional, Sequence, Type, TypeVar, Union,
+                    overload)
+
+GIB = float(2**30)
+
+_WORDS = {"oom": "out of memory"}
+
+
+def verdict_words(verdict: Optional[str]) -> str:
+    """A verdict name of the library ("fits", "tight", "oom", "unknown") in words, as the CLI
+    prints it: "oom" is "out of memory"; the others are their own names."""
+    if verdict is None:
+        return "unknown"
+    return _WORDS.get(verdict, verdict)
+
+
+def _gib(value: Optional[float]) -> str:
+    return "?" if value is None else f"{value / GIB:.2f} GiB"
+
+
+def _percent(fraction: Optional[float]) -> str:
+    return "?" if fraction is None else f"{round(fraction * 1000) / 10:g} %"
+
+
+def _is_byte_key(key: str) -> bool:
+    return key.endswith("_bytes") or key in ("parameters", "num_parameters")
+
+
+def _whole(value: Any) -> Any:
+    """A float byte count that is whole as an int (36250370048.0 -> 36250370048)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _flatten(row: Dict[str, Any], into: Optional[Dict[str, Any]] = None, prefix: str = "") -> Dict[str, Any]:
+    """One level of columns: nested objects (layout, overheads) spread into the row, their keys
+    kept as they are unless the row already has one (then parent_key)."""
+    out: Dict[str, Any] = {} if into is None else into
+    for key, value in row.items():
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(v, (dict, list)):
+                    continue
+                name = k if k not in out and k not in row else f"{key}_{k}"
+                out[name] = v
+        elif not isinstance(value, list):
+            out[prefix + key] = value
+    return out
+
+
+def _columns_whole(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Whole byte counts as ints (a column of them is an int column in pandas); a count with a
+    fraction (fragmentation_bytes: 5336651071.488) stays a float."""
+    return [{k: (_whole(v) if _is_byte_key(k) else v) for k, v in r.items()} for r in rows]
+
+
+def _csv(rows: List[Dict[str, Any]], path: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
+    columns: List[str] = []
+    for r in rows:
+        columns.extend(k for k in r if k not in columns)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    if path is None:
+        return buf.getvalue()
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(buf.getvalue())
+    return None
+
+
+def _dataframe(rows: List[Dict[str, Any]]) -> Any:
+    try:
+        import pandas  # noqa: PLC0415 - optional: imported only when a DataFrame is asked for
+    except ImportError as e:
+        raise ImportError(
+            "to_dataframe() needs pandas, which is not installed (Debian: apt install "
+            "python3-pandas; or pip install pandas); to_rows() and to_csv() need nothing") from e
+    columns: List[str] = []
+    for r in rows:
+        columns.extend(k for k in r if k not in columns)
+    return pandas.DataFrame(rows, columns=columns)
 
 T = TypeVar("T")
 
@@ -90,7 +183,8 @@ class Record:
 
 
 class Stage(Record):
-    """One pipeline stage (one GPU of that stage) of a pretraining estimate."""
+    """One pipeline stage (one GPU of that stage) of a pretraining estimate: the papers' terms
+    (total_bytes), the overhead model's additions (overheads, overhead_bytes) and peak_bytes."""
     stage: _Field[int] = _Field()
     layers: _Field[int] = _Field()
     microbatches_in_flight: _Field[float] = _Field()
@@ -100,6 +194,52 @@ class Stage(Record):
     optimizer_bytes: _Field[float] = _Field()
     activations_bytes: _Field[float] = _Field()
     total_bytes: _Field[float] = _Field()
+    overheads: _Field[Optional[Record]] = _Field(optional=True)
+    overhead_bytes: _Field[Optional[float]] = _Field(optional=True)
+    peak_bytes: _Field[Optional[float]] = _Field(optional=True)
+
+
+class Part(Record):
+    """One of the dominant parts of the most loaded stage's peak (largest first): `part`
+    ("activations", "optimizer", "fragmentation", ...), its `bytes` and its `share` of the peak."""
+    part: _Field[str] = _Field()
+    bytes: _Field[float] = _Field()
+    share: _Field[float] = _Field()
+
+    def __repr__(self) -> str:
+        return f"Part({self.part!r}, {_gib(self.bytes)}, {_percent(self.share)})"
+
+
+class Suggestion(Record):
+    """A change the library predicts to fit (it ran the request with it): `change` in words,
+    `set` the request fields to change ({"training": {"recompute": "full"}}), their
+    `peak_bytes` and `peak_verdict`, and `tflops_per_gpu` when known."""
+    change: _Field[str] = _Field()
+    peak_bytes: _Field[float] = _Field()
+    peak_verdict: _Field[str] = _Field()
+    tflops_per_gpu: _Field[Optional[float]] = _Field(optional=True)
+
+    @property
+    def set(self) -> Dict[str, Dict[str, Any]]:  # noqa: A003 - the response's own name
+        """The request fields to change, by block, as a plain dict (a copy)."""
+        return copy.deepcopy(self._data.get("set", {}))
+
+    @property
+    def kwargs(self) -> Dict[str, Any]:
+        """The change as keyword arguments of memest.pretrain() (whose names are the request's
+        fields): memest.pretrain(model, gpu, **{**my_kwargs, **suggestion.kwargs})."""
+        return {k: v for block in self.set.values() for k, v in block.items()}
+
+    def apply(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """A copy of a request dict with this change applied (for memest.request)."""
+        out = copy.deepcopy(dict(request))
+        for block, fields in self.set.items():
+            out[block] = {**out.get(block, {}), **fields}
+        return out
+
+    def __repr__(self) -> str:
+        extra = f", {self.tflops_per_gpu:.1f} TFLOP/s per GPU" if self.tflops_per_gpu else ""
+        return f"Suggestion({self.change!r}: peak {_gib(self.peak_bytes)}, {verdict_words(self.peak_verdict)}{extra})"
 
 
 class Result(Record):
@@ -116,12 +256,154 @@ class Result(Record):
     verdict: _Field[str] = _Field()
 
 
+_VERDICT_COLOURS = {"fits": ("#1a7f37", "#fff"), "tight": ("#d4a72c", "#1b1f24"),
+                    "oom": ("#cf222e", "#fff")}
+
+
+def _badge(verdict: Optional[str]) -> str:
+    bg, fg = _VERDICT_COLOURS.get(verdict or "", ("#57606a", "#fff"))
+    return (f'<span style="background:{bg};color:{fg};border-radius:4px;padding:1px 6px;'
+            f'font-weight:600">{html.escape(verdict_words(verdict))}</span>')
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _layout_text(layout: Optional[Dict[str, Any]], training: Optional[Dict[str, Any]]) -> str:
+    lay = layout or {}
+    tr = training or {}
+    parts = [f"{k} {lay[k]}" for k in ("tp", "cp", "pp", "vpp", "dp") if k in lay]
+    if "micro_batch" in tr or "micro_batch" in lay:
+        parts.append(f"micro-batch {tr.get('micro_batch', lay.get('micro_batch'))}")
+    if "recompute" in tr or "recompute" in lay:
+        parts.append(f"recompute {tr.get('recompute', lay.get('recompute'))}")
+    if "zero" in lay:
+        parts.append(f"ZeRO {lay['zero']}")
+    return ", ".join(parts)
+
+
 class PretrainResult(Result):
-    """Pretraining (4D parallelism): the paper's Eq. 18 estimate, the peak stage, every stage."""
+    """Pretraining (4D parallelism). The headline is `peak_verdict` ("fits", "tight" or "oom"):
+    the overhead model's peak (`peak_bytes`, the most loaded stage `peak_stage`) against
+    capacity; beside it the paper's Eq. 18 estimate (`estimate_bytes`) and its `verdict`.
+    `dominant_parts` says where the memory goes, `suggestions` (when it does not fit) what
+    would; `stages` has every stage. `to_dataframe()` / `to_rows()` / `to_csv()`: one row per
+    stage."""
     peak_bytes: _Field[float] = _Field()
     peak_gib: _Field[float] = _Field()
     peak_stage: _Field[int] = _Field()
+    peak_verdict: _Field[str] = _Field()
+    oom_predicted: _Field[Optional[bool]] = _Field(optional=True)
+    paper_peak_bytes: _Field[Optional[float]] = _Field(optional=True)
+    overheads: _Field[Optional[Record]] = _Field(optional=True)
     stages: _Field[List[Stage]] = _Field(wrap=Stage)
+
+    @property
+    def dominant_parts(self) -> List[Part]:
+        """The most loaded stage's parts, largest first (empty when the library gives none)."""
+        return [Part(p) for p in self._data.get("dominant_parts", [])]
+
+    @property
+    def suggestions(self) -> List[Suggestion]:
+        """Changes the library predicts to fit, when the peak verdict is not "fits" (else [])."""
+        return [Suggestion(s) for s in self._data.get("suggestions", [])]
+
+    @property
+    def capacity_gib(self) -> Optional[float]:
+        cap = self._data.get("capacity_bytes")
+        return None if cap is None else cap / GIB
+
+    def to_rows(self) -> List[Dict[str, Any]]:
+        """One flat dict per pipeline stage: the run (model, gpus, tp, cp, pp, vpp, dp, sp, zero,
+        seq_len, micro_batch, global_batch, recompute, capacity_bytes, peak_verdict, verdict),
+        then the stage's fields with its overheads spread out; is_peak_stage marks the stage
+        that sets the peak. Whole byte counts are ints."""
+        d = self._data
+        lay = d.get("layout", {})
+        tr = d.get("training", {})
+        run: Dict[str, Any] = {"model": (d.get("model") or {}).get("name")}
+        for k in ("gpus", "tp", "cp", "pp", "vpp", "dp", "sp", "zero"):
+            if k in lay:
+                run[k] = lay[k]
+        for k in ("seq_len", "micro_batch", "global_batch", "recompute"):
+            if k in tr:
+                run[k] = tr[k]
+        run.update(capacity_bytes=d.get("capacity_bytes"), peak_verdict=d.get("peak_verdict"),
+                   verdict=d.get("verdict"))
+        rows = []
+        for s in d.get("stages", []):
+            row = dict(run)
+            _flatten(s, row)
+            row["is_peak_stage"] = s.get("stage") == d.get("peak_stage")
+            rows.append(row)
+        return _columns_whole(rows)
+
+    def to_csv(self, path: Union[str, "os.PathLike[str]", None] = None) -> Optional[str]:
+        """The stages as CSV (to_rows()): the text, or written to `path`."""
+        return _csv(self.to_rows(), path)
+
+    def to_dataframe(self) -> Any:
+        """The stages as a pandas DataFrame with flat columns (to_rows()). pandas is imported
+        here, only now; without it this raises ImportError saying so."""
+        return _dataframe(self.to_rows())
+
+    def _summary_lines(self) -> List[str]:
+        d = self._data
+        cap = d.get("capacity_bytes")
+        who = f"{(d.get('model') or {}).get('name', '?')} on {(d.get('layout') or {}).get('gpus', '?')} x " \
+              f"{(d.get('gpu') or {}).get('name', '?')}"
+        lines = [f"{who} | {_layout_text(d.get('layout'), d.get('training'))}"]
+        if cap:
+            lines.append(f"peak {_gib(d.get('peak_bytes'))} of {_gib(cap)} = "
+                         f"{_percent(d['peak_bytes'] / cap)} (stage {d.get('peak_stage')}, the overhead model)")
+            lines.append(f"the paper's estimate (Eq. 18): {_gib(d.get('estimate_bytes'))} = "
+                         f"{_percent(d.get('usage_fraction'))}, {verdict_words(d.get('verdict'))} by the paper's bands")
+        else:
+            lines.append(f"peak {_gib(d.get('peak_bytes'))}; the paper's estimate {_gib(d.get('estimate_bytes'))} "
+                         "(no capacity given)")
+        parts = self.dominant_parts[:4]
+        if parts:
+            lines.append("largest parts: " + ", ".join(
+                f"{p.part} {_gib(p.bytes)} ({round(p.share * 100)} %)" for p in parts))
+        for s in self.suggestions:
+            lines.append(f"would fit: {s.change} (peak {_gib(s.peak_bytes)}, {verdict_words(s.peak_verdict)})")
+        return lines
+
+    def __repr__(self) -> str:
+        head = f"PretrainResult: {verdict_words(self._data.get('peak_verdict'))}"
+        return "\n  ".join([head, *self._summary_lines()])
+
+    def _repr_html_(self) -> str:
+        d = self._data
+        lines = self._summary_lines()
+        out = [f"<div><p><b>PretrainResult</b> {_badge(d.get('peak_verdict'))}</p><ul>"]
+        out += [f"<li>{html.escape(line)}</li>" for line in lines if not line.startswith(("would fit:", "largest parts:"))]
+        out.append("</ul>")
+        parts = self.dominant_parts
+        if parts:
+            out.append("<p>Where the memory goes (the most loaded stage):</p>")
+            out.append(_html_table(["part", "GiB", "share"],
+                                   [[p.part, f"{p.bytes / GIB:.2f}", _percent(p.share)] for p in parts]))
+        sugg = self.suggestions
+        if sugg:
+            out.append("<p>Changes predicted to fit:</p>")
+            out.append(_html_table(["change", "peak GiB", "verdict", "set"],
+                                   [[s.change, f"{s.peak_bytes / GIB:.2f}", verdict_words(s.peak_verdict),
+                                     ", ".join(f"{b}.{k}={v}" for b, f in s.set.items() for k, v in f.items())]
+                                    for s in sugg]))
+        stages = d.get("stages", [])
+        if stages:
+            out.append("<p>Stages (GiB):</p>")
+            out.append(_html_table(
+                ["stage", "layers", "weights", "gradients", "optimizer", "activations", "total (paper)", "overheads", "peak"],
+                [[s.get("stage"), s.get("layers")] + [f"{(s.get(k) or 0) / GIB:.2f}" for k in (
+                    "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "total_bytes",
+                    "overhead_bytes", "peak_bytes")] for s in stages]))
+        out.append("</div>")
+        return "".join(out)
 
 
 class ModelStatesResult(Result):
@@ -130,6 +412,18 @@ class ModelStatesResult(Result):
     gradients_bytes: _Field[float] = _Field()
     optimizer_bytes: _Field[float] = _Field()
     estimate_gb: _Field[float] = _Field()
+
+    def __repr__(self) -> str:
+        d = self._data
+        cap = d.get("capacity_bytes")
+        where = f" of {_gib(cap)} = {_percent(d.get('usage_fraction'))}" if cap else " (no capacity given)"
+        return (f"ModelStatesResult: {verdict_words(d.get('verdict'))}\n  model states per GPU "
+                f"{_gib(d.get('estimate_bytes'))}{where} (weights {_gib(d.get('weights_bytes'))}, "
+                f"gradients {_gib(d.get('gradients_bytes'))}, optimizer {_gib(d.get('optimizer_bytes'))})")
+
+    def _repr_html_(self) -> str:
+        return (f"<div><p><b>ModelStatesResult</b> {_badge(self._data.get('verdict'))}</p>"
+                f"<pre>{html.escape(repr(self).split(chr(10), 1)[1].strip())}</pre></div>")
 
 
 class FinetuneMethod(Record):
@@ -144,8 +438,14 @@ class FinetuneMethod(Record):
     reason: _Field[Optional[str]] = _Field(optional=True)
 
 
+_LLMEM_TERMS = (("m_base", "CUDA context, framework"), ("m_p", "fp16 + fp32 parameters"),
+                ("m_os", "momentum + variance"), ("m_out", "kept outputs"),
+                ("m_lm", "logits, loss, LM head"), ("m_back", "TP backward buffer"))
+
+
 class FinetuneResult(Result):
-    """Fine-tuning (LLMem): the peak per GPU, its terms, and with method="auto" the selection."""
+    """Fine-tuning (LLMem): the peak per GPU, its terms, and with method="auto" the selection.
+    `verdict` is LLMem's own test: "fits" when the peak is within capacity."""
     method: _Field[str] = _Field()
     peak_bytes: _Field[Optional[float]] = _Field(optional=True)
     selected: _Field[Optional[str]] = _Field(optional=True)
@@ -155,23 +455,156 @@ class FinetuneResult(Result):
     per_gpu: _Field[Optional[Record]] = _Field(optional=True)
     environment: _Field[Optional[Record]] = _Field(optional=True)
 
+    def _summary_lines(self) -> List[str]:
+        d = self._data
+        cap = d.get("capacity_bytes")
+        who = f"{(d.get('model') or {}).get('name', '?')} on {(d.get('layout') or {}).get('gpus', '?')} x " \
+              f"{(d.get('gpu') or {}).get('name', '?')}"
+        if d.get("selected") == "cpu_offload":
+            return [f"{who} | LLMem's Algorithm 1: no method fits, CPU offloading"]
+        method = d.get("selected") or d.get("method")
+        batch = d.get("max_batch") if d.get("selected") else (d.get("training") or {}).get("batch")
+        how = "LLMem's Algorithm 1 selects " if d.get("selected") else "LLMem: "
+        lines = [f"{who} | {how}{method} at batch {batch} per GPU"]
+        peak = d.get("peak_bytes", d.get("estimate_bytes"))
+        if cap:
+            lines.append(f"peak {_gib(peak)} of {_gib(cap)} = {_percent(peak / cap)}")
+        per_gpu = d.get("per_gpu") or {}
+        if per_gpu:
+            lines.append("per GPU: " + ", ".join(f"{k} {_gib(per_gpu[k])}" for k, _ in _LLMEM_TERMS if k in per_gpu))
+        return lines
+
+    def __repr__(self) -> str:
+        head = f"FinetuneResult: {verdict_words(self._data.get('verdict'))}"
+        return "\n  ".join([head, *self._summary_lines()])
+
+    def _repr_html_(self) -> str:
+        d = self._data
+        out = [f"<div><p><b>FinetuneResult</b> {_badge(d.get('verdict'))}</p><ul>"]
+        out += [f"<li>{html.escape(line)}</li>" for line in self._summary_lines() if not line.startswith("per GPU")]
+        out.append("</ul>")
+        parts, per_gpu = d.get("parts") or {}, d.get("per_gpu") or {}
+        if parts or per_gpu:
+            out.append(_html_table(["term", "what it holds", "single GPU (GiB)", "per GPU (GiB)"], [
+                [k, what, f"{parts[k] / GIB:.2f}" if k in parts else "", f"{per_gpu[k] / GIB:.2f}" if k in per_gpu else ""]
+                for k, what in _LLMEM_TERMS if k in parts or k in per_gpu]))
+        if isinstance(d.get("methods"), list):
+            out.append(_html_table(["method", "applies", "max batch", "score", "peak GiB"], [
+                [m.get("method"), "yes" if m.get("applicable") else "no", m.get("max_batch", ""),
+                 m.get("score", ""), f"{m['peak_bytes'] / GIB:.2f}" if m.get("peak_bytes") else ""]
+                for m in d["methods"]]))
+        out.append("</div>")
+        return "".join(out)
+
+
+class SearchRow(Record):
+    """One ranked layout of a search: `rank`, `layout` (tp, cp, pp, vpp, dp, micro_batch,
+    recompute, zero, ...), `peak_bytes` and `peak_verdict` (the overhead model), the paper's
+    `estimate_bytes` and `verdict`, `tflops_per_gpu`, `tokens_per_s`, `reason`."""
+    rank: _Field[int] = _Field()
+    layout: _Field[Record] = _Field()
+    peak_bytes: _Field[float] = _Field()
+    peak_verdict: _Field[str] = _Field()
+    estimate_bytes: _Field[float] = _Field()
+    verdict: _Field[str] = _Field()
+    oom_predicted: _Field[bool] = _Field()
+    tflops_per_gpu: _Field[Optional[float]] = _Field(optional=True)
+    tokens_per_s: _Field[Optional[float]] = _Field(optional=True)
+    reason: _Field[Optional[str]] = _Field(optional=True)
+
+    def to_row(self) -> Dict[str, Any]:
+        """The row with its layout spread into columns (rank, tp, cp, pp, vpp, dp, micro_batch,
+        recompute, zero, ..., peak_bytes, peak_verdict, ...); whole byte counts as ints."""
+        row = _flatten({"rank": self._data.get("rank"), "layout": self._data.get("layout", {})})
+        _flatten({k: v for k, v in self._data.items() if k not in ("rank", "layout")}, row)
+        return {k: (_whole(v) if _is_byte_key(k) else v) for k, v in row.items()}
+
+    def __repr__(self) -> str:
+        d = self._data
+        tf = d.get("tflops_per_gpu")
+        speed = f", {tf:.1f} TFLOP/s per GPU" if isinstance(tf, (int, float)) else ""
+        return (f"SearchRow(rank {d.get('rank')}: {_layout_text(d.get('layout'), None)}; peak "
+                f"{_gib(d.get('peak_bytes'))}, {verdict_words(d.get('peak_verdict'))}{speed})")
+
 
 class SearchResult(Result):
-    """A layout search: `.layouts` (or iteration) gives the ranked rows; each row's .to_dict()
-    is flat enough for pandas.DataFrame([row.to_dict() for row in result])."""
+    """A layout search: a sequence of its ranked rows, best first (SearchRow): `s[0]`, `s[:3]`
+    (a list), `len(s)`, `for row in s`. `to_dataframe()` / `to_rows()` / `to_csv()` give flat
+    columns. `s["pruned"]` and the other response keys stay reachable by name."""
 
     @property
-    def layouts(self) -> List[Record]:
+    def layouts(self) -> List[SearchRow]:
         for key in ("layouts", "results", "candidates", "top"):
             if isinstance(self._data.get(key), list):
-                return [_wrap(v) for v in self._data[key]]
+                return [SearchRow(v) if isinstance(v, dict) else v for v in self._data[key]]
         return []
 
-    def __iter__(self) -> Iterator[Record]:
+    @property
+    def rows(self) -> List[SearchRow]:
+        """The ranked rows, best first (as iteration gives them)."""
+        return self.layouts
+
+    def __iter__(self) -> Iterator[SearchRow]:  # type: ignore[override]
         return iter(self.layouts)
 
     def __len__(self) -> int:
         return len(self.layouts)
+
+    @overload  # type: ignore[override]
+    def __getitem__(self, key: int) -> SearchRow: ...
+    @overload
+    def __getitem__(self, key: slice) -> List[SearchRow]: ...
+    @overload
+    def __getitem__(self, key: str) -> Any: ...
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        if isinstance(key, bool):
+            raise TypeError("search results are indexed by position (int or slice) or key (str)")
+        if isinstance(key, (int, slice)):
+            return self.layouts[key]
+        return self._data[key]
+
+    def to_rows(self) -> List[Dict[str, Any]]:
+        """One flat dict per ranked layout (SearchRow.to_row()), best first."""
+        return _columns_whole([r.to_row() for r in self.layouts])
+
+    def to_csv(self, path: Union[str, "os.PathLike[str]", None] = None) -> Optional[str]:
+        """The ranked layouts as CSV (to_rows()): the text, or written to `path`."""
+        return _csv(self.to_rows(), path)
+
+    def to_dataframe(self) -> Any:
+        """The ranked layouts as a pandas DataFrame with flat columns (to_rows()). pandas is
+        imported here, only now; without it this raises ImportError saying so."""
+        return _dataframe(self.to_rows())
+
+    def _summary(self) -> str:
+        d = self._data
+        gpu = (d.get("gpu") or {})
+        who = f"{(d.get('model') or {}).get('name', '?')} on {d.get('gpus', '?')} x {gpu.get('name', '?')}"
+        if not len(self):
+            return f"{who}: no layout of the {d.get('candidates', '?')} considered fits"
+        return (f"{who}: {d.get('ranked', len(self))} of {d.get('candidates', '?')} layouts ranked; "
+                f"the best {len(self)}, fastest first")
+
+    def __repr__(self) -> str:
+        rows = self.layouts
+        lines = [f"SearchResult: {self._summary()}"]
+        lines += [f"  {r!r}" for r in rows[:10]]
+        if len(rows) > 10:
+            lines.append(f"  ... {len(rows) - 10} more")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        header = ["rank", "tp", "cp", "pp", "vpp", "dp", "micro_batch", "recompute", "zero",
+                  "peak GiB", "verdict", "paper's estimate GiB", "TFLOP/s per GPU"]
+        body = []
+        for r in self.layouts:
+            lay = r._data.get("layout", {})
+            tf = r._data.get("tflops_per_gpu")
+            body.append([r._data.get("rank"), *[lay.get(k, "") for k in header[1:9]],
+                         f"{r._data.get('peak_bytes', 0) / GIB:.2f}", verdict_words(r._data.get("peak_verdict")),
+                         f"{r._data.get('estimate_bytes', 0) / GIB:.2f}", f"{tf:.1f}" if tf else ""])
+        return (f"<div><p><b>SearchResult</b> {html.escape(self._summary())}</p>"
+                f"{_html_table(header, body)}</div>")
 
 
 class ModelPreset(Record):
