@@ -119,7 +119,9 @@ std::string search_reason(const memest_search_entry& e, int64_t gpus_per_node, i
   char buf[160];
   std::snprintf(buf, sizeof buf, "%.1f of %.1f GiB at peak (%.0f %%)", e.peak_bytes / kGiB,
                 e.capacity_bytes / kGiB, 100 * e.peak_bytes / e.capacity_bytes);
-  why = e.oom_predicted ? std::string("predicted OOM: ") + buf : std::string("fits: ") + buf;
+  // Opens with the headline verdict on the peak (fits, tight, out of memory).
+  why = std::string(e.peak_verdict == MEMEST_VERDICT_OOM ? "out of memory" : verdict_name(e.peak_verdict)) +
+        ": " + buf;
   if (e.pp > 1) {
     std::snprintf(buf, sizeof buf, "; pipeline bubble %.1f %%", 100 * e.bubble_fraction);
     why += buf;
