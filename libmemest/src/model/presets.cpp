@@ -81,7 +81,8 @@ const Preset& find(const std::vector<Preset>& presets, const std::string& id,
   std::string known;
   for (const auto& p : presets) known += (known.empty() ? "" : ", ") + p.id;
   throw Error(MEMEST_ERR_UNKNOWN_PRESET, field,
-              field + ": unknown " + kind + " preset \"" + id + "\" (known: " + known + ")");
+              field + ": unknown " + kind + " preset \"" + echo(id) + "\"" +
+                  (echo(id) == id ? " (known: " + known + ")" : std::string()));
 }
 
 }  // namespace
