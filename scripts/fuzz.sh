@@ -26,11 +26,14 @@ JOBS=${FUZZ_JOBS:-1}
 
 command -v clang++ > /dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 1; }
 
+for target in "${TARGETS[@]}"; do
+  case "$target" in request | typed) ;; *) echo "fuzz.sh: unknown target $target (request, typed)" >&2; exit 2 ;; esac
+done
 echo "== fuzz: build (clang, libFuzzer, ASan + UBSan) in $B"
 CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMEST_FUZZ=ON \
   -DMEMEST_SANITIZE=ON -DMEMEST_BUILD_CLI=OFF -DMEMEST_BUILD_TESTS=ON \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" > /dev/null
-cmake --build "$B" -j 2 --target memest_fuzz_request memest_fuzz_typed > /dev/null
+cmake --build "$B" -j 2 --target "${TARGETS[@]/#/memest_fuzz_}" > /dev/null
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -329,6 +329,25 @@ TEST_CASE("reproducer: typed requests with a NaN or negative peak, a 1e-307-byte
     CHECK(memest_finetune(&ft, &fr) == MEMEST_ERR_INVALID_ARGUMENT);
     CHECK(std::string(memest_last_error_field()) == "finetune.page_bytes");
   }
+  // fuzz_typed finding: a huge chunk size made LLMem's Algorithm 1 score infinite
+  ft.page_bytes = 0;
+  for (double chunk : {std::numeric_limits<double>::max(), 1e300, 2e13}) {
+    CAPTURE(chunk);
+    ft.chunk_bytes = chunk;
+    CHECK(memest_finetune(&ft, &fr) == MEMEST_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(memest_last_error_field()) == "finetune.chunk_bytes");
+    ft.method = MEMEST_FINETUNE_AUTO;
+    memest_finetune_choice choice;
+    choice.struct_size = sizeof choice;
+    CHECK(memest_finetune_select(&ft, &choice, nullptr, sizeof(memest_finetune_option), 0) ==
+          MEMEST_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(memest_last_error_field()) == "finetune.chunk_bytes");
+    ft.method = MEMEST_FINETUNE_CDP;
+  }
+  ft.chunk_bytes = 1e13;  // the JSON reader's limit: a finite answer
+  CHECK(memest_finetune(&ft, &fr) == MEMEST_OK);
+  CHECK(std::isfinite(fr.peak_bytes));
+  ft.chunk_bytes = 0;
   ft.page_bytes = 1;  // the smallest page accepted: a finite answer
   CHECK(memest_finetune(&ft, &fr) == MEMEST_OK);
   CHECK(std::isfinite(fr.peak_bytes));
