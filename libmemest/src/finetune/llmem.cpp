@@ -156,7 +156,7 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
       in.os_bytes += pages(t.numel * (in.b32 + in.b32), in.page);  // LLMem m_os
     }
   }
-  if (!std::isfinite(r.chunk_bytes) || r.chunk_bytes < 0) fail("finetune.chunk_bytes", "must be positive (0: search)");
+  if (!std::isfinite(r.chunk_bytes) || r.chunk_bytes < 0 || r.chunk_bytes > 1e13) fail("finetune.chunk_bytes", "must be between 0 (search) and 1e13");
   if (r.chunk_bytes > 0) {
     const double cs = std::floor(r.chunk_bytes / in.b16);
     const double largest = chunked.empty() ? 0 : *std::max_element(chunked.begin(), chunked.end());
