@@ -139,7 +139,7 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   in.b16 = r.param_bytes;
   if (!std::isfinite(r.base_bytes) || r.base_bytes > 1e13) fail("finetune.base_bytes", "must be finite and at most 1e13");
   in.base = r.base_bytes < 0 ? r.gpu.context_bytes : r.base_bytes;
-  if (!std::isfinite(r.page_bytes) || r.page_bytes < 0 || r.page_bytes > 1e12) {
+  if (!std::isfinite(r.page_bytes) || (r.page_bytes != 0 && r.page_bytes < 1) || r.page_bytes > 1e12) {
     fail("finetune.page_bytes", "must be between 1 and 1e12 (0: the GPU's page)");
   }
   in.page = r.page_bytes > 0 ? r.page_bytes : r.gpu.page_bytes;
@@ -158,7 +158,7 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
       in.os_bytes += pages(t.numel * (in.b32 + in.b32), in.page);  // LLMem m_os
     }
   }
-  if (!std::isfinite(r.chunk_bytes) || r.chunk_bytes < 0) fail("finetune.chunk_bytes", "must be positive (0: search)");
+  if (!std::isfinite(r.chunk_bytes) || r.chunk_bytes < 0 || r.chunk_bytes > 1e13) fail("finetune.chunk_bytes", "must be between 0 (search) and 1e13");
   if (r.chunk_bytes > 0) {
     const double cs = std::floor(r.chunk_bytes / in.b16);
     const double largest = chunked.empty() ? 0 : *std::max_element(chunked.begin(), chunked.end());

@@ -36,6 +36,7 @@ double validate_gpu(const memest_gpu& gpu, const std::string& field, bool requir
     check_number(gib, kMinMemoryGib, kMaxMemoryGib, field + ".memory_gib");
   }
   check_number(gpu.peak_bf16_tflops, 0, kMaxPeakTflops, field + ".peak_bf16_tflops");
+  if (gpu.peak_bf16_tflops > 0 && gpu.peak_bf16_tflops < 1e-3) fail(field + ".peak_bf16_tflops", "must be 0 (unknown) or at least 0.001 TFLOP/s");
   for (const GpuProfileField& p : kGpuProfileFields) {
     check_number(gpu.*p.member / p.scale, p.min, p.max, field + "." + p.key);
   }

@@ -141,7 +141,7 @@ const Preset& find(const std::vector<Preset>& presets, const std::string& id,
   if (!close.empty()) {
     for (const std::string& c : close) hint += (hint.empty() ? "" : " or ") + ("\"" + c + "\"");
     hint = "; did you mean " + hint + "?";
-  } else {
+  } else if (echo(id) == id) {  // no list after an id too long to quote whole
     std::string known;
     for (const auto& p : presets) known += (known.empty() ? "" : ", ") + p.id;
     hint = " (known: " + known + ")";

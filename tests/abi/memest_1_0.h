@@ -1,0 +1,668 @@
+/*
+ * FROZEN COPY — NEVER EDIT THIS FILE.
+ *
+ * This is libmemest/include/memest/memest.h exactly as released in version 1.0.0 (ABI version 1,
+ * SOVERSION 1), kept byte for byte below this comment. tests/abi/frozen_caller.c is compiled
+ * against it (and against nothing else of libmemest's headers) and linked against the current
+ * shared library: it is a 1.0 caller. When a later version appends fields to a struct, adds
+ * enum values or functions, this file stays as it is and that test must keep passing
+ * unchanged: that is the proof that the library still serves callers built against 1.0.
+ * A change that needs this file edited, or the test changed, breaks ABI version 1.
+ */
+/*
+ * memest.h — the one public header of libmemest.
+ *
+ * libmemest estimates per-GPU memory for LLM training before a GPU is booked:
+ * model states (parameters, gradients, optimizer per ZeRO stage) and 4D-parallel
+ * pretraining (DP/TP/PP/CP with sequence parallelism, recomputation, Llama and GPT).
+ *
+ * Conventions (all functions):
+ *  - Every entry point returns a memest_status. MEMEST_OK (0) is success.
+ *  - On failure, memest_last_error() (thread-local) describes what went wrong and
+ *    memest_last_error_field() names the offending request field ("parallel.tp").
+ *  - Out-parameters are left untouched on failure (the JSON entry point is the one
+ *    documented exception: its error document is the answer).
+ *  - Every struct starts with `uint32_t struct_size`: the size of the struct as the caller
+ *    was compiled (sizeof). The library reads and writes only that many bytes, so a caller
+ *    built against an older, smaller version of this header keeps working: fields appended
+ *    since then take their defaults on input and are not written on output. Requests get
+ *    their defaults from the matching `_init(ptr, sizeof *ptr)` function; results and models
+ *    or GPUs the library fills need only `struct_size` set (an `_init` call does that too).
+ *    A struct_size below the first released layout, or above this library's, fails with
+ *    MEMEST_ERR_STRUCT_SIZE. See docs/api-stability.md for the rules of evolution.
+ *  - Requests refer to their model and GPU by pointer (read during the call only); arrays
+ *    the library fills are caller buffers with an element size and a capacity, never
+ *    fixed-size arrays inside structs.
+ *  - No C++ exception ever crosses this boundary; nothing here is allocated for the
+ *    caller except strings returned by memest_request_json (free with memest_string_free).
+ *  - Sizes are in bytes, as double (the papers' formulas yield fractional bytes before
+ *    rounding; a double holds every realistic size exactly enough, up to 2^53).
+ */
+#ifndef MEMEST_MEMEST_H
+#define MEMEST_MEMEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Section: export macro and versions                                        */
+/* ======================================================================== */
+
+#if defined(MEMEST_STATIC)
+#define MEMEST_API
+#elif defined(_WIN32)
+#if defined(MEMEST_BUILDING)
+#define MEMEST_API __declspec(dllexport)
+#else
+#define MEMEST_API __declspec(dllimport)
+#endif
+#else
+#define MEMEST_API __attribute__((visibility("default")))
+#endif
+
+#define MEMEST_VERSION_MAJOR 1
+#define MEMEST_VERSION_MINOR 0
+#define MEMEST_VERSION_PATCH 0
+#define MEMEST_VERSION_NUMBER \
+  (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
+#define MEMEST_VERSION_STRING "1.0.0"
+
+/** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
+MEMEST_API uint32_t memest_version_number(void);
+
+/** Returns the library's version as a static string such as "1.0.0". Never NULL. */
+MEMEST_API const char *memest_version_string(void);
+
+/* ======================================================================== */
+/* Section: status codes and errors                                          */
+/* ======================================================================== */
+
+typedef enum memest_status {
+  MEMEST_OK = 0,
+  MEMEST_ERR_INVALID_ARGUMENT = 1, /* a value is out of range or inconsistent */
+  MEMEST_ERR_MISSING_FIELD = 2,    /* a required field was not given */
+  MEMEST_ERR_TYPE = 3,             /* a JSON field has the wrong type */
+  MEMEST_ERR_PARSE = 4,            /* the request is not valid JSON */
+  MEMEST_ERR_UNKNOWN_PRESET = 5,   /* no model or GPU preset has that id */
+  MEMEST_ERR_UNKNOWN_FIELD = 6,    /* a JSON object holds a field memest does not know */
+  MEMEST_ERR_UNSUPPORTED = 7,      /* valid input that this version cannot model */
+  MEMEST_ERR_OVERFLOW = 8,         /* sizes so large the result would not be finite */
+  MEMEST_ERR_STRUCT_SIZE = 9,      /* struct_size is not a layout this library knows */
+  MEMEST_ERR_NULL_POINTER = 10,    /* a required pointer argument was NULL */
+  MEMEST_ERR_OUT_OF_RANGE = 11,    /* an index argument is past the end of a list */
+  MEMEST_ERR_NO_MEMORY = 12,       /* allocation failed */
+  MEMEST_ERR_INTERNAL = 13,        /* a bug in memest: please report it */
+  MEMEST_STATUS_COUNT = 14
+} memest_status;
+
+/** Returns a static, lower-case name for a status ("invalid_argument"); "unknown" if out of range. */
+MEMEST_API const char *memest_status_name(memest_status status);
+
+/** Returns the message of the last failure on this thread ("" if none). Valid until the
+ *  next memest call on this thread. */
+MEMEST_API const char *memest_last_error(void);
+
+/** Returns the request field the last failure on this thread is about ("parallel.tp"),
+ *  or "" when the failure is not about one field. Valid until the next memest call. */
+MEMEST_API const char *memest_last_error_field(void);
+
+/** Returns the status of the last failure on this thread (MEMEST_OK if none). */
+MEMEST_API memest_status memest_last_error_code(void);
+
+/* ======================================================================== */
+/* Section: models                                                           */
+/* ======================================================================== */
+
+/** Architecture family: picks the activation model (4D paper for Llama, Korthikanti et
+ *  al. for GPT) and default conventions. */
+typedef enum memest_family {
+  MEMEST_FAMILY_LLAMA = 0, /* RMSNorm, SwiGLU, rotary, no dropout (Llama, Mistral, Qwen2, Gemma) */
+  MEMEST_FAMILY_GPT = 1    /* LayerNorm, GeLU MLP, dropout (GPT-2/3, OPT, BLOOM, NeoX, CodeGen) */
+} memest_family;
+
+typedef enum memest_norm_type {
+  MEMEST_NORM_RMS = 0,  /* weight only: h parameters */
+  MEMEST_NORM_LAYER = 1 /* weight and bias: 2h parameters */
+} memest_norm_type;
+
+/** A decoder-only transformer's dimensions (names follow Hugging Face config.json).
+ *  Fill with memest_model_init, memest_model_from_preset or memest_model_from_config_json.
+ *  A model with num_parameters > 0 and hidden_size == 0 is a bare parameter count,
+ *  accepted only by the model-states mode. */
+typedef struct memest_model {
+  uint32_t struct_size;
+  char name[64];                    /* display name, NUL-terminated */
+  int32_t family;                   /* memest_family */
+  int64_t hidden_size;              /* h */
+  int64_t num_hidden_layers;        /* L */
+  int64_t num_attention_heads;      /* a */
+  int64_t num_key_value_heads;      /* k (GQA groups; = a for MHA, 1 for MQA) */
+  int64_t head_dim;                 /* 0 means hidden_size / num_attention_heads */
+  int64_t intermediate_size;        /* h_ffn */
+  int64_t vocab_size;               /* v */
+  int64_t max_position_embeddings;  /* longest sequence the model supports; 0 = unbounded */
+  int64_t learned_position_rows;    /* rows of a learned position table; 0 for rotary/ALiBi */
+  int32_t tie_word_embeddings;      /* 1: LM head shares the input embedding */
+  int32_t gated_mlp;                /* 1: SwiGLU/GeGLU (3 matrices), 0: 2 matrices */
+  int32_t norm_type;                /* memest_norm_type */
+  int32_t norms_per_layer;          /* 2 usually; 1 for parallel-residual CodeGen/GPT-J */
+  int32_t attention_qkv_bias;       /* biases on Q, K, V projections */
+  int32_t attention_out_bias;       /* bias on the attention output projection */
+  int32_t mlp_bias;                 /* biases on the MLP projections */
+  int32_t embedding_norm;           /* a LayerNorm right after the embedding (BLOOM) */
+  int32_t final_norm;               /* a norm before the LM head (1 for all presets) */
+  int32_t lm_head_bias;             /* a bias on the LM head (CodeGen) */
+  double num_parameters;            /* > 0 with hidden_size == 0: a bare count */
+  int32_t fused_qkv;                /* Q, K, V stored as one tensor (BLOOM, GPT-2, CodeGen, NeoX) */
+  int32_t logits_fp32;              /* the HF model casts logits to fp32 before the loss */
+} memest_model;
+
+/** Parameter counts of a model, by part. */
+typedef struct memest_param_count {
+  uint32_t struct_size;
+  double total;            /* every parameter, tied embeddings counted once */
+  double embedding;        /* word embeddings (+ learned positions, + embedding norm) */
+  double per_layer;        /* one transformer layer */
+  double lm_head;          /* LM head + final norm (0 for the head weights when tied) */
+} memest_param_count;
+
+/** Fills the first `struct_size` bytes of *model with defaults (Llama conventions, all sizes
+ *  0) and sets model->struct_size. Pass sizeof *model. */
+MEMEST_API memest_status memest_model_init(memest_model *model, uint32_t struct_size);
+
+/** Looks up a built-in model preset by id ("llama-3.1-8b") into *model (whose struct_size the
+ *  caller set). Fails with MEMEST_ERR_UNKNOWN_PRESET when there is none. */
+MEMEST_API memest_status memest_model_from_preset(const char *id, memest_model *model);
+
+/** Reads a Hugging Face config.json text (Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX,
+ *  OPT, BLOOM, CodeGen, BioGPT, GPT-BigCode, GPT-Neo) into *model. */
+MEMEST_API memest_status memest_model_from_config_json(const char *config_json,
+                                                       memest_model *model);
+
+/** Checks a model's dimensions; fails with the offending field named. */
+MEMEST_API memest_status memest_model_validate(const memest_model *model);
+
+/** Counts a model's parameters by part from its dimensions (count->struct_size set by the
+ *  caller). */
+MEMEST_API memest_status memest_model_parameter_count(const memest_model *model,
+                                                      memest_param_count *count);
+
+/** Number of built-in model presets. */
+MEMEST_API uint32_t memest_model_preset_count(void);
+
+/** Returns the id of model preset `index` (static string), or NULL past the end. */
+MEMEST_API const char *memest_model_preset_id(uint32_t index);
+
+/* ======================================================================== */
+/* Section: GPUs                                                             */
+/* ======================================================================== */
+
+/** A GPU kind and its device profile. memory_bytes is the capacity the verdict compares
+ *  against; the other fields drive the overhead model (peak_bytes, oom_predicted) and the
+ *  throughput model of the search. Presets carry values calibrated on measured runs where the
+ *  project has data (A100 40GB) and documented defaults elsewhere; calibrate/ measures them. */
+typedef struct memest_gpu {
+  uint32_t struct_size;
+  char name[64];                 /* display name, NUL-terminated */
+  double memory_bytes;           /* capacity per GPU */
+  int32_t gpus_per_node;         /* GPUs linked by NVLink/xGMI in one node */
+  double peak_bf16_tflops;       /* dense BF16 peak, TFLOP/s (0 if unknown) */
+  double context_bytes;          /* CUDA context + framework/allocator init (LLMem's m_base) */
+  double page_bytes;             /* allocator page the fine-tuning mode rounds to (2 MiB) */
+  /* overhead model */
+  double cp_buffer_bytes;        /* extra runtime memory once context parallelism is on */
+  double fragmentation;          /* allocator reserve, as a fraction of the modelled bytes */
+  /* throughput model */
+  double gemm_efficiency;        /* ceiling of achieved / peak FLOP/s for large GEMMs */
+  double gemm_half_tokens;       /* GEMM rows per GPU at which half that ceiling is reached */
+  double attention_efficiency;   /* FlashAttention achieved / peak on causal attention FLOPs */
+  double cp_attention_penalty;   /* attention slowdown per extra context-parallel rank */
+  double tp_bandwidth_gbps;      /* effective TP/SP collective bandwidth inside a node, GB/s */
+  double intra_node_gbps;        /* data-parallel collective bandwidth inside a node, GB/s */
+  double inter_node_gbps;        /* per-GPU bandwidth across nodes, GB/s */
+  double pipeline_stage_seconds; /* fixed cost per extra pipeline stage per iteration, s */
+} memest_gpu;
+
+/** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
+ *  2 MiB pages, 512 MiB context) and sets gpu->struct_size. Pass sizeof *gpu. */
+MEMEST_API memest_status memest_gpu_init(memest_gpu *gpu, uint32_t struct_size);
+
+/** Looks up a built-in GPU preset by id ("a100-40gb") into *gpu (struct_size set by the
+ *  caller). */
+MEMEST_API memest_status memest_gpu_from_preset(const char *id, memest_gpu *gpu);
+
+/** Number of built-in GPU presets. */
+MEMEST_API uint32_t memest_gpu_preset_count(void);
+
+/** Returns the id of GPU preset `index` (static string), or NULL past the end. */
+MEMEST_API const char *memest_gpu_preset_id(uint32_t index);
+
+/* ======================================================================== */
+/* Section: common enums                                                     */
+/* ======================================================================== */
+
+typedef enum memest_recompute {
+  MEMEST_RECOMPUTE_NONE = 0,
+  MEMEST_RECOMPUTE_SELECTIVE = 1, /* recompute attention scores only (Korthikanti §5) */
+  MEMEST_RECOMPUTE_FULL = 2,      /* keep only each layer's input */
+  MEMEST_RECOMPUTE_COUNT = 3
+} memest_recompute;
+
+/** Verdict bands of the 4D paper on the estimate: fits <= 80 % of capacity,
+ *  tight <= 100 %, oom above. */
+typedef enum memest_verdict {
+  MEMEST_VERDICT_FITS = 0,
+  MEMEST_VERDICT_TIGHT = 1,
+  MEMEST_VERDICT_OOM = 2,
+  MEMEST_VERDICT_UNKNOWN = 3, /* no GPU capacity was given */
+  MEMEST_VERDICT_COUNT = 4
+} memest_verdict;
+
+/** Returns "fits", "tight", "oom" or "unknown". */
+MEMEST_API const char *memest_verdict_name(memest_verdict verdict);
+
+/** Returns the upper bound of a verdict band as a fraction of capacity (FITS: 0.8, TIGHT: 1.0),
+ *  or 0 for OOM and UNKNOWN, which have no upper bound. */
+MEMEST_API double memest_verdict_limit(memest_verdict verdict);
+
+typedef enum memest_activation_model {
+  MEMEST_ACTIVATIONS_AUTO = 0,  /* by the model's family */
+  MEMEST_ACTIVATIONS_LLAMA = 1, /* 4D paper, Eqs. 11-17 */
+  MEMEST_ACTIVATIONS_GPT = 2,   /* Korthikanti et al., Table 2 */
+  MEMEST_ACTIVATIONS_COUNT = 3
+} memest_activation_model;
+
+/** Every enumeration of this header, for memest_enum_count and memest_enum_name: bindings
+ *  and the web page take their names from here instead of writing them out again. */
+typedef enum memest_enum {
+  MEMEST_ENUM_STATUS = 0,           /* memest_status: "ok", "invalid_argument", ... */
+  MEMEST_ENUM_FAMILY = 1,           /* memest_family: "llama", "gpt" */
+  MEMEST_ENUM_VERDICT = 2,          /* memest_verdict: "fits", "tight", "oom", "unknown" */
+  MEMEST_ENUM_RECOMPUTE = 3,        /* memest_recompute: "none", "selective", "full" */
+  MEMEST_ENUM_ACTIVATION_MODEL = 4, /* memest_activation_model: "auto", "llama", "gpt" */
+  MEMEST_ENUM_PRUNE_REASON = 5,     /* memest_prune_reason: "oom", "tp_heads", ... */
+  MEMEST_ENUM_FINETUNE_METHOD = 6,  /* memest_finetune_method: "cdp", "zero3", ... */
+  MEMEST_ENUM_COUNT = 7
+} memest_enum;
+
+/** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
+MEMEST_API uint32_t memest_enum_count(memest_enum which);
+
+/** Returns the static name of `value` in enumeration `which` (the names JSON requests and
+ *  responses use), or NULL when either is out of range. */
+MEMEST_API const char *memest_enum_name(memest_enum which, int32_t value);
+
+/** Returns the value named `name` in enumeration `which`, or -1 when there is none. */
+MEMEST_API int32_t memest_enum_value(memest_enum which, const char *name);
+
+/* ======================================================================== */
+/* Section: model-states mode (ZeRO)                                         */
+/* ======================================================================== */
+
+/** Request for model-state memory per GPU under pure data parallelism with ZeRO. */
+typedef struct memest_model_states_request {
+  uint32_t struct_size;
+  const memest_model *model; /* dimensions, or a bare num_parameters (required) */
+  const memest_gpu *gpu;     /* optional (NULL or memory_bytes 0: verdict UNKNOWN) */
+  int64_t gpus;            /* data-parallel degree N_d */
+  int32_t zero;            /* 0: none, 1: P_os, 2: P_os+g, 3: P_os+g+p */
+  double param_bytes;      /* bytes per weight (default 2, bf16) */
+  double grad_bytes;       /* bytes per gradient (default 4, fp32 accumulation) */
+  double optimizer_bytes;  /* K: bytes of optimizer state per parameter (default 12, Adam) */
+} memest_model_states_request;
+
+typedef struct memest_model_states_result {
+  uint32_t struct_size;
+  double num_parameters;
+  double weights_bytes;     /* per GPU */
+  double gradients_bytes;   /* per GPU */
+  double optimizer_bytes;   /* per GPU */
+  double estimate_bytes;    /* sum of the three: the ZeRO paper's per-device number */
+  double capacity_bytes;    /* 0 when no GPU was given */
+  int32_t verdict;          /* memest_verdict */
+} memest_model_states_result;
+
+/** Fills defaults (no model or GPU, 1 GPU, zero 0, bf16 weights, fp32 gradients, Adam: 18
+ *  bytes/param) into the first `struct_size` bytes. Pass sizeof *request. */
+MEMEST_API memest_status memest_model_states_request_init(memest_model_states_request *request,
+                                                          uint32_t struct_size);
+
+/** Computes model-state memory per GPU into *result (result->struct_size set by the caller). */
+MEMEST_API memest_status memest_model_states(const memest_model_states_request *request,
+                                             memest_model_states_result *result);
+
+/* ======================================================================== */
+/* Section: pretraining mode (4D parallelism)                                */
+/* ======================================================================== */
+
+typedef struct memest_pretrain_request {
+  uint32_t struct_size;
+  const memest_model *model;  /* required */
+  const memest_gpu *gpu;      /* required; memory_bytes must be > 0 */
+  /* parallel layout: data-parallel size d = gpus / (tp * cp * pp) */
+  int64_t gpus;
+  int64_t tp;
+  int64_t cp;
+  int64_t pp;
+  int64_t vpp;                /* virtual stages per device (interleaved 1F1B); 1 = plain 1F1B */
+  int32_t sequence_parallel;  /* 1 (default): SP on with TP */
+  int32_t zero;               /* 1 (default): distributed optimizer over d*cp */
+  /* training */
+  int64_t seq_len;
+  int64_t micro_batch;
+  int64_t global_batch;       /* 0: not given (pipeline assumed full) */
+  int32_t recompute;          /* memest_recompute */
+  int32_t flash_attention;    /* 1 (default) */
+  int32_t activation_model;   /* memest_activation_model */
+  double param_bytes;         /* default 2 (bf16) */
+  double grad_bytes;          /* default 4 (fp32 gradient accumulation) */
+  double optimizer_bytes;     /* default 12 (Adam: fp32 master, momentum, variance) */
+  int32_t uneven_pipeline;    /* 1: when pp does not divide the layers, the first and the last
+                                 stage may each hold one layer fewer (as Llama 3 trained 405B);
+                                 0 (default): pp*vpp must divide the layers */
+} memest_pretrain_request;
+
+/** Memory of one pipeline stage (one GPU of that stage). */
+typedef struct memest_stage {
+  uint32_t struct_size;
+  int32_t index;               /* 0 = first stage (embedding) */
+  int64_t layers;              /* transformer layers held by this stage */
+  double microbatches_in_flight; /* activations kept, in micro-batches (1F1B: p - index) */
+  double parameters;           /* parameters held by one GPU of this stage (after TP) */
+  double weights_bytes;
+  double gradients_bytes;
+  double optimizer_bytes;
+  double activations_bytes;
+  double total_bytes;          /* the papers' number for this stage: states + activations */
+  /* overhead model (what the 4D paper leaves to its 80 % margin), by part */
+  double context_bytes;        /* CUDA context, library workspaces, NCCL init */
+  double comm_buffer_bytes;    /* CP runtime buffers, TP/SP all-gather and PP send/recv buffers */
+  double logits_bytes;         /* bf16 logits beside the fp32 copy (last stage) */
+  double activation_correction_bytes; /* paper terms memest corrects (negative: fused SwiGLU
+                                         keeps 6 sbh_ffn, not 8; the embedding keeps token ids) */
+  double fragmentation_bytes;  /* allocator reserve */
+  double overhead_bytes;       /* sum of the five above */
+  double peak_bytes;           /* total_bytes + overhead_bytes */
+} memest_stage;
+
+typedef struct memest_pretrain_result {
+  uint32_t struct_size;
+  double num_parameters;     /* whole model */
+  int64_t dp;                /* data-parallel size */
+  int64_t num_microbatches;  /* per iteration, 0 when global_batch was not given */
+  double estimate_bytes;     /* 4D paper Eq. 18: first stage, whole model when pp = 1 */
+  double peak_bytes;         /* the most loaded stage, overhead model included */
+  int32_t peak_stage;
+  double capacity_bytes;
+  double usage_fraction;     /* estimate_bytes / capacity_bytes */
+  int32_t verdict;           /* memest_verdict, paper bands on estimate_bytes */
+  int32_t stage_count;       /* = pp */
+  int32_t activation_model;  /* the one used: memest_activation_model */
+  int32_t oom_predicted;     /* 1 when peak_bytes exceeds capacity_bytes */
+  double paper_peak_bytes;   /* the most loaded stage by the papers' terms alone */
+} memest_pretrain_result;
+
+/** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
+ *  micro batch 1, no recompute, FlashAttention on, bf16 weights + fp32 gradients + Adam.
+ *  Pass sizeof *request. */
+MEMEST_API memest_status memest_pretrain_request_init(memest_pretrain_request *request,
+                                                      uint32_t struct_size);
+
+/** Estimates per-GPU memory for pretraining. Writes *result (result->struct_size set by the
+ *  caller) and up to `stage_capacity` stages into the caller's array `stages`, whose
+ *  elements are `stage_size` bytes apart (sizeof(memest_stage) as the caller was compiled;
+ *  `stages` may be NULL when stage_capacity is 0); result->stage_count tells how many exist.
+ *  On failure neither *result nor any stage is written. */
+MEMEST_API memest_status memest_pretrain(const memest_pretrain_request *request,
+                                         memest_pretrain_result *result, memest_stage *stages,
+                                         uint32_t stage_size, uint32_t stage_capacity);
+
+/* ======================================================================== */
+/* Section: layout search                                                    */
+/* ======================================================================== */
+
+/** One parallel layout of a pretraining run (the data-parallel size follows from the GPUs).
+ *  Fill with memest_layout_init. */
+typedef struct memest_layout {
+  uint32_t struct_size;
+  int64_t tp;
+  int64_t cp;
+  int64_t pp;
+  int64_t vpp;
+  int64_t micro_batch;
+  int32_t recompute;          /* memest_recompute */
+  int32_t zero;               /* 0..3 */
+} memest_layout;
+
+/** Why candidate layouts were dropped; counts are in memest_search_result.pruned. */
+typedef enum memest_prune_reason {
+  MEMEST_PRUNE_OOM = 0,                 /* predicted out of memory (overhead model) */
+  MEMEST_PRUNE_TP_ACROSS_NODES = 1,     /* tp larger than gpus_per_node (tp_within_node) */
+  MEMEST_PRUNE_TP_HEADS = 2,            /* tp does not divide the heads */
+  MEMEST_PRUNE_TP_KV_HEADS = 3,         /* tp does not divide the key/value heads */
+  MEMEST_PRUNE_TP_FFN = 4,              /* tp does not divide intermediate_size */
+  MEMEST_PRUNE_GPUS = 5,                /* tp*cp*pp does not divide the GPUs */
+  MEMEST_PRUNE_PP_LAYERS = 6,           /* pp larger than the layers */
+  MEMEST_PRUNE_VPP = 7,                 /* vpp > 1 without pp >= 2 */
+  MEMEST_PRUNE_LAYERS = 8,              /* pp*vpp does not divide the layers */
+  MEMEST_PRUNE_CP_SEQUENCE = 9,         /* 2*cp does not divide the sequence */
+  MEMEST_PRUNE_GLOBAL_BATCH = 10,       /* micro_batch*dp does not divide the global batch */
+  MEMEST_PRUNE_INTERLEAVED = 11,        /* interleaving needs micro-batches % pp == 0 */
+  MEMEST_PRUNE_EQUIVALENT = 12,         /* same run as one already counted (selective
+                                           recomputation under FlashAttention = none) */
+  MEMEST_PRUNE_REASON_COUNT = 13        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
+                                           is the library's */
+} memest_prune_reason;
+
+/** Fills defaults (tp = cp = pp = vpp = micro_batch = 1, no recompute, ZeRO 1) into the first
+ *  `struct_size` bytes. Pass sizeof *layout. */
+MEMEST_API memest_status memest_layout_init(memest_layout *layout, uint32_t struct_size);
+
+/** Returns a static name for a prune reason ("oom", "tp_heads", ...), "unknown" if out of range. */
+MEMEST_API const char *memest_prune_reason_name(memest_prune_reason reason);
+
+typedef struct memest_search_request {
+  uint32_t struct_size;
+  const memest_pretrain_request *base; /* required: model, gpu, gpus, seq_len, global_batch
+                                          (> 0), precision, sequence_parallel, flash_attention;
+                                          its layout fields are unused */
+  /* the space to enumerate (ignored when `layouts` is given): every divisor of the GPUs up to
+     the maxima, micro-batches dividing global_batch / dp */
+  int64_t max_tp;                /* 0: gpus_per_node when tp_within_node, else gpus */
+  int64_t max_cp;                /* 0: no limit */
+  int64_t max_pp;                /* 0: no limit */
+  int64_t max_vpp;               /* default 4 */
+  int64_t max_micro_batch;       /* 0: no limit */
+  uint32_t recompute_mask;       /* bit (1 << memest_recompute) per allowed value; default all */
+  uint32_t zero_mask;            /* bit (1 << stage) per allowed ZeRO stage; default 1 << 1 */
+  int32_t tp_within_node;        /* default 1 */
+  /* or: exactly these layouts (caller-owned, read during the call only; every element has
+     the struct_size of layouts[0], which is the distance between elements) */
+  const memest_layout *layouts;
+  uint32_t layout_count;
+  int32_t include_oom;           /* 1: rank predicted-OOM layouts too (after those that fit) */
+  int32_t uneven_pipeline;       /* default 1: allow lighter first/last stages (see the pretrain
+                                    request); 0: pp*vpp must divide the layers */
+} memest_search_request;
+
+typedef struct memest_search_entry {
+  uint32_t struct_size;
+  /* the layout (memest_layout's fields; kept flat so that the entry can grow) */
+  int64_t tp;
+  int64_t cp;
+  int64_t pp;
+  int64_t vpp;
+  int64_t micro_batch;
+  int32_t recompute;          /* memest_recompute */
+  int32_t zero;               /* 0..3 */
+  int64_t dp;
+  int64_t num_microbatches;
+  double estimate_bytes;     /* 4D paper Eq. 18 */
+  double peak_bytes;         /* overhead model, most loaded stage */
+  int32_t oom_predicted;
+  int32_t verdict;           /* paper bands on estimate_bytes */
+  double capacity_bytes;
+  double tflops_per_gpu;     /* predicted model TFLOP/s per GPU */
+  double tokens_per_s;       /* whole job */
+  double step_seconds;       /* per iteration */
+  double bubble_fraction;    /* (p - 1) / (vpp * m) */
+  int64_t first_stage_layers; /* layers of the first and the last pipeline stage (the others */
+  int64_t last_stage_layers;  /* hold ceil(layers / pp)) */
+} memest_search_entry;
+
+typedef struct memest_search_result {
+  uint32_t struct_size;
+  uint64_t candidates;       /* layouts considered */
+  uint64_t evaluated;        /* layouts whose memory and throughput were estimated */
+  uint64_t pruned_total;     /* layouts dropped, all reasons together */
+  uint32_t count;            /* entries written, best first */
+  uint64_t ranked;           /* layouts that could be ranked (count is min(ranked, capacity)) */
+} memest_search_result;
+
+/** Fills defaults (no base request, max_vpp 4, all recompute options, ZeRO 1, tp within a
+ *  node, no explicit layouts, uneven pipelines allowed). Pass sizeof *request. */
+MEMEST_API memest_status memest_search_request_init(memest_search_request *request,
+                                                    uint32_t struct_size);
+
+/** Ranks layouts by predicted throughput among those predicted to fit; writes the best
+ *  `entry_capacity` into the caller's array `entries` (elements `entry_size` bytes apart:
+ *  sizeof(memest_search_entry) as the caller was compiled; deterministic order: faster first,
+ *  then less memory, then smaller tp, cp, pp, vpp, micro-batch), and the number of layouts
+ *  dropped per memest_prune_reason into `pruned` (up to `pruned_capacity` counts; NULL when
+ *  0). A search with no layout that fits succeeds with count 0; the pruned counts say why.
+ *  On failure nothing is written. */
+MEMEST_API memest_status memest_search(const memest_search_request *request,
+                                       memest_search_result *result, memest_search_entry *entries,
+                                       uint32_t entry_size, uint32_t entry_capacity,
+                                       uint64_t *pruned, uint32_t pruned_capacity);
+
+/* ======================================================================== */
+/* Section: fine-tuning mode (LLMem)                                         */
+/* ======================================================================== */
+
+/** Distributed fine-tuning methods of LLMem (Kim et al.), with its Algorithm 1 as AUTO. */
+typedef enum memest_finetune_method {
+  MEMEST_FINETUNE_CDP = 0,         /* conventional data parallelism: whole model per GPU */
+  MEMEST_FINETUNE_ZERO3 = 1,       /* advanced DP (ZeRO-3): params gathered for compute */
+  MEMEST_FINETUNE_TP = 2,          /* 1D tensor parallelism over every GPU */
+  MEMEST_FINETUNE_DP_TP = 3,       /* ZeRO-3 data parallelism across TP groups */
+  MEMEST_FINETUNE_CPU_OFFLOAD = 4, /* only as a selection: nothing fits on the GPUs */
+  MEMEST_FINETUNE_AUTO = 5,        /* request only: run Algorithm 1 */
+  MEMEST_FINETUNE_METHOD_COUNT = 6
+} memest_finetune_method;
+
+/** Returns "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto", or "unknown". */
+MEMEST_API const char *memest_finetune_method_name(memest_finetune_method method);
+
+typedef struct memest_finetune_request {
+  uint32_t struct_size;
+  const memest_model *model;      /* required */
+  const memest_gpu *gpu;          /* required: capacity; context_bytes and page_bytes are
+                                     m_base, cu_p */
+  int64_t gpus;                   /* gpu_n */
+  int32_t method;                 /* memest_finetune_method */
+  int64_t tp;                     /* DP+TP: tensor-parallel size (0 = best for AUTO) */
+  int64_t batch;                  /* per-GPU batch size bs (ignored by AUTO) */
+  int64_t seq_len;                /* sl */
+  int32_t gradient_checkpointing; /* 1 (default): keep layer and embedding outputs only */
+  int32_t flash_attention;        /* without checkpointing: 0 (default) keeps attention scores */
+  double param_bytes;             /* B16: 2 for fp16 or bf16 */
+  double base_bytes;              /* m_base override; < 0 (default) uses gpu.context_bytes */
+  double page_bytes;              /* cu_p override; 0 (default) uses gpu.page_bytes */
+  double chunk_bytes;             /* chunk size x B16 override; 0 (default) searches */
+} memest_finetune_request;
+
+/** LLMem's terms, in bytes per GPU for the method at hand (Sec. 4.2 and 5). */
+typedef struct memest_finetune_parts {
+  double base;            /* m_base: CUDA context and framework init */
+  double params;          /* m_p: fp16 + fp32 parameters (chunked transformer + embedding) */
+  double params_fp16;     /* m_p,16 */
+  double params_fp32;     /* m_p,32 */
+  double optimizer;       /* m_os: fp32 momentum + variance, per Embedding/Linear tensor */
+  double outputs;         /* m_out: kept layer/embedding outputs */
+  double lm_head;         /* m_lm: logits, shifted logits, loss, LM head weights */
+  double backward_buffer; /* m_back^tp: TP backward all-gather buffer */
+} memest_finetune_parts;
+
+typedef struct memest_finetune_result {
+  uint32_t struct_size;
+  int32_t method;            /* memest_finetune_method */
+  int64_t tp;
+  int64_t dp;
+  int64_t batch;
+  double num_parameters;
+  memest_finetune_parts parts;   /* LLMem's single-GPU terms (before any division by gpu_n) */
+  memest_finetune_parts per_gpu; /* what each term adds on one GPU under the method; peak_bytes
+                                    = base + params + optimizer + outputs + lm_head +
+                                    backward_buffer (params_fp16/_fp32 itemise params) */
+  double peak_bytes;         /* LLMem's peak for the method: the estimate */
+  double capacity_bytes;
+  double usage_fraction;
+  int32_t verdict;           /* FITS when peak <= capacity, else OOM (LLMem's own test) */
+  double chunk_elements;     /* cs, as searched or given */
+  double chunk_count;        /* chunks the transformer parameters are packed into */
+  double chunk_waste_bytes;  /* fp16 + fp32 bytes of chunk space holding no parameter */
+} memest_finetune_result;
+
+typedef struct memest_finetune_option {
+  uint32_t struct_size;
+  int32_t method;      /* memest_finetune_method */
+  int32_t applicable;  /* 0 when the GPU count or heads rule the method out */
+  int64_t tp;
+  int64_t dp;
+  int64_t max_batch;   /* largest batch that fits (0: even batch 1 does not) */
+  double score;        /* Algorithm 1's performance score */
+  double peak_bytes;   /* at max_batch (at batch 1 when max_batch is 0) */
+} memest_finetune_option;
+
+typedef struct memest_finetune_choice {
+  uint32_t struct_size;
+  int32_t selected;                  /* a method, or MEMEST_FINETUNE_CPU_OFFLOAD */
+  int64_t batch;                     /* the selected method's max batch (0 for offload) */
+  uint32_t option_count;             /* options considered (4: CDP, ZeRO-3, TP, DP+TP) */
+} memest_finetune_choice;
+
+/** Fills defaults (no model or GPU, 1 GPU, method CDP, batch 1, sequence 512, checkpointing
+ *  on, fp16). Pass sizeof *request. */
+MEMEST_API memest_status memest_finetune_request_init(memest_finetune_request *request,
+                                                      uint32_t struct_size);
+
+/** LLMem's peak for one method at the request's batch. AUTO is refused here; use
+ *  memest_finetune_select. */
+MEMEST_API memest_status memest_finetune(const memest_finetune_request *request,
+                                         memest_finetune_result *result);
+
+/** LLMem Algorithm 1: the method chosen into *choice, and the largest batch and score per
+ *  method into the caller's array `options` (elements `option_size` bytes apart, up to
+ *  `option_capacity`, in Algorithm 1's order CDP, ZeRO-3, TP, DP+TP; NULL when 0).
+ *  On failure nothing is written. */
+MEMEST_API memest_status memest_finetune_select(const memest_finetune_request *request,
+                                                memest_finetune_choice *choice,
+                                                memest_finetune_option *options,
+                                                uint32_t option_size, uint32_t option_capacity);
+
+/* ======================================================================== */
+/* Section: JSON entry point                                                 */
+/* ======================================================================== */
+
+/** Answers a JSON request (see README: "mode" is "pretrain", "model_states", "finetune" or
+ *  "search") with a
+ *  JSON response. On success returns MEMEST_OK and sets *response_json to {"ok": true, ...}.
+ *  On a bad request returns its status AND sets *response_json to
+ *  {"ok": false, "error": {"code", "field", "message"}}. The caller frees *response_json
+ *  with memest_string_free. *response_json is left untouched only when response_json is
+ *  NULL or memory runs out. */
+MEMEST_API memest_status memest_request_json(const char *request_json, char **response_json);
+
+/** Frees a string returned by memest. NULL is accepted. */
+MEMEST_API void memest_string_free(char *string);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMEST_MEMEST_H */
