@@ -606,29 +606,31 @@ static void test_first_layout_caller(void) {
   CHECK(choice.selected == MEMEST_FINETUNE_ZERO3 && choice.batch == 45);
 }
 
-/* A caller built against a NEWER header (structs 8 bytes larger than this library knows):
+/* A caller built against a NEWER header (structs larger than any layout this library knows;
+ * NEWER is far beyond what later 1.x versions append, so this keeps holding as they grow):
  * every entry point refuses it with MEMEST_ERR_STRUCT_SIZE and names the field. */
+#define NEWER 65536
 static void test_newer_caller_refused(void) {
-  /* room for the 8 extra bytes the "newer" caller claims */
+  /* room for the extra bytes the "newer" caller claims */
   union {
     memest_model model;
-    unsigned char room[sizeof(memest_model) + 8];
+    unsigned char room[sizeof(memest_model) + NEWER];
   } m;
   union {
     memest_gpu gpu;
-    unsigned char room[sizeof(memest_gpu) + 8];
+    unsigned char room[sizeof(memest_gpu) + NEWER];
   } g;
   union {
     memest_pretrain_request r;
-    unsigned char room[sizeof(memest_pretrain_request) + 8];
+    unsigned char room[sizeof(memest_pretrain_request) + NEWER];
   } pr;
   union {
     memest_pretrain_result r;
-    unsigned char room[sizeof(memest_pretrain_result) + 8];
+    unsigned char room[sizeof(memest_pretrain_result) + NEWER];
   } pout;
   union {
     memest_param_count c;
-    unsigned char room[sizeof(memest_param_count) + 8];
+    unsigned char room[sizeof(memest_param_count) + NEWER];
   } pc;
   memest_pretrain_request r;
   memest_pretrain_result out;
@@ -652,84 +654,84 @@ static void test_newer_caller_refused(void) {
   CHECK_OK(memest_gpu_from_preset("a100-40gb", &gpu));
 
   /* _init functions */
-  CHECK_FAILS(memest_model_init(&m.model, sizeof(memest_model) + 8), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
-  CHECK_FAILS(memest_gpu_init(&g.gpu, sizeof(memest_gpu) + 8), MEMEST_ERR_STRUCT_SIZE, "gpu.struct_size");
-  CHECK_FAILS(memest_pretrain_request_init(&pr.r, sizeof(memest_pretrain_request) + 8),
+  CHECK_FAILS(memest_model_init(&m.model, sizeof(memest_model) + NEWER), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
+  CHECK_FAILS(memest_gpu_init(&g.gpu, sizeof(memest_gpu) + NEWER), MEMEST_ERR_STRUCT_SIZE, "gpu.struct_size");
+  CHECK_FAILS(memest_pretrain_request_init(&pr.r, sizeof(memest_pretrain_request) + NEWER),
               MEMEST_ERR_STRUCT_SIZE, "request.struct_size");
   {
     union {
       memest_layout l;
-      unsigned char room[sizeof(memest_layout) + 8];
+      unsigned char room[sizeof(memest_layout) + NEWER];
     } lay;
     union {
       memest_search_request s;
-      unsigned char room[sizeof(memest_search_request) + 8];
+      unsigned char room[sizeof(memest_search_request) + NEWER];
     } sr;
     union {
       memest_finetune_request f;
-      unsigned char room[sizeof(memest_finetune_request) + 8];
+      unsigned char room[sizeof(memest_finetune_request) + NEWER];
     } fr;
     union {
       memest_model_states_request r;
-      unsigned char room[sizeof(memest_model_states_request) + 8];
+      unsigned char room[sizeof(memest_model_states_request) + NEWER];
     } msr;
-    CHECK_FAILS(memest_layout_init(&lay.l, sizeof(memest_layout) + 8), MEMEST_ERR_STRUCT_SIZE, "layout.struct_size");
-    CHECK_FAILS(memest_search_request_init(&sr.s, sizeof(memest_search_request) + 8), MEMEST_ERR_STRUCT_SIZE,
+    CHECK_FAILS(memest_layout_init(&lay.l, sizeof(memest_layout) + NEWER), MEMEST_ERR_STRUCT_SIZE, "layout.struct_size");
+    CHECK_FAILS(memest_search_request_init(&sr.s, sizeof(memest_search_request) + NEWER), MEMEST_ERR_STRUCT_SIZE,
                 "request.struct_size");
-    CHECK_FAILS(memest_finetune_request_init(&fr.f, sizeof(memest_finetune_request) + 8),
+    CHECK_FAILS(memest_finetune_request_init(&fr.f, sizeof(memest_finetune_request) + NEWER),
                 MEMEST_ERR_STRUCT_SIZE, "request.struct_size");
-    CHECK_FAILS(memest_model_states_request_init(&msr.r, sizeof(memest_model_states_request) + 8),
+    CHECK_FAILS(memest_model_states_request_init(&msr.r, sizeof(memest_model_states_request) + NEWER),
                 MEMEST_ERR_STRUCT_SIZE, "request.struct_size");
   }
 
   /* models and GPUs the library fills or reads */
-  m.model.struct_size = sizeof(memest_model) + 8;
+  m.model.struct_size = sizeof(memest_model) + NEWER;
   CHECK_FAILS(memest_model_from_preset("llama-3.1-8b", &m.model), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
   CHECK_FAILS(memest_model_from_config_json(kLlamaConfig, &m.model), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
   memcpy(&m.model, &model, sizeof model);
-  m.model.struct_size = sizeof(memest_model) + 8;
+  m.model.struct_size = sizeof(memest_model) + NEWER;
   CHECK_FAILS(memest_model_validate(&m.model), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
   pc.c.struct_size = sizeof(memest_param_count);
   CHECK_FAILS(memest_model_parameter_count(&m.model, &pc.c), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
-  pc.c.struct_size = sizeof(memest_param_count) + 8;
+  pc.c.struct_size = sizeof(memest_param_count) + NEWER;
   CHECK_FAILS(memest_model_parameter_count(&model, &pc.c), MEMEST_ERR_STRUCT_SIZE, "count.struct_size");
-  g.gpu.struct_size = sizeof(memest_gpu) + 8;
+  g.gpu.struct_size = sizeof(memest_gpu) + NEWER;
   CHECK_FAILS(memest_gpu_from_preset("a100-40gb", &g.gpu), MEMEST_ERR_STRUCT_SIZE, "gpu.struct_size");
 
   /* pretraining: request, model, GPU, result, stage elements */
   table2_request(&r);
   out.struct_size = sizeof out;
   memcpy(&pr.r, &r, sizeof r);
-  pr.r.struct_size = sizeof r + 8;
+  pr.r.struct_size = sizeof r + NEWER;
   CHECK_FAILS(memest_pretrain(&pr.r, &out, stages, sizeof stages[0], 2), MEMEST_ERR_STRUCT_SIZE,
               "request.struct_size");
   r.model = &m.model;
   CHECK_FAILS(memest_pretrain(&r, &out, stages, sizeof stages[0], 2), MEMEST_ERR_STRUCT_SIZE, "model.struct_size");
   r.model = &model;
   memcpy(&g.gpu, &gpu, sizeof gpu);
-  g.gpu.struct_size = sizeof gpu + 8;
+  g.gpu.struct_size = sizeof gpu + NEWER;
   r.gpu = &g.gpu;
   CHECK_FAILS(memest_pretrain(&r, &out, stages, sizeof stages[0], 2), MEMEST_ERR_STRUCT_SIZE, "gpu.struct_size");
   r.gpu = &gpu;
-  pout.r.struct_size = sizeof out + 8;
+  pout.r.struct_size = sizeof out + NEWER;
   CHECK_FAILS(memest_pretrain(&r, &pout.r, stages, sizeof stages[0], 2), MEMEST_ERR_STRUCT_SIZE,
               "result.struct_size");
   {
-    unsigned char room[2 * (sizeof(memest_stage) + 8)];
-    CHECK_FAILS(memest_pretrain(&r, &out, (memest_stage*)(void*)room, sizeof(memest_stage) + 8, 2),
+    unsigned char room[2 * (sizeof(memest_stage) + NEWER)];
+    CHECK_FAILS(memest_pretrain(&r, &out, (memest_stage*)(void*)room, sizeof(memest_stage) + NEWER, 2),
                 MEMEST_ERR_STRUCT_SIZE, "stages");
   }
 
   /* model states */
   CHECK_OK(memest_model_states_request_init(&ms, sizeof ms));
   ms.model = &model;
-  ms_out.struct_size = sizeof ms_out + 8;
+  ms_out.struct_size = sizeof ms_out + NEWER;
   {
     union {
       memest_model_states_result r;
-      unsigned char room[sizeof(memest_model_states_result) + 8];
+      unsigned char room[sizeof(memest_model_states_result) + NEWER];
     } big;
-    big.r.struct_size = sizeof ms_out + 8;
+    big.r.struct_size = sizeof ms_out + NEWER;
     CHECK_FAILS(memest_model_states(&ms, &big.r), MEMEST_ERR_STRUCT_SIZE, "result.struct_size");
   }
   ms.model = &m.model;
@@ -739,7 +741,7 @@ static void test_newer_caller_refused(void) {
   /* search: request, base, layouts, result, entry elements */
   CHECK_OK(memest_search_request_init(&s, sizeof s));
   table2_request(&r);
-  s.base = &pr.r; /* struct_size sizeof + 8 */
+  s.base = &pr.r; /* struct_size sizeof + NEWER */
   s_out.struct_size = sizeof s_out;
   CHECK_FAILS(memest_search(&s, &s_out, entries, sizeof entries[0], 2, NULL, 0), MEMEST_ERR_STRUCT_SIZE,
               "base.struct_size");
@@ -747,35 +749,35 @@ static void test_newer_caller_refused(void) {
   {
     union {
       memest_search_request s;
-      unsigned char room[sizeof(memest_search_request) + 8];
+      unsigned char room[sizeof(memest_search_request) + NEWER];
     } big;
     memcpy(&big.s, &s, sizeof s);
-    big.s.struct_size = sizeof s + 8;
+    big.s.struct_size = sizeof s + NEWER;
     CHECK_FAILS(memest_search(&big.s, &s_out, entries, sizeof entries[0], 2, NULL, 0),
                 MEMEST_ERR_STRUCT_SIZE, "request.struct_size");
   }
   {
     union {
       memest_search_result r;
-      unsigned char room[sizeof(memest_search_result) + 8];
+      unsigned char room[sizeof(memest_search_result) + NEWER];
     } big;
-    big.r.struct_size = sizeof s_out + 8;
+    big.r.struct_size = sizeof s_out + NEWER;
     CHECK_FAILS(memest_search(&s, &big.r, entries, sizeof entries[0], 2, NULL, 0), MEMEST_ERR_STRUCT_SIZE,
                 "result.struct_size");
   }
   {
-    unsigned char room[2 * (sizeof(memest_search_entry) + 8)];
-    CHECK_FAILS(memest_search(&s, &s_out, (memest_search_entry*)(void*)room, sizeof(memest_search_entry) + 8,
+    unsigned char room[2 * (sizeof(memest_search_entry) + NEWER)];
+    CHECK_FAILS(memest_search(&s, &s_out, (memest_search_entry*)(void*)room, sizeof(memest_search_entry) + NEWER,
                               2, NULL, 0),
                 MEMEST_ERR_STRUCT_SIZE, "entries");
   }
   {
-    unsigned char room[2 * (sizeof(memest_layout) + 8)];
+    unsigned char room[2 * (sizeof(memest_layout) + NEWER)];
     memest_layout l;
     memest_layout_init(&l, sizeof l);
-    l.struct_size = sizeof l + 8;
+    l.struct_size = sizeof l + NEWER;
     memcpy(room, &l, sizeof l);
-    memcpy(room + sizeof l + 8, &l, sizeof l);
+    memcpy(room + sizeof l + NEWER, &l, sizeof l);
     s.layouts = (const memest_layout*)(const void*)room;
     s.layout_count = 2;
     CHECK_FAILS(memest_search(&s, &s_out, entries, sizeof entries[0], 2, NULL, 0), MEMEST_ERR_STRUCT_SIZE,
@@ -783,7 +785,7 @@ static void test_newer_caller_refused(void) {
   }
   CHECK_OK(memest_layout_init(&shortlist[0], sizeof shortlist[0]));
   CHECK_OK(memest_layout_init(&shortlist[1], sizeof shortlist[1]));
-  shortlist[1].struct_size = sizeof shortlist[1] + 8; /* differs from layouts[0] */
+  shortlist[1].struct_size = sizeof shortlist[1] + NEWER; /* differs from layouts[0] */
   s.layouts = shortlist;
   s.layout_count = 2;
   CHECK_FAILS(memest_search(&s, &s_out, entries, sizeof entries[0], 2, NULL, 0), MEMEST_ERR_STRUCT_SIZE,
@@ -796,10 +798,10 @@ static void test_newer_caller_refused(void) {
   {
     union {
       memest_finetune_request f;
-      unsigned char room[sizeof(memest_finetune_request) + 8];
+      unsigned char room[sizeof(memest_finetune_request) + NEWER];
     } big;
     memcpy(&big.f, &f, sizeof f);
-    big.f.struct_size = sizeof f + 8;
+    big.f.struct_size = sizeof f + NEWER;
     f_out.struct_size = sizeof f_out;
     CHECK_FAILS(memest_finetune(&big.f, &f_out), MEMEST_ERR_STRUCT_SIZE, "request.struct_size");
     choice.struct_size = sizeof choice;
@@ -809,28 +811,28 @@ static void test_newer_caller_refused(void) {
   {
     union {
       memest_finetune_result r;
-      unsigned char room[sizeof(memest_finetune_result) + 8];
+      unsigned char room[sizeof(memest_finetune_result) + NEWER];
     } big;
-    big.r.struct_size = sizeof f_out + 8;
+    big.r.struct_size = sizeof f_out + NEWER;
     CHECK_FAILS(memest_finetune(&f, &big.r), MEMEST_ERR_STRUCT_SIZE, "result.struct_size");
   }
   {
     union {
       memest_finetune_choice c;
-      unsigned char room[sizeof(memest_finetune_choice) + 8];
+      unsigned char room[sizeof(memest_finetune_choice) + NEWER];
     } big;
-    big.c.struct_size = sizeof choice + 8;
+    big.c.struct_size = sizeof choice + NEWER;
     CHECK_FAILS(memest_finetune_select(&f, &big.c, options, sizeof options[0], 4), MEMEST_ERR_STRUCT_SIZE,
                 "choice.struct_size");
   }
   {
-    unsigned char room[4 * (sizeof(memest_finetune_option) + 8)];
+    unsigned char room[4 * (sizeof(memest_finetune_option) + NEWER)];
     choice.struct_size = sizeof choice;
     CHECK_FAILS(memest_finetune_select(&f, &choice, (memest_finetune_option*)(void*)room,
-                                       sizeof(memest_finetune_option) + 8, 4),
+                                       sizeof(memest_finetune_option) + NEWER, 4),
                 MEMEST_ERR_STRUCT_SIZE, "options");
   }
-  f.gpu = &g.gpu; /* struct_size sizeof + 8 */
+  f.gpu = &g.gpu; /* struct_size sizeof + NEWER */
   CHECK_FAILS(memest_finetune(&f, &f_out), MEMEST_ERR_STRUCT_SIZE, "gpu.struct_size");
 }
 
