@@ -66,7 +66,7 @@ function gridGpus(text) {
 // ---- form <-> state ------------------------------------------------------------------------
 
 const FORM = {
-  m: 'model-preset', cfg: 'model-config', g: 'gpu-preset', mem: 'gpu-memory', gpus: 'gpus',
+  m: 'model-preset', cfg: 'model-config', g: 'gpu-preset', mem: 'gpu-memory', gp: 'gpu-profile', gpus: 'gpus',
   tp: 'tp', cp: 'cp', pp: 'pp', vpp: 'vpp', zero: 'zero', sp: 'sp', seq: 'seq', mbs: 'mbs',
   gbs: 'gbs', rc: 'recompute', fa: 'flash', top: 'search-top',
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
@@ -102,6 +102,8 @@ function syncFields(s) {
   $('config-field').hidden = s.m !== 'custom';
   $('gpu-memory').readOnly = s.g !== 'custom';
   $('gpu-memory-field').classList.toggle('derived', s.g !== 'custom');
+  $('gpu-memory-field').hidden = s.g === 'profile';
+  $('gpu-profile-field').hidden = s.g !== 'profile';
   for (const node of document.querySelectorAll('#inputs [data-modes]')) {
     node.hidden = !node.dataset.modes.split(' ').includes(s.tab);
   }
@@ -115,7 +117,7 @@ function syncFields(s) {
 
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'zero', 'sp', 'seq', 'mbs',
   'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'general'];
-const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory'] };
+const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
   for (const slot of ERROR_SLOTS) $(`err-${slot}`).textContent = '';
@@ -130,6 +132,7 @@ function showError(error) {
   const ids = SLOT_INPUTS[slot] ?? (slot === 'general' ? [] : [slot]);
   for (const id of ids) {
     if (id === 'model-config' && state.m !== 'custom') continue;
+    if (id === 'gpu-profile' && state.g !== 'profile') continue;
     $(id).setAttribute('aria-invalid', 'true');
   }
 }
@@ -1024,6 +1027,7 @@ async function start() {
   fillSelect($('gpu-preset'), gpuPresets.map((g) => ({
     value: g.id, label: `${g.name} (${(g.memory_bytes / GiB).toFixed(0)} GiB)`,
   })), 'Custom capacity…');
+  $('gpu-preset').append(new Option('Device profile (calibrate/)…', 'profile'));
   $('version').textContent = `libmemest ${memest.version()} (WebAssembly)`;
   const presetGpu = gpuPresets.find((g) => g.id === state.g);
   if (presetGpu) state.mem = String(presetGpu.memory_bytes / GiB);
@@ -1039,6 +1043,7 @@ async function start() {
       $('gpu-memory').value = next.mem;
     }
     if (e.target.id === 'gpu-preset' && next.g === 'custom') $('gpu-memory').focus();
+    if (e.target.id === 'gpu-preset' && next.g === 'profile') $('gpu-profile').focus();
     if (e.target.id === 'model-preset' && next.m === 'custom') $('model-config').focus();
     state = next;
     scheduleUpdate();
@@ -1056,6 +1061,14 @@ async function start() {
   $('config-file').addEventListener('change', async (e) => {
     const f = e.target.files?.[0];
     if (f) loadConfigText(await f.text());
+  });
+  // a device profile (memest-calibrate's output) by file
+  $('gpu-profile-file').addEventListener('change', async (e) => {
+    const f = e.target.files?.[0];
+    if (!f) return;
+    state = { ...readForm(), g: 'profile', gp: await f.text() };
+    writeForm(state);
+    update();
   });
   form.addEventListener('dragover', (e) => { e.preventDefault(); form.classList.add('dropping'); });
   form.addEventListener('dragleave', () => form.classList.remove('dropping'));

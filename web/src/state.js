@@ -3,7 +3,7 @@
 
 /** The README's default example: Llama-3.1-8B on 8 x A100 40GB, (TP, CP, PP, MBS) = (4, 1, 2, 1). */
 export const DEFAULTS = Object.freeze({
-  m: 'llama-3.1-8b', cfg: '', g: 'a100-40gb', mem: '40',
+  m: 'llama-3.1-8b', cfg: '', g: 'a100-40gb', mem: '40', gp: '',
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
   seq: '8192', mbs: '1', gbs: '1024', rc: 'none', fa: '1',
   tab: 'pretrain', top: '10',
@@ -18,11 +18,12 @@ export function stateFromHash(hash) {
   for (const key of Object.keys(DEFAULTS)) {
     if (params.has(key)) state[key] = params.get(key);
   }
-  if (state.cfg) {
+  for (const key of ['cfg', 'gp']) {  // pasted JSON texts travel compacted and encoded
+    if (!state[key]) continue;
     try {
-      state.cfg = decodeConfig(state.cfg);
+      state[key] = decodeConfig(state[key]);
     } catch {
-      state.cfg = '';
+      state[key] = '';
     }
   }
   return state;
@@ -34,8 +35,9 @@ export function hashFromState(state) {
   for (const [key, def] of Object.entries(DEFAULTS)) {
     const value = state[key] ?? def;
     if (value === def) continue;
-    if ((key === 'mem' && state.g !== 'custom') || (key === 'cfg' && state.m !== 'custom')) continue;
-    params.set(key, key === 'cfg' ? encodeConfig(value) : value);
+    if ((key === 'mem' && state.g !== 'custom') || (key === 'cfg' && state.m !== 'custom') ||
+        (key === 'gp' && state.g !== 'profile')) continue;
+    params.set(key, key === 'cfg' || key === 'gp' ? encodeConfig(value) : value);
   }
   const text = params.toString();
   return text ? `#${text}` : '';
@@ -73,6 +75,31 @@ function num(text) {
  * preset id ("unknown preset").
  */
 export function formProblem(state) {
+  return profileProblem(state) ?? configProblem(state);
+}
+
+/** A pasted device profile (the GPU's "profile" choice) that is not a JSON object. */
+function profileProblem(state) {
+  if (state.g !== 'profile') return null;
+  const text = String(state.gp ?? '');
+  if (text.trim() === '') {
+    return { code: 'missing_field', field: 'gpu',
+      message: 'gpu: paste a device profile (what memest-calibrate writes) or choose a file' };
+  }
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { code: 'parse_error', field: 'gpu',
+      message: `gpu: the device profile is not valid JSON (${e.message})` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { code: 'wrong_type', field: 'gpu', message: 'gpu: the device profile must be a JSON object ({...})' };
+  }
+  return null;
+}
+
+function configProblem(state) {
   if (state.m !== 'custom') return null;
   const text = String(state.cfg ?? '');
   if (text.trim() === '') {
@@ -105,6 +132,13 @@ export function modelOf(state) {
 }
 
 export function gpuOf(state) {
+  if (state.g === 'profile') {  // a device profile, passed whole: the library reads its fields
+    try {
+      return JSON.parse(state.gp);
+    } catch {
+      return state.gp;
+    }
+  }
   if (state.g !== 'custom') return state.g;
   return { memory_gib: num(state.mem) };
 }

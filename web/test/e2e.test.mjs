@@ -500,6 +500,42 @@ test('a pasted config.json: cut short, it is a JSON parse error; incomplete, the
   assert.equal(await page.getAttribute('#model-config', 'aria-invalid'), 'true');
 });
 
+test('a device profile (calibrate/): pasted or chosen as a file, its fields decide; not JSON, a parse error', async () => {
+  const text = readFileSync(here('../../calibrate/examples/h100-sxm-80gb.example.json'), 'utf8');
+  const profile = JSON.parse(text);
+  await show('#');
+  await page.selectOption('#gpu-preset', 'profile');
+  await page.fill('#gpu-profile', text.slice(0, 40));  // cut short: the page says so, no answer
+  await page.waitForFunction(() => /not valid JSON/.test(document.querySelector('#err-gpu').textContent));
+  assert.match(await page.textContent('#err-gpu'), /^gpu: the device profile is not valid JSON/);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#verdict'), '—');
+  let before = await probe();
+  await page.fill('#gpu-profile', text);
+  await settle(before);
+  await expectResult('pasted device profile');
+  const want = cli({ ...cases[0].request, gpu: profile });
+  assert.equal(want.ok, true);
+  assert.equal(await page.textContent('#capacity'), `${g2(want.capacity_bytes)} GiB`);
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`);
+  assert.equal(g2(want.capacity_bytes), g2(profile.memory_gib * GiB));  // the profile's capacity
+  // the same file chosen with the file input
+  await show('#');
+  before = await probe();
+  await page.setInputFiles('#gpu-profile-file', here('../../calibrate/examples/h100-sxm-80gb.example.json'));
+  await settle(before);
+  await expectResult('device profile file');
+  assert.equal(await page.inputValue('#gpu-preset'), 'profile');
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`);
+  // a field out of range: the library's message, the GPU marked
+  before = await probe();
+  await page.fill('#gpu-profile', JSON.stringify({ ...profile, fragmentation: 12 }));
+  await page.waitForFunction(() => document.querySelector('#err-gpu').textContent !== '');
+  const bad = cli({ ...cases[0].request, gpu: { ...profile, fragmentation: 12 } });
+  assert.equal(await page.textContent('#err-gpu'), bad.error.message);
+  assert.equal(bad.error.field, 'gpu.fragmentation');
+});
+
 test('the state is shared by URL: a fresh page restores the exact configuration', async () => {
   const c = cases[18];
   await show(hashFor(c.request));
