@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <tuple>
 
 #include "helpers.hpp"
 
@@ -81,4 +82,33 @@ TEST_CASE("The enums mode gives both verdict bands") {
   CHECK(a.body["enums"]["status"].size() == MEMEST_STATUS_COUNT);
   CHECK(a.body["enums"]["status"][MEMEST_ERR_INTERNAL] == "internal");
   CHECK(a.body["enums"]["prune_reason"][MEMEST_PRUNE_EQUIVALENT] == "equivalent");
+}
+
+TEST_CASE("A single setting that would not fit is not suggested") {
+  // Llama-3.1-70B on 64 x A100 40GB, tp 8, pp 2, micro-batch 2: full recomputation, ZeRO-3 or
+  // micro-batch 1 alone each leave it out of memory (checked here through the same entry
+  // point), so only the search's layouts are suggested.
+  const test::json request = {
+      {"mode", "pretrain"}, {"model", "llama-3.1-70b"}, {"gpu", "a100-40gb"},
+      {"parallel", {{"gpus", 64}, {"tp", 8}, {"pp", 2}}},
+      {"training", {{"seq_len", 8192}, {"micro_batch", 2}, {"global_batch", 1024}}}};
+  const test::Answer a = test::request(request);
+  REQUIRE(a.status == MEMEST_OK);
+  REQUIRE(a.body["peak_verdict"] == "oom");
+  for (const auto& [block, key, value] :
+       {std::tuple<const char*, const char*, test::json>{"training", "recompute", "full"},
+        {"parallel", "zero", 3},
+        {"training", "micro_batch", 1}}) {
+    test::json changed = request;
+    changed[block][key] = value;
+    const test::Answer b = test::request(changed);
+    REQUIRE(b.status == MEMEST_OK);
+    CHECK(b.body["peak_verdict"] != "fits");
+  }
+  REQUIRE(a.body["suggestions"].size() >= 1);
+  for (const auto& s : a.body["suggestions"]) {
+    CAPTURE(s["change"]);
+    CHECK(s["change"].get<std::string>().rfind("tp ", 0) == 0);
+    CHECK(s["peak_verdict"] == "fits");
+  }
 }

@@ -2,6 +2,7 @@
 // thread-local errors, stage buffers. Built twice: against the static and the shared library.
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -131,6 +132,20 @@ TEST_CASE("Enumeration names come from one table, with their counts") {
   CHECK(memest_enum_value(MEMEST_ENUM_PRUNE_REASON, "nope") == -1);
   CHECK(memest_enum_value(MEMEST_ENUM_PRUNE_REASON, nullptr) == -1);
   CHECK(std::string(memest_prune_reason_name(MEMEST_PRUNE_TP_KV_HEADS)) == "tp_kv_heads");
+  // Every name, in the order of the header's values (the names the JSON contract documents).
+  const char* prune[] = {"oom", "tp_across_nodes", "tp_heads", "tp_kv_heads", "tp_ffn",
+                         "gpus_not_divisible", "pp_exceeds_layers", "vpp_needs_pp",
+                         "layers_not_divisible", "cp_sequence", "global_batch",
+                         "interleaved_microbatches", "equivalent"};
+  for (int32_t i = 0; i < MEMEST_PRUNE_REASON_COUNT; ++i) {
+    CHECK(std::string(memest_enum_name(MEMEST_ENUM_PRUNE_REASON, i)) == prune[i]);
+  }
+  const char* status[] = {"ok", "invalid_argument", "missing_field", "wrong_type", "parse_error",
+                          "unknown_preset", "unknown_field", "unsupported", "overflow",
+                          "struct_size", "null_pointer", "out_of_range", "no_memory", "internal"};
+  for (int32_t i = 0; i < MEMEST_STATUS_COUNT; ++i) {
+    CHECK(std::string(memest_enum_name(MEMEST_ENUM_STATUS, i)) == status[i]);
+  }
   CHECK(memest_verdict_limit(MEMEST_VERDICT_FITS) == 0.8);
   CHECK(memest_verdict_limit(MEMEST_VERDICT_TIGHT) == 1.0);
   CHECK(memest_verdict_limit(MEMEST_VERDICT_OOM) == 0);
@@ -148,11 +163,15 @@ TEST_CASE("struct_size: a smaller caller's layout is read and written up to its 
   // ...and above its own (a caller built against a newer header).
   res.struct_size = sizeof res + 8;
   CHECK(memest_model_states(&m.r, &res) == MEMEST_ERR_STRUCT_SIZE);
-  // An _init call writes only the size it is given.
-  unsigned char bytes[sizeof(memest_layout) + 16];
+  // An _init call writes only the size it is given: a 1.0 caller's memest_model ends at
+  // logits_fp32, before the fields 1.1 appended.
+  const std::size_t v1 = offsetof(memest_model, logits_fp32) + sizeof(int32_t);
+  REQUIRE(v1 < sizeof(memest_model));
+  alignas(memest_model) unsigned char bytes[sizeof(memest_model)];
   std::memset(bytes, 0x77, sizeof bytes);
-  REQUIRE(memest_layout_init(reinterpret_cast<memest_layout*>(bytes), sizeof(memest_layout)) ==
+  REQUIRE(memest_model_init(reinterpret_cast<memest_model*>(bytes), static_cast<uint32_t>(v1)) ==
           MEMEST_OK);
-  for (std::size_t i = sizeof(memest_layout); i < sizeof bytes; ++i) CHECK(bytes[i] == 0x77);
-  CHECK(reinterpret_cast<memest_layout*>(bytes)->tp == 1);
+  for (std::size_t i = v1; i < sizeof bytes; ++i) CHECK(bytes[i] == 0x77);
+  CHECK(reinterpret_cast<memest_model*>(bytes)->struct_size == v1);
+  CHECK(reinterpret_cast<memest_model*>(bytes)->norms_per_layer == 2);
 }
