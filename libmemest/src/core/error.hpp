@@ -23,7 +23,7 @@ class Error : public std::runtime_error {
   std::string field_;
 };
 
-// A caller's string as an error message quotes it: cut to kMaxEchoChars (a 100 MB preset id
+// A caller's string as an error message quotes it: cut to max_chars (a 100 MB preset id
 // is not sent back whole), with its length said when cut.
 inline std::string echo(const std::string& s, std::size_t max_chars = 64) {
   if (s.size() <= max_chars) return s;
