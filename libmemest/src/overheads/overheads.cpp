@@ -5,7 +5,8 @@
 namespace memest {
 
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
-                              double embedded, double states_bytes, double activation_bytes) {
+                              double embedded, double states_bytes, double activation_bytes,
+                              double stack_buffers) {
   const memest_model& m = *plan.model;
   const memest_gpu& g = *plan.gpu;
   const ActivationLayout& x = plan.layout;
@@ -20,6 +21,7 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
   double buffers = 0;
   if (t > 1 && x.sequence_parallel) buffers += 2 * sb * h / c;  // SP all-gather of a layer input
   if (plan.pp > 1) buffers += 2 * (2 * sb * h / (t * c));        // PP send + receive
+  buffers += stack_buffers;
   o.comm_buffers = buffers + (c > 1 ? g.cp_buffer_bytes : 0.0);
   if (last) o.logits = 2 * sb * v / (t * c);
 

@@ -32,7 +32,11 @@ struct OverheadParts {
 // Overheads of stage i holding `layers` layers with `in_flight` micro-batches of activations,
 // `embedded` micro-batches of embedding activations (first stage), whose paper terms are
 // `states_bytes` and `activation_bytes`.
+// `stack_buffers`: the training stack's buffers (states/stack_states.hpp: FSDP, DDP and
+// DeepSpeed collectives, offload staging), 0 under megatron; they join comm_buffers and the
+// bytes fragmentation applies to.
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
-                              double embedded, double states_bytes, double activation_bytes);
+                              double embedded, double states_bytes, double activation_bytes,
+                              double stack_buffers = 0);
 
 }  // namespace memest

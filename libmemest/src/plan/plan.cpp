@@ -9,10 +9,11 @@
 #include "core/limits.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
+#include "plan/stack.hpp"
 
 namespace memest {
 
-void validate_precision(const Precision& p, const char* prefix) {
+void validate_precision(const Precision& p, const char* prefix, bool allow_derive) {
   const std::string base(prefix);
   auto check = [&](double v, const char* name, double min) {
     if (!std::isfinite(v) || v < min || v > 64) {
@@ -22,7 +23,8 @@ void validate_precision(const Precision& p, const char* prefix) {
   };
   check(p.param_bytes, "param_dtype", 0.125);  // down to 1-bit weights
   check(p.grad_bytes, "grad_dtype", 0.125);
-  check(p.optimizer_bytes, "optimizer", 0);
+  // MEMEST_OPTIMIZER_BYTES_DERIVE: K follows the optimizer, the framework and the stored dtype
+  if (!allow_derive || p.optimizer_bytes != MEMEST_OPTIMIZER_BYTES_DERIVE) check(p.optimizer_bytes, "optimizer", 0);
 }
 
 void validate_zero(int zero, const char* field) {
@@ -62,6 +64,17 @@ bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLay
   return true;
 }
 
+bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers& out) {
+  if (pp < 2 || layers < pp * vpp) return false;
+  const int64_t chunk = (layers + pp * vpp - 1) / (pp * vpp);  // layers of a full chunk
+  const int64_t middle = chunk * vpp;
+  const int64_t fewer = middle * pp - layers;  // taken from the first and the last rank
+  out.middle = middle;
+  out.first = middle - (fewer + 1) / 2;
+  out.last = middle - fewer / 2;
+  return out.first >= 1 && out.last >= 1 && fewer / 2 < middle;
+}
+
 LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   const memest_model& m = r.model;
   if (m.num_attention_heads % r.tp != 0) return LayoutIssue::TpHeads;
@@ -77,7 +90,9 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   out.dp = r.gpus / (r.tp * r.cp * r.pp);
   if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
   if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
-  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers)) {
+  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers) &&
+      !(r.stack.framework == MEMEST_FRAMEWORK_FSDP &&
+        split_chunks_unevenly(m.num_hidden_layers, r.pp, r.vpp, out.layers))) {
     return LayoutIssue::LayersNotDivisible;
   }
   if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
@@ -204,8 +219,9 @@ void validate_fields(const PretrainRequest& r) {
                                           str(MEMEST_ACTIVATIONS_COUNT - 1) + "), got " +
                                           str(r.activation_model));
   }
-  validate_precision(r.precision, "training");
+  validate_precision(r.precision, "training", true);
   validate_gpu(r.gpu, "gpu", true);
+  validate_stack(r);
 }
 
 Plan make_plan(const PretrainRequest& r) {
@@ -229,7 +245,14 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
   plan.layers = check.layers;
   plan.num_microbatches = check.num_microbatches;
   plan.precision = r.precision;
-  plan.zero = r.zero;
+  if (plan.precision.optimizer_bytes == MEMEST_OPTIMIZER_BYTES_DERIVE) {
+    plan.precision.optimizer_bytes = derived_optimizer_bytes(
+        r.precision.optimizer, r.stack.framework, r.precision.param_bytes);
+  }
+  plan.stack = r.stack;
+  plan.framework = r.stack.framework;
+  plan.loss = resolved_loss(r.stack.framework, r.stack.loss);
+  plan.zero = effective_zero(r.stack.framework, r.zero);
   plan.layout.seq_len = static_cast<double>(r.seq_len);
   plan.layout.micro_batch = static_cast<double>(r.micro_batch);
   plan.layout.tp = static_cast<double>(r.tp);

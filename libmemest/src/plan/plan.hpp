@@ -22,6 +22,12 @@ struct StageLayers {
 };
 // False when the layers cannot be split so (pp*vpp must then divide them).
 bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out);
+// torchtitan's split of a pipeline into pp*vpp chunks when they do not divide the layers
+// (torchtitan/distributed/pipeline_parallel.py: chunks of ceil(L/(pp*vpp)) layers, the first and
+// the last chunk lighter, where the embedding and the output layer sit): every rank holds
+// vpp full chunks but the first and the last, which give up the shortfall between them
+// (126 layers over pp 8 * vpp 2: 15, 16, ..., 16, 15).
+bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers& out);
 
 // Everything the stage loop needs, validated and converted once.
 struct Plan {
@@ -30,8 +36,11 @@ struct Plan {
   int64_t tp, cp, pp, vpp, dp;
   StageLayers layers;
   int64_t num_microbatches;  // 0 = not known (global batch not given)
-  Precision precision;
-  int zero;
+  Precision precision;  // optimizer_bytes resolved (K, master included)
+  int zero;             // the ZeRO stage the framework runs (plan/stack.hpp effective_zero)
+  Stack stack;
+  int32_t framework = MEMEST_FRAMEWORK_MEGATRON;
+  int32_t loss = MEMEST_LOSS_FUSED;  // resolved
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
@@ -66,7 +75,8 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out);
 const char* layout_issue_name(LayoutIssue issue);
 
 // Validates the precision ("<prefix>.param_dtype", ...) and a ZeRO stage.
-void validate_precision(const Precision& p, const char* prefix);
+// `allow_derive`: optimizer_bytes may be MEMEST_OPTIMIZER_BYTES_DERIVE (pretraining, search).
+void validate_precision(const Precision& p, const char* prefix, bool allow_derive = false);
 void validate_zero(int zero, const char* field);
 // Validates every field but the layout's consistency (throws memest::Error naming the field).
 void validate_fields(const PretrainRequest& r);

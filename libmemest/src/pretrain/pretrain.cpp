@@ -11,6 +11,7 @@
 #include "model/model.hpp"
 #include "overheads/overheads.hpp"
 #include "states/model_states.hpp"
+#include "states/stack_states.hpp"
 
 namespace memest {
 
@@ -50,8 +51,50 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     // Tied embeddings under PP: the last stage keeps its own copy of the word embeddings.
     if (m.tie_word_embeddings && plan.pp > 1) params += edge.word_embedding / t;
   }
-  const StateBytes states = state_bytes(params, plan.precision, plan.zero,
-                                        static_cast<double>(plan.dp * plan.cp));
+  // States per framework (states/stack_states.hpp; under megatron the ZeRO partitioning of
+  // state_bytes exactly).
+  StackStateInput sin;
+  sin.params = params;
+  sin.largest_tensor =
+      std::max(edge.word_embedding, static_cast<double>(m.hidden_size) *
+                                        static_cast<double>(m.intermediate_size)) / t;
+  sin.shard_group = static_cast<double>(plan.dp * plan.cp);
+  sin.pp = plan.pp;
+  sin.zero = plan.zero;
+  sin.precision = plan.precision;
+  sin.stack = plan.stack;
+  const StackStates ss = stack_state_bytes(sin);
+  StateBytes states;
+  states.weights = ss.weights;
+  states.gradients = ss.gradients;
+  states.optimizer = ss.optimizer;
+  // The training stack's buffers (0 under megatron).
+  const double block = layer.sharded / t + layer.replicated;
+  double framework_buffers = 0;
+  switch (plan.framework) {
+    case MEMEST_FRAMEWORK_FSDP:
+      framework_buffers = plan.zero >= 2
+                              ? fsdp_buffer_bytes(block, plan.zero, plan.pp, plan.precision.grad_bytes)
+                              : ddp_bucket_bytes(params, plan.precision.grad_bytes, plan.dp,
+                                                 plan.stack.ddp_gradient_as_bucket_view == 1);
+      break;
+    case MEMEST_FRAMEWORK_PYTORCH:
+      framework_buffers = ddp_bucket_bytes(params, plan.precision.grad_bytes, plan.dp,
+                                           plan.stack.ddp_gradient_as_bucket_view == 1);
+      break;
+    case MEMEST_FRAMEWORK_DEEPSPEED: {
+      const double threshold = plan.stack.ds_param_persistence_threshold > 0
+                                   ? plan.stack.ds_param_persistence_threshold
+                                   : kDsParamPersistenceThreshold;
+      // tensors at or below the threshold stay whole: the norms (h elements each)
+      const double persistent =
+          static_cast<double>(m.hidden_size) <= threshold ? layers * layer.replicated : 0.0;
+      framework_buffers = deepspeed_buffer_bytes(params, block, persistent, plan.zero,
+                                                 plan.precision, plan.stack);
+      break;
+    }
+    default: break;
+  }
 
   // Activations (Eq. 17 for the first stage, generalised per stage).
   const double in_flight = microbatches_in_flight(plan, i, cap);
@@ -65,6 +108,17 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   }
   if (last) activations += head_activation_bytes(m, plan.layout);  // Eq. 14, one micro-batch
 
+  // Activation offloading (torchtune/training/_activation_offloading.py OffloadActivations;
+  // Megatron-Core cpu_offload): the layers' saved activations go to host memory; one layer's
+  // activations of one micro-batch stay on the GPU as the staging buffer of the copy stream.
+  double host_activations = 0, staging = 0;
+  if (plan.stack.offload_activations) {
+    const double one_layer = layer_activation_bytes(m, plan.coefficients, plan.layout);
+    host_activations = in_flight * layers * one_layer;
+    staging = std::min(one_layer, host_activations);
+    activations -= host_activations;
+  }
+
   memest_stage s;
   std::memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
@@ -77,8 +131,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.optimizer_bytes = states.optimizer;
   s.activations_bytes = activations;
   s.total_bytes = states.total() + activations;
-  const OverheadParts o =
-      stage_overheads(plan, i, layers, in_flight, embedded, states.total(), activations);
+  const OverheadParts o = stage_overheads(plan, i, layers, in_flight, embedded, states.total(),
+                                         activations, framework_buffers + staging);
   s.context_bytes = o.context;
   s.comm_buffer_bytes = o.comm_buffers;
   s.logits_bytes = o.logits;
@@ -86,6 +140,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.fragmentation_bytes = o.fragmentation;
   s.overhead_bytes = o.total();
   s.peak_bytes = s.total_bytes + s.overhead_bytes;
+  // Allocated vs reserved: the caching allocator reserves what it has allocated plus the
+  // fragmentation term (README "Allocated and reserved").
+  s.peak_reserved_bytes = s.peak_bytes;
+  s.peak_allocated_bytes = s.peak_bytes - s.fragmentation_bytes;
+  s.host_bytes = ss.host + host_activations;
+  s.paged_bytes = ss.paged;
+  s.framework_buffer_bytes = framework_buffers;
+  s.master_weights_bytes = plan.stack.offload_optimizer ? 0.0 : ss.master;
+  s.offload_staging_bytes = staging;
   return s;
 }
 
@@ -142,6 +205,15 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
   }
   out.oom_predicted = out.peak_bytes > capacity;
   out.peak_verdict = peak_verdict_for(out.peak_bytes, capacity);
+  {
+    const memest_stage ps = stage_memory(plan, out.peak_stage, true);
+    out.peak_allocated_bytes = ps.peak_allocated_bytes;
+    out.peak_reserved_bytes = ps.peak_reserved_bytes;
+    out.host_bytes = ps.host_bytes;
+  }
+  out.framework = plan.framework;
+  out.loss = plan.loss;
+  out.optimizer_bytes_per_parameter = plan.precision.optimizer_bytes;
   // Only now, with every check passed, write the caller's stage array.
   const int64_t written = std::min<int64_t>(plan.pp, stages ? stage_capacity : 0);
   for (int64_t i = 0; i < written; ++i) stages[i] = stage_memory(plan, i, true);

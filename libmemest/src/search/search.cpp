@@ -9,6 +9,7 @@
 #include "core/limits.hpp"
 #include "core/verdict.hpp"
 #include "plan/plan.hpp"
+#include "plan/stack.hpp"
 #include "pretrain/pretrain.hpp"
 #include "throughput/throughput.hpp"
 
@@ -182,6 +183,11 @@ void validate_search(const SearchRequest& r) {
     fail("search.recompute", "must allow at least one of " + enum_choices(MEMEST_ENUM_RECOMPUTE));
   }
   if (r.zero_mask == 0 || (r.zero_mask & ~15u) != 0) fail("search.zero", "must allow stages among 0..3");
+  if (base.stack.framework == MEMEST_FRAMEWORK_MEGATRON &&
+      (r.recompute_mask & (1u << MEMEST_RECOMPUTE_OP_SELECTIVE)) != 0) {
+    fail("search.recompute", "op_selective is torchtitan's per-op policy: it needs framework "
+                             "fsdp, deepspeed or pytorch");
+  }
   check_flag("search.tp_within_node", r.tp_within_node);
   check_flag("search.include_oom", r.include_oom);
   check_flag("search.uneven_pipeline", r.uneven_pipeline);
@@ -191,6 +197,21 @@ void validate_search(const SearchRequest& r) {
   }
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
     validate_layout(r.layouts[i], "search.layouts[" + std::to_string(i) + "]");
+    // the training stack's combinations, as a pretraining request with this layout
+    PretrainRequest one = base;
+    one.set_layout(r.layouts[i]);
+    try {
+      validate_stack(one);
+    } catch (const Error& e) {
+      // a layout field ("training.recompute", "parallel.zero") is named in the layout
+      std::string at = "search.layouts[" + std::to_string(i) + "]";
+      const std::string& f = e.field();
+      const std::string key = f.substr(f.rfind('.') + 1);
+      for (const char* k : {"recompute", "zero", "tp", "cp", "pp", "vpp", "micro_batch"}) {
+        if (key == k) at += "." + key;
+      }
+      throw Error(e.status(), at, at + " (" + f + "): " + e.what());
+    }
   }
 }
 
