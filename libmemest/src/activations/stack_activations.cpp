@@ -1,0 +1,300 @@
+#include "activations/stack_activations.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/model.hpp"
+
+namespace memest {
+
+namespace {
+
+// Tokens of one micro-batch on one GPU: s*b/cp.
+double tokens_per_gpu(const ActivationLayout& x) { return x.seq_len * x.micro_batch / x.cp; }
+
+double next_pow2(double v) {
+  double p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+// ---- 1. Loss -------------------------------------------------------------------------------
+
+LossMemory loss_memory(LossKind kind, const LossInputs& in) {
+  const double n = in.tokens, v = in.vocab, d = in.logit_bytes;
+  const double nv = n * v;
+  // `.float()` copies only when the logits are below fp32 (ATen's to() returns self otherwise).
+  const double upcast = d < 4 ? 4.0 : 0.0;
+  const double held = in.logits_held ? d : 0.0;  // per logit, through the backward
+  LossMemory r;
+  switch (kind) {
+    case LossKind::Fused:
+      // megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max makes the fp32
+      // copy; max subtraction and exp run in place on it and it is saved as the softmax; the
+      // backward turns it into the gradient in place, then the output layer's backward gets a
+      // copy in the logits' dtype. The model's bf16 logits die when the loss returns.
+      r.forward = nv * (d + upcast);
+      r.backward = nv * (4 + (d < 4 ? d : 0.0) + held);
+      break;
+    case LossKind::Unfused:
+      // F.cross_entropy = nll_loss(log_softmax(x)) (aten/src/ATen/native/LossNLL.cpp).
+      // Forward, while log_softmax writes: the logits (d), the fp32 copy (4), the log-probs (4).
+      // The fp32 copy dies when the loss returns: _log_softmax saves its result, not its input
+      // (tools/autograd/derivatives.yaml), and ToCopyBackward saves nothing. Backward, inside
+      // _log_softmax_backward_data: the saved log-probs (4), nll_loss_backward's grad_input
+      // (4, self's shape and dtype: LossNLL.cpp's meta function) and the new gradient (4).
+      r.forward = nv * (d + upcast + 4);
+      r.backward = nv * (12 + held);
+      break;
+    case LossKind::Chunked: {
+      // torchtune ce_chunked_output_loss.py: compute_cross_entropy(logits_chunk.float()) per
+      // chunk; every chunk's log_softmax result stays saved for backward, only the fp32 copy is
+      // per chunk. Forward peak at the last chunk: all logits (d), all log-probs (4), one copy
+      // (c/C). Backward peak at the first chunk's LogSoftmaxBackward: all log-probs (4) plus
+      // that chunk's nll grad and log-softmax grad (8/C).
+      const double c = std::max(1.0, in.chunks);
+      r.forward = nv * (d + 4 + upcast / c);
+      r.backward = nv * (4 + 8 / c + held);
+      break;
+    }
+    case LossKind::LinearFused: {
+      // Liger-Kernel ops/fused_linear_cross_entropy.py: chunk = next_pow2(ceil(BT / ceil(V/H)))
+      // rows; per chunk the logits are written in the input's dtype, the Triton kernel upcasts
+      // in registers and writes the gradient over them; grad_input = zeros_like(input) and the
+      // fp32 loss_1d live for the whole loss; backward only scales grad_input in place.
+      const double inc = std::ceil(v / std::max(1.0, in.hidden));
+      const double rows = std::min(n, next_pow2(std::ceil(n / std::max(1.0, inc))));
+      r.forward = rows * v * d + n * in.hidden * d + 4 * n;
+      r.backward = n * in.hidden * d;
+      break;
+    }
+  }
+  return r;
+}
+
+// ---- 2. op_selective ------------------------------------------------------------------------
+
+OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
+                                    double residual_bytes) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = static_cast<double>(head_dim(m));
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double kv = static_cast<double>(m.num_key_value_heads);
+  const double f = static_cast<double>(m.intermediate_size);
+
+  // The block's matmuls in execution order (torchtitan models/llama3/model.py:
+  // wq, wk, wv, sdpa, wo, w1, w3, w2), as elements per token of their output on this GPU.
+  // Column-parallel outputs are sharded by t; row-parallel outputs are full-size partial sums
+  // before the reduce-scatter. A linear with a bias runs as aten.addmm: always saved (it is in
+  // get_default_op_list's compute_intensive_ops) and not counted by the every-second-mm rule.
+  struct Mm {
+    double elems;
+    bool bias;
+  };
+  Mm mms[8];
+  int count = 0;
+  const bool qkv_bias = m.attention_qkv_bias != 0;
+  if (m.fused_qkv) {
+    mms[count++] = {(a + 2 * kv) * dh / t, qkv_bias};
+  } else {
+    mms[count++] = {a * dh / t, qkv_bias};
+    mms[count++] = {kv * dh / t, qkv_bias};
+    mms[count++] = {kv * dh / t, qkv_bias};
+  }
+  mms[count++] = {h, m.attention_out_bias != 0};
+  const bool mlp_bias = m.mlp_bias != 0;
+  if (m.gated_mlp) {
+    mms[count++] = {f / t, mlp_bias};
+    mms[count++] = {f / t, mlp_bias};
+  } else {
+    mms[count++] = {f / t, mlp_bias};
+  }
+  mms[count++] = {h, mlp_bias};
+
+  // torchtitan/distributed/activation_checkpoint.py (SelectiveAC; torchtitan 2025:
+  // _apply_ac_to_transformer_block with selective_ac_option "op"): MUST_SAVE for ops in the
+  // save list except every second mm (the counter is per block forward).
+  OpSelectiveLayer r;
+  int mm_index = 0;
+  for (int i = 0; i < count; ++i) {
+    if (mms[i].bias) {
+      r.mm_outputs += 2 * n * mms[i].elems;
+      continue;
+    }
+    ++mm_index;
+    if (mm_index % 2 == 1) r.mm_outputs += 2 * n * mms[i].elems;
+  }
+  // torch/utils/checkpoint.py: the non-reentrant checkpoint keeps the block's inputs.
+  r.block_input = residual_bytes * n * h / (sp ? t : 1.0);
+  if (x.flash_attention) {
+    // _scaled_dot_product_flash_attention returns (out, logsumexp, ...): all outputs cached.
+    r.attention_out = 2 * n * a * dh / t;
+    r.logsumexp = 4 * n * a / t;
+  } else {
+    // Math SDPA decomposes into bmm (saved: compute-intensive, not an mm) + softmax + bmm.
+    r.attention_out = 2 * n * a * dh / t;
+    r.scores = 2 * a * x.seq_len * x.seq_len * x.micro_batch / (t * x.cp);
+  }
+  // With SP, wo and w2 end in _c10d_functional.reduce_scatter_tensor (saved); without SP they
+  // end in an all-reduce, which is not in the save list.
+  if (sp) r.reduce_scatter = 2 * (2 * n * h / t);
+  return r;
+}
+
+double every_nth_checkpointed_bytes(int64_t layers, int64_t every, double checkpointed_layer,
+                                    double plain_layer) {
+  if (layers <= 0) return 0;
+  const int64_t n = every <= 1 ? layers : layers / every;  // i % N == 0 for i in 1..layers
+  return static_cast<double>(n) * checkpointed_layer +
+         static_cast<double>(layers - n) * plain_layer;
+}
+
+// ---- 3. Recomputation working set -----------------------------------------------------------
+
+RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
+                                          double full_layer, double kept_layer,
+                                          double residual_bytes) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double f = static_cast<double>(m.intermediate_size);
+  RecomputeWorkingSet r;
+  r.rebuilt = std::max(0.0, full_layer - kept_layer);
+  // The block's backward starts with the gradient of its output (residual dtype, sharded with
+  // SP; the reduce-scatter's backward all-gathers a full copy for the MLP's last linear). Its
+  // peak is the MLP's elementwise backward: after the down projection's backward has freed the
+  // product (saved as its input), MulBackward holds the product's gradient and writes the two
+  // gradients of its factors: +2 intermediate-size tensors over the saved set (gated); GELU's
+  // backward writes one beside its input gradient: +1. The attention backward runs after the
+  // MLP's saved tensors are freed and, for h_ffn >= a*d, stays below this.
+  const double out_grad = residual_bytes * n * h / (sp ? t : 1.0) + (sp ? 2 * n * h : 0.0);
+  const double mlp_grads = (m.gated_mlp ? 2.0 : 1.0) * 2 * n * f / t;
+  r.gradients = out_grad + mlp_grads;
+  return r;
+}
+
+RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,
+                                                        const ActivationCoefficients& k,
+                                                        memest_activation_model which,
+                                                        const ActivationLayout& x) {
+  // megatron/core/tensor_parallel/random.py CheckpointFunction.backward: the checkpointed
+  // layer's forward runs again with grad enabled, then torch.autograd.backward through it, so
+  // the layer holds its full activation set for one micro-batch while its backward runs.
+  ActivationLayout none = x;
+  none.recompute = MEMEST_RECOMPUTE_NONE;
+  ActivationLayout full = x;
+  full.recompute = MEMEST_RECOMPUTE_FULL;
+  double full_layer = layer_activation_bytes(m, k, none);
+  if (which == MEMEST_ACTIVATIONS_LLAMA && m.gated_mlp) {
+    // overheads.cpp: a fused SwiGLU keeps 6 sbh_ffn, not Eq. 12's 8.
+    full_layer -= 2 * x.seq_len * x.micro_batch * static_cast<double>(m.intermediate_size) /
+                  (x.tp * x.cp);
+  }
+  return recompute_working_set(m, x, full_layer, layer_activation_bytes(m, k, full), 2);
+}
+
+// ---- 4. Eager PyTorch blocks ----------------------------------------------------------------
+
+EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
+                                  const EagerBlockOptions& o) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = static_cast<double>(head_dim(m));
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double kv = static_cast<double>(m.num_key_value_heads);
+  const double f = static_cast<double>(m.intermediate_size);
+  const double r_bytes = o.autocast ? 4.0 : 2.0;  // residual stream: fp32 params under autocast
+  const double seq_div = sp ? t : 1.0;            // the norms run on the sequence shard
+
+  // What the linears after a norm save of its output: bf16 models save the one output tensor
+  // (full sequence: with SP the DTensor all-gather's output is what the mm saves). Under
+  // autocast each linear casts its input itself (the autocast cache holds only leaf tensors),
+  // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
+  const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
+  const double mlp_consumers = m.gated_mlp ? 2.0 : 1.0;
+  auto norm_bytes = [&](double consumers) {
+    const double casts = (o.autocast && !o.compiled) ? consumers : 1.0;
+    const double linear_inputs = casts * 2 * n * h;
+    double own;
+    if (o.compiled || o.block == EagerBlock::Torchtitan) {
+      // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor
+      // recomputing the pointwise norm from its input: the input plus fp32 rstd per token.
+      own = r_bytes * n * h / seq_div + 4 * n / seq_div;
+    } else if (o.autocast) {
+      // HF LlamaRMSNorm on an fp32 residual: .to(float32) is a no-op, pow and the rsqrt product
+      // save the residual itself (4h), weight * normed saves normed (4h); rsqrt's result is per
+      // token (4).
+      own = (4 + 4) * n * h / seq_div + 4 * n / seq_div;
+    } else {
+      // HF LlamaRMSNorm on bf16: the fp32 upcast (saved by pow and the product, 4h), the bf16
+      // normalised tensor (saved by weight * ., 2h), rsqrt's per-token fp32 result.
+      own = (4 + 2) * n * h / seq_div + 4 * n / seq_div;
+    }
+    return own + linear_inputs;
+  };
+  EagerBlockBytes r;
+  r.norms = norm_bytes(attn_consumers) + norm_bytes(mlp_consumers);
+
+  // Attention (SDPA flash/efficient: saves query, key, value, output, logsumexp). Rotary's
+  // multiplications by cos/sin save only cos/sin (shared, no grad); the rotated Q and K are
+  // what SDPA saves (under autocast its bf16 casts). K and V have k heads with enable_gqa, a
+  // heads after repeat_kv.
+  const double kv_heads = o.gqa_native ? kv : a;
+  r.attention = 2 * n * a * dh / t              // rotated Q
+                + 2 * (2 * n * kv_heads * dh / t)  // K, V
+                + 2 * n * a * dh / t              // output (also o_proj's saved input)
+                + 4 * n * a / t;                  // logsumexp, fp32
+  if (!x.flash_attention) {
+    r.attention += 2 * a * x.seq_len * x.seq_len * x.micro_batch / (t * x.cp);  // softmax out
+    r.attention -= 4 * n * a / t;
+  }
+
+  // MLP: gated eager saves gate (SiLU input), SiLU output and up (Mul's operands), the product
+  // (down_proj's input): 4 tensors of h_ffn. Compiled: the pointwise SiLU and product are
+  // recomputed from the saved gate and up (partitioners.py: pointwise ops are recomputable,
+  // mm is not). GELU MLP: fc1 output and GELU output (compiled: fc1 output only).
+  if (m.gated_mlp) {
+    r.mlp = (o.compiled ? 2.0 : 4.0) * 2 * n * f / t;
+  } else {
+    r.mlp = (o.compiled ? 1.0 : 2.0) * 2 * n * f / t;
+  }
+  return r;
+}
+
+double autocast_weight_copies_bytes(double linear_params) { return 2 * linear_params; }
+
+// ---- 5. fp8 -----------------------------------------------------------------------------------
+
+double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params) {
+  return impl == Fp8Impl::TransformerEngine ? 2 * linear_params : 0.0;
+}
+
+double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x) {
+  if (impl == Fp8Impl::Torchao) return 0.0;
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = static_cast<double>(head_dim(m));
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double f = static_cast<double>(m.intermediate_size);
+  // Transformer Engine module/layernorm_linear.py, layernorm_mlp.py, linear.py: the saved
+  // linear input is an fp8 tensor kept for the wgrad GEMM with its column-wise (transposed)
+  // data only, 1 byte per element, except a norm output that must be all-gathered again under
+  // SP, which keeps its row-wise data too (2 bytes: no change).
+  double delta = 0;
+  if (!sp) delta -= 2 * n * h;      // two norm outputs, 2 -> 1 byte
+  delta -= n * f / t;               // fc2 input (SwiGLU/GELU output), 2 -> 1 byte
+  delta += n * a * dh / t;          // proj input: fp8 copy beside core attention's bf16 output
+  return delta;
+}
+
+}  // namespace memest
