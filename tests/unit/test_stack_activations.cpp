@@ -96,6 +96,29 @@ TEST_CASE("loss memory: torchtune's chunked CE keeps every chunk's log-probs") {
   CHECK(r.peak() == 6829375488.0);
   in.logits_held = true;
   CHECK(memest::loss_memory(LossKind::Chunked, in).backward == 7354712064.0);
+  // compiled compute_cross_entropy: every chunk's bf16 logits saved (2) plus one chunk's bf16
+  // gradient (2/8): 2.25 B/logit = 2364014592 at the backward, 2 B/logit = 2101346304 forward.
+  in.logits_held = false;
+  in.compiled = true;
+  r = memest::loss_memory(LossKind::Chunked, in);
+  CHECK(r.forward == 2101346304.0);
+  CHECK(r.backward == 2364014592.0);
+}
+
+TEST_CASE("loss memory: a compiled F.cross_entropy saves its input logits, not the log-probs") {
+  // bf16 logits: forward 2 B/logit = 2101346304; backward saved logits 2 + bf16 gradient 2 =
+  // 4 B/logit = 4202692608. fp32 logits (torchtune's model upcasts before the loss): 4 and 8
+  // B/logit = 8405385216.
+  memest::LossInputs in;
+  in.tokens = 8192;
+  in.vocab = 128256;
+  in.hidden = 4096;
+  in.compiled = true;
+  auto r = memest::loss_memory(LossKind::Unfused, in);
+  CHECK(r.forward == 2101346304.0);
+  CHECK(r.backward == 4202692608.0);
+  in.logit_bytes = 4;
+  CHECK(memest::loss_memory(LossKind::Unfused, in).backward == 8405385216.0);
 }
 
 TEST_CASE("loss memory: Liger fused linear + CE never materialises the logits") {
@@ -128,6 +151,26 @@ TEST_CASE("op_selective: torchtitan's per-op SAC on a Llama-3.1-8B block") {
   CHECK(r.logsumexp == 128.0 * 8192);
   CHECK(r.reduce_scatter == 0.0);
   CHECK(r.total() == 521142272.0);
+  // Reused by the block's recomputation: input 8192 + wv 2048 + w1 28672 + SDPA output 8192 +
+  // logsumexp 128 = 47232 B per token (not wq's 8192, saved pre-rotary, nor w2's 8192).
+  CHECK(r.reused_by_recompute == 47232.0 * 8192);
+  // With repeat_kv (torchtitan 2025) SDPA saves a copy of V, not wv's output: 45184 B.
+  CHECK(memest::op_selective_layer(m, layout(1, false), 2, false).reused_by_recompute ==
+        45184.0 * 8192);
+}
+
+TEST_CASE("op_selective: the recomputed block adds the eager set less what SAC kept") {
+  // torchtitan 2026 block (enable_gqa) eager: 168072 B per token; reused 47232 B: the rebuild
+  // adds 120840 B per token = 989921280. Gradients: output 2*4096 + 2 * 2*14336 = 65536 B per
+  // token = 536870912.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.block = memest::EagerBlock::Torchtitan;
+  const auto x = layout(1, false);
+  const auto w = memest::recompute_working_set(m, x, memest::eager_block_bytes(m, x, o).total(),
+                                               memest::op_selective_layer(m, x).reused_by_recompute);
+  CHECK(w.rebuilt == 989921280.0);
+  CHECK(w.gradients == 536870912.0);
 }
 
 TEST_CASE("op_selective: TP 2 with SP saves full-size row-parallel outputs and reduce-scatters") {
@@ -231,17 +274,17 @@ TEST_CASE("eager blocks: torchtitan's block, 2025 (repeat_kv) and 2026 (enable_g
   CHECK(r.total() == 1477509120.0);
 }
 
-TEST_CASE("eager blocks: torch.compile recomputes the pointwise norm and SwiGLU") {
-  // Norms as the fused kernel: 32776 B; attention 20608 B; MLP gate + up only 2*2*14336 =
-  // 57344 B. Total 110728 B per token * 8192 = 907083776. Under autocast the casts are CSE'd
-  // into one, the residual is fp32: each norm 4h + 4 + 2h = 24580 B -> 49160 + 20608 + 57344 =
-  // 127112 B per token * 8192 = 1041301504.
+TEST_CASE("eager blocks: torch.compile recomputes the pointwise norm and the SiLU output") {
+  // Norms as the fused kernel: 32776 B; attention 20608 B; MLP gate, up and the product
+  // (read by w2's weight-gradient mm) 3*2*14336 = 86016 B. Total 139400 B per token * 8192 =
+  // 1141964800. Under autocast the casts are CSE'd into one, the residual is fp32: each norm
+  // 4h + 4 + 2h = 24580 B -> 49160 + 20608 + 86016 = 155784 B per token * 8192 = 1276182528.
   const memest_model m = llama8b();
   memest::EagerBlockOptions o;
   o.compiled = true;
-  CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 907083776.0);
+  CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 1141964800.0);
   o.autocast = true;
-  CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 1041301504.0);
+  CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 1276182528.0);
 }
 
 TEST_CASE("fp8: torchao saves high-precision inputs, Transformer Engine fp8 copies") {

@@ -47,6 +47,16 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
       // (4, self's shape and dtype: LossNLL.cpp's meta function) and the new gradient (4).
       r.forward = nv * (d + upcast + 4);
       r.backward = nv * (12 + held);
+      if (in.compiled) {
+        // torch/_functorch/partitioners.py (min-cut, default config): log_softmax's max and
+        // sum are reductions (ban_recompute_reductions: saved, N values), the upcast and the
+        // subtraction are pointwise and recomputed, so the graph saves its input logits (d)
+        // rather than the fp32 log-probs (4). Inductor turns nll_loss_backward's scatter into
+        // zeros into a pointwise select (optimize_scatter_upon_const_tensor) and fuses the
+        // whole backward into one kernel writing the gradient in the input's dtype (d).
+        r.forward = nv * d;
+        r.backward = nv * 2 * d;
+      }
       break;
     case LossKind::Chunked: {
       // torchtune ce_chunked_output_loss.py: compute_cross_entropy(logits_chunk.float()) per
@@ -57,6 +67,12 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
       const double c = std::max(1.0, in.chunks);
       r.forward = nv * (d + 4 + upcast / c);
       r.backward = nv * (4 + 8 / c + held);
+      if (in.compiled) {
+        // torchtune compiles compute_cross_entropy only: per chunk as the compiled unfused loss
+        // above, so every chunk's logits stay saved (d) and one chunk's gradient is written.
+        r.forward = nv * d;
+        r.backward = nv * d * (1 + 1 / c);
+      }
       break;
     }
     case LossKind::LinearFused: {
@@ -77,7 +93,7 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
 // ---- 2. op_selective ------------------------------------------------------------------------
 
 OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
-                                    double residual_bytes) {
+                                    double residual_bytes, bool gqa_native) {
   const double n = tokens_per_gpu(x);
   const double t = x.tp;
   const bool sp = x.sequence_parallel && t > 1;
@@ -92,42 +108,46 @@ OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayou
   // Column-parallel outputs are sharded by t; row-parallel outputs are full-size partial sums
   // before the reduce-scatter. A linear with a bias runs as aten.addmm: always saved (it is in
   // get_default_op_list's compute_intensive_ops) and not counted by the every-second-mm rule.
+  // `reused`: the eager block saves this very output too (V as SDPA's value, the gate/up or
+  // fc1 outputs as the activation's operands; a fused QKV output stays alive through its V
+  // view); Q and K are saved rotated, wo and w2 outputs not at all.
   struct Mm {
     double elems;
     bool bias;
+    bool reused;
   };
   Mm mms[8];
   int count = 0;
   const bool qkv_bias = m.attention_qkv_bias != 0;
   if (m.fused_qkv) {
-    mms[count++] = {(a + 2 * kv) * dh / t, qkv_bias};
+    mms[count++] = {(a + 2 * kv) * dh / t, qkv_bias, true};
   } else {
-    mms[count++] = {a * dh / t, qkv_bias};
-    mms[count++] = {kv * dh / t, qkv_bias};
-    mms[count++] = {kv * dh / t, qkv_bias};
+    mms[count++] = {a * dh / t, qkv_bias, false};
+    mms[count++] = {kv * dh / t, qkv_bias, false};
+    mms[count++] = {kv * dh / t, qkv_bias, gqa_native};
   }
-  mms[count++] = {h, m.attention_out_bias != 0};
+  mms[count++] = {h, m.attention_out_bias != 0, false};
   const bool mlp_bias = m.mlp_bias != 0;
   if (m.gated_mlp) {
-    mms[count++] = {f / t, mlp_bias};
-    mms[count++] = {f / t, mlp_bias};
+    mms[count++] = {f / t, mlp_bias, true};
+    mms[count++] = {f / t, mlp_bias, true};
   } else {
-    mms[count++] = {f / t, mlp_bias};
+    mms[count++] = {f / t, mlp_bias, true};
   }
-  mms[count++] = {h, mlp_bias};
+  mms[count++] = {h, mlp_bias, false};
 
   // torchtitan/distributed/activation_checkpoint.py (SelectiveAC; torchtitan 2025:
   // _apply_ac_to_transformer_block with selective_ac_option "op"): MUST_SAVE for ops in the
   // save list except every second mm (the counter is per block forward).
   OpSelectiveLayer r;
   int mm_index = 0;
+  double reused_mm = 0;
   for (int i = 0; i < count; ++i) {
-    if (mms[i].bias) {
-      r.mm_outputs += 2 * n * mms[i].elems;
-      continue;
-    }
-    ++mm_index;
-    if (mm_index % 2 == 1) r.mm_outputs += 2 * n * mms[i].elems;
+    bool saved = mms[i].bias;
+    if (!mms[i].bias) saved = ++mm_index % 2 == 1;
+    if (!saved) continue;
+    r.mm_outputs += 2 * n * mms[i].elems;
+    if (mms[i].reused) reused_mm += 2 * n * mms[i].elems;
   }
   // torch/utils/checkpoint.py: the non-reentrant checkpoint keeps the block's inputs.
   r.block_input = residual_bytes * n * h / (sp ? t : 1.0);
@@ -143,6 +163,7 @@ OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayou
   // With SP, wo and w2 end in _c10d_functional.reduce_scatter_tensor (saved); without SP they
   // end in an all-reduce, which is not in the save list.
   if (sp) r.reduce_scatter = 2 * (2 * n * h / t);
+  r.reused_by_recompute = r.block_input + reused_mm + r.attention_out + r.logsumexp + r.scores;
   return r;
 }
 
@@ -225,8 +246,10 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     const double linear_inputs = casts * 2 * n * h;
     double own;
     if (o.compiled || o.block == EagerBlock::Torchtitan) {
-      // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor
-      // recomputing the pointwise norm from its input: the input plus fp32 rstd per token.
+      // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor:
+      // the fp32 upcast and the normalised tensor are pointwise and read only by pointwise ops
+      // in backward, so they are recomputed from the saved input; the mean of squares is a
+      // reduction (saved, per token); the output is read by the weight-gradient mms (saved).
       own = r_bytes * n * h / seq_div + 4 * n / seq_div;
     } else if (o.autocast) {
       // HF LlamaRMSNorm on an fp32 residual: .to(float32) is a no-op, pow and the rsqrt product
@@ -258,13 +281,16 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   }
 
   // MLP: gated eager saves gate (SiLU input), SiLU output and up (Mul's operands), the product
-  // (down_proj's input): 4 tensors of h_ffn. Compiled: the pointwise SiLU and product are
-  // recomputed from the saved gate and up (partitioners.py: pointwise ops are recomputable,
-  // mm is not). GELU MLP: fc1 output and GELU output (compiled: fc1 output only).
+  // (down_proj's input): 4 tensors of h_ffn. Compiled (torch/_functorch/partitioners.py with
+  // torch/_functorch/config.py's defaults): mm outputs are never recomputed (gate, up saved);
+  // a tensor a non-fusible op (the weight-gradient mm) reads in backward is never recomputed
+  // (ban_recompute_materialized_backward: the product is saved); the SiLU output, read only by
+  // pointwise ops, is recomputed: 3 tensors, Megatron's fused-SwiGLU count. GELU MLP: fc1
+  // output and GELU output (fc2's saved input) both ways.
   if (m.gated_mlp) {
-    r.mlp = (o.compiled ? 2.0 : 4.0) * 2 * n * f / t;
+    r.mlp = (o.compiled ? 3.0 : 4.0) * 2 * n * f / t;
   } else {
-    r.mlp = (o.compiled ? 1.0 : 2.0) * 2 * n * f / t;
+    r.mlp = 2.0 * 2 * n * f / t;
   }
   return r;
 }

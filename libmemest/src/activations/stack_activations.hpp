@@ -41,6 +41,8 @@ struct LossInputs {
                               // backward (a plain `out = model(...); out.loss.backward()`);
                               // torchtitan (`del pred`), torchtune (`del logits`), Megatron and
                               // the HF Trainer drop them before backward
+  bool compiled = false;      // Unfused / Chunked: the loss function is torch.compile'd
+                              // (torchtitan compile.components "loss", torchtune compile_loss)
 };
 
 struct LossMemory {
@@ -59,6 +61,8 @@ struct LossMemory {
 //   Unfused      forward N*V*(d + c + 4), backward N*V*12 (+ d when logits_held): 10 and 12
 //                bytes per bf16 logit
 //   Chunked      forward N*V*(d + 4 + c/C), backward N*V*(4 + 8/C) (+ d when logits_held)
+//   compiled     Unfused: forward N*V*d, backward N*V*2d (the saved input and its gradient);
+//                Chunked: forward N*V*d, backward N*V*d*(1 + 1/C)
 //   LinearFused  forward r*V*d + N*h*d + 4N with r = min(N, next_pow2(ceil(N / ceil(V/h)))),
 //                backward N*h*d
 LossMemory loss_memory(LossKind kind, const LossInputs& in);
@@ -80,11 +84,16 @@ struct OpSelectiveLayer {
   double total() const {
     return block_input + mm_outputs + attention_out + logsumexp + scores + reduce_scatter;
   }
+  // Not part of total(): the bytes of this saved set that the block's recomputation in
+  // backward reuses as its own saved tensors (block input, V, gate/up or fc1 outputs, SDPA
+  // output and logsumexp), to pass as recompute_working_set's kept_layer.
+  double reused_by_recompute = 0;
 };
 // residual_bytes: bytes per element of the residual stream (2 under FSDP2's bf16 param_dtype;
-// 4 with fp32 parameters under autocast).
+// 4 with fp32 parameters under autocast). gqa_native: SDPA reads V as wv wrote it (enable_gqa)
+// rather than a repeat_kv copy (only reused_by_recompute depends on it).
 OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
-                                    double residual_bytes = 2);
+                                    double residual_bytes = 2, bool gqa_native = true);
 
 // torchtitan's layer-level policy (selective_ac_option = "N", torchtitan 2025; `recompute_every`
 // N): the i-th wrapped block (1-based, counted over the blocks this process wraps) is fully
