@@ -56,8 +56,13 @@ TEST_CASE("loss memory: unfused F.cross_entropy on bf16 logits, 10 then 12 bytes
   CHECK(r.peak() == 12608077824.0);
   in.logits_held = true;
   CHECK(memest::loss_memory(LossKind::Unfused, in).backward == 14709424128.0);
-  // fp32 logits (d = 4): .float() is a no-op, forward 4 + 4 = 8 B/logit = 8405385216.
+  // HF releases that shifted the logits: the contiguous fp32 copy of logits[..., :-1, :] is
+  // alive beside the upcast while log_softmax writes: 2 + 4 + 4 + 4 = 14 B/logit = 14709424128.
   in.logits_held = false;
+  in.shift_copy = true;
+  CHECK(memest::loss_memory(LossKind::Unfused, in).forward == 14709424128.0);
+  in.shift_copy = false;
+  // fp32 logits (d = 4): .float() is a no-op, forward 4 + 4 = 8 B/logit = 8405385216.
   in.logit_bytes = 4;
   CHECK(memest::loss_memory(LossKind::Unfused, in).forward == 8405385216.0);
 }

@@ -45,7 +45,7 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
       // (tools/autograd/derivatives.yaml), and ToCopyBackward saves nothing. Backward, inside
       // _log_softmax_backward_data: the saved log-probs (4), nll_loss_backward's grad_input
       // (4, self's shape and dtype: LossNLL.cpp's meta function) and the new gradient (4).
-      r.forward = nv * (d + upcast + 4);
+      r.forward = nv * (d + upcast + 4 + (in.shift_copy ? 4 : 0));
       r.backward = nv * (12 + held);
       if (in.compiled) {
         // torch/_functorch/partitioners.py (min-cut, default config): log_softmax's max and

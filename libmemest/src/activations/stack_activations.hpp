@@ -43,6 +43,9 @@ struct LossInputs {
                               // the HF Trainer drop them before backward
   bool compiled = false;      // Unfused / Chunked: the loss function is torch.compile'd
                               // (torchtitan compile.components "loss", torchtune compile_loss)
+  bool shift_copy = false;    // Unfused: Hugging Face's ForCausalLMLoss of the releases that
+                              // shifted the logits (`logits[..., :-1, :].contiguous()` on the
+                              // fp32 copy) instead of padding the labels: one more fp32 copy
 };
 
 struct LossMemory {
@@ -59,7 +62,7 @@ struct LossMemory {
 //   Fused        forward N*V*(d + c), backward N*V*(4 + (d < 4 ? d : 0)): peak 6 bytes per bf16
 //                logit, today's Megatron numbers (Eq. 14's 4sbv/t + the overhead model's 2sbv/(tc))
 //   Unfused      forward N*V*(d + c + 4), backward N*V*12 (+ d when logits_held): 10 and 12
-//                bytes per bf16 logit
+//                bytes per bf16 logit; shift_copy adds 4 to the forward (14)
 //   Chunked      forward N*V*(d + 4 + c/C), backward N*V*(4 + 8/C) (+ d when logits_held)
 //   compiled     Unfused: forward N*V*d, backward N*V*2d (the saved input and its gradient);
 //                Chunked: forward N*V*d, backward N*V*d*(1 + 1/C)
