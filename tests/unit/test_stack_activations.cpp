@@ -292,6 +292,35 @@ TEST_CASE("eager blocks: torch.compile recomputes the pointwise norm and the SiL
   CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 1276182528.0);
 }
 
+TEST_CASE("eager blocks: LoRA saves only what the adapters and the gradient flow need") {
+  // All seven linears adapted, r = 16, no dropout, bf16. Frozen norm scales: each norm keeps
+  // its fp32 upcast 4h + rsqrt 4 B = 16388 B, plus its output shared by the adapters' lora_A
+  // 2h: 24580 B, two norms 49160 B. Attention 20608 + four lora_A outputs 4 * 2*16 = 20736 B.
+  // MLP: gate, SiLU out, up, and the product for down's lora_A: 114688 + three lora_A outputs
+  // 96 = 114784 B. Total 184680 B per token * 8192 = 1512898560.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.lora = true;
+  o.lora_targets = memest::kLoraAll;
+  o.lora_rank = 16;
+  auto r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == 49160.0 * 8192);
+  CHECK(r.attention == 20736.0 * 8192);
+  CHECK(r.mlp == 114784.0 * 8192);
+  CHECK(r.total() == 1512898560.0);
+  // peft's common q_proj + v_proj, r = 8, with dropout: the attention norm's output is saved
+  // as two dropout outputs + masks 2 * 3 * 4096 = 24576 B -> 40964 B; the MLP norm keeps only
+  // 16388 B (no adapter reads its output). Attention 20608 + 2 * 2*8 = 20640 B. MLP without the
+  // product (frozen down_proj saves no input): 86016 B. Total 164008 B per token * 8192 =
+  // 1343553536.
+  o.lora_targets = memest::kLoraQ | memest::kLoraV;
+  o.lora_rank = 8;
+  o.lora_dropout = true;
+  r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == (40964.0 + 16388.0) * 8192);
+  CHECK(r.total() == 1343553536.0);
+}
+
 TEST_CASE("fp8: torchao saves high-precision inputs, Transformer Engine fp8 copies") {
   const memest_model m = llama8b();
   CHECK(memest::fp8_activation_delta(memest::Fp8Impl::Torchao, m, layout(1, false)) == 0.0);

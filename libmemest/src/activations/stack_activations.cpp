@@ -241,9 +241,28 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
   const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
   const double mlp_consumers = m.gated_mlp ? 2.0 : 1.0;
-  auto norm_bytes = [&](double consumers) {
+  const unsigned tg = o.lora ? o.lora_targets : 0u;
+  auto adapted = [&](unsigned bits) {
+    double c = 0;
+    for (unsigned b = 1; b <= kLoraDown; b <<= 1) {
+      if ((bits & b) && (tg & b)) ++c;
+    }
+    return c;
+  };
+  const double attn_adapted = adapted(m.fused_qkv ? kLoraQ : (kLoraQ | kLoraK | kLoraV));
+  const double mlp_adapted = adapted(m.gated_mlp ? (kLoraGate | kLoraUp) : kLoraUp);
+  // What the consumers of a tensor of `width` elements per token save of it, given `plain`
+  // bytes when every consumer is a trainable linear (bf16: one shared tensor).
+  auto lora_inputs = [&](double count, double width) {
+    if (count == 0) return 0.0;
+    if (o.lora_dropout) return count * 3 * n * width;  // dropout output + bool mask, each
+    if (o.autocast) return count * 2 * n * width;      // one bf16 cast each
+    return 2 * n * width;                              // the tensor itself, shared
+  };
+  auto norm_bytes = [&](double consumers, double adapted_consumers) {
     const double casts = (o.autocast && !o.compiled) ? consumers : 1.0;
-    const double linear_inputs = casts * 2 * n * h;
+    const double linear_inputs =
+        o.lora ? lora_inputs(adapted_consumers, h) : casts * 2 * n * h;
     double own;
     if (o.compiled || o.block == EagerBlock::Torchtitan) {
       // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor:
@@ -253,18 +272,19 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
       own = r_bytes * n * h / seq_div + 4 * n / seq_div;
     } else if (o.autocast) {
       // HF LlamaRMSNorm on an fp32 residual: .to(float32) is a no-op, pow and the rsqrt product
-      // save the residual itself (4h), weight * normed saves normed (4h); rsqrt's result is per
-      // token (4).
-      own = (4 + 4) * n * h / seq_div + 4 * n / seq_div;
+      // save the residual itself (4h), weight * normed saves normed (4h, not when the scale is
+      // frozen); rsqrt's result is per token (4).
+      own = ((o.lora ? 0 : 4) + 4) * n * h / seq_div + 4 * n / seq_div;
     } else {
       // HF LlamaRMSNorm on bf16: the fp32 upcast (saved by pow and the product, 4h), the bf16
-      // normalised tensor (saved by weight * ., 2h), rsqrt's per-token fp32 result.
-      own = (4 + 2) * n * h / seq_div + 4 * n / seq_div;
+      // normalised tensor (saved by weight * ., 2h, not when the scale is frozen), rsqrt's
+      // per-token fp32 result.
+      own = (4 + (o.lora ? 0 : 2)) * n * h / seq_div + 4 * n / seq_div;
     }
     return own + linear_inputs;
   };
   EagerBlockBytes r;
-  r.norms = norm_bytes(attn_consumers) + norm_bytes(mlp_consumers);
+  r.norms = norm_bytes(attn_consumers, attn_adapted) + norm_bytes(mlp_consumers, mlp_adapted);
 
   // Attention (SDPA flash/efficient: saves query, key, value, output, logsumexp). Rotary's
   // multiplications by cos/sin save only cos/sin (shared, no grad); the rotated Q and K are
@@ -291,6 +311,16 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     r.mlp = (o.compiled ? 3.0 : 4.0) * 2 * n * f / t;
   } else {
     r.mlp = 2.0 * 2 * n * f / t;
+  }
+  if (o.lora) {
+    // The down projection's input (the product / the GELU output) is saved only for an
+    // adapter on it; the attention output stays saved by SDPA, an adapted o_proj with dropout
+    // adds its own copy. Every adapter keeps its r-wide lora_A output for lora_B (2r).
+    r.mlp -= 2 * n * f / t;
+    r.mlp += lora_inputs(adapted(kLoraDown), f / t);
+    if (o.lora_dropout) r.attention += adapted(kLoraO) * 3 * n * a * dh / t;
+    r.attention += (attn_adapted + adapted(kLoraO)) * 2 * n * o.lora_rank;
+    r.mlp += (mlp_adapted + adapted(kLoraDown)) * 2 * n * o.lora_rank;
   }
   return r;
 }

@@ -149,6 +149,24 @@ struct EagerBlockOptions {
   bool gqa_native = true;   // SDPA enable_gqa (HF with no mask and torch >= 2.5; torchtitan
                             // 2026); false: repeat_kv copies K and V to all heads
   bool compiled = false;    // torch.compile (inductor's min-cut partitioner) on each block
+  // LoRA (peft tuners/lora/layer.py Linear.forward; torchtune modules/peft/lora.py): frozen
+  // base weights and norm scales, adapters on the linears in lora_targets (LoraTarget bits).
+  bool lora = false;
+  unsigned lora_targets = 0;
+  double lora_rank = 0;
+  bool lora_dropout = false;  // lora_dropout > 0 (nn.Dropout; peft and torchtune use
+                              // nn.Identity for 0)
+};
+
+enum LoraTarget : unsigned {
+  kLoraQ = 1u << 0,
+  kLoraK = 1u << 1,
+  kLoraV = 1u << 2,
+  kLoraO = 1u << 3,
+  kLoraGate = 1u << 4,
+  kLoraUp = 1u << 5,
+  kLoraDown = 1u << 6,
+  kLoraAll = 0x7fu,
 };
 
 struct EagerBlockBytes {
@@ -158,6 +176,15 @@ struct EagerBlockBytes {
   double total() const { return norms + attention + mlp; }
 };
 // Bytes one block saves for backward without checkpointing, per GPU per micro-batch.
+// With lora, only what the trainable adapters and the gradient flow need is saved: autograd
+// saves a matmul's input only when its weight requires grad (tools/autograd/
+// gen_variable_type.py guard_for: an input used by one derivative formula only is saved under
+// should_compute_output of that edge; mm's self feeds only mat2's), so a frozen linear saves
+// nothing and a frozen norm scale does not save the normalised tensor; each adapted linear
+// saves its lora_A input (shared with the base input, or with dropout its own dropout output
+// 2 bytes + bool mask 1 byte per element) and its r-wide lora_A output (2r). lora_targets of
+// a fused QKV model: kLoraQ stands for the fused projection; of a GELU MLP: kLoraUp is fc1,
+// kLoraDown fc2. Not modelled with compiled.
 // Tensor parallelism as torchtitan applies it (colwise/rowwise DTensor linears; with SP the
 // linears save their all-gathered input at full sequence length).
 EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
