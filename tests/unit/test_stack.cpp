@@ -293,3 +293,25 @@ TEST_CASE("DDP on one process only when its buckets are named") {
   CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() ==
         4 * r["model"]["num_parameters"].get<double>());
 }
+
+TEST_CASE("the search keeps to what the framework can run") {
+  // plain PyTorch on 8 GPUs: only tp = cp = pp = 1 layouts are ranked, zero 1 is zero 0's run.
+  test::json req = base("pytorch");
+  req["mode"] = "search";
+  req["model"] = "opt-1.3b";
+  req["parallel"] = {{"gpus", 8}};
+  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "pytorch"}};
+  req["search"] = {{"zero", {0, 1}}, {"top", 50}};
+  const test::json r = ok(req);
+  REQUIRE(!r["results"].empty());
+  for (const test::json& e : r["results"]) {
+    CHECK(e["layout"]["tp"] == 1);
+    CHECK(e["layout"]["pp"] == 1);
+    CHECK(e["layout"]["zero"] == 0);
+  }
+  CHECK(r["pruned"]["framework"].get<int>() > 0);
+  // op_selective in a Megatron search is refused
+  req["training"]["framework"] = "megatron";
+  req["search"]["recompute"] = {"none", "op_selective"};
+  CHECK(refused_field(req) == "search.recompute");
+}

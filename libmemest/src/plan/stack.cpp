@@ -46,6 +46,24 @@ int32_t resolved_loss(int32_t framework, int32_t loss) {
   return framework == MEMEST_FRAMEWORK_MEGATRON ? MEMEST_LOSS_FUSED : MEMEST_LOSS_UNFUSED;
 }
 
+bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
+  const Stack& st = r.stack;
+  const int32_t fw = st.framework;
+  if (fw == MEMEST_FRAMEWORK_MEGATRON) return r.recompute != MEMEST_RECOMPUTE_OP_SELECTIVE;
+  if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
+    return false;
+  }
+  if (fw == MEMEST_FRAMEWORK_DEEPSPEED && r.pp > 1 && r.zero >= 2) return false;
+  if (st.optimizer_in_backward && (r.pp > 1 || num_microbatches > 1)) return false;
+  if (st.offload_params) {
+    const int32_t zero = effective_zero(fw, r.zero);
+    const bool sharded = (fw == MEMEST_FRAMEWORK_FSDP && zero >= 2) ||
+                         (fw == MEMEST_FRAMEWORK_DEEPSPEED && zero == 3);
+    if (!sharded) return false;
+  }
+  return true;
+}
+
 namespace {
 
 void check_flag(const char* field, int32_t v) {
