@@ -254,6 +254,11 @@ TEST_CASE("bad combinations are refused with the field and the reason") {
 
   req = base("fsdp");
   req["training"]["recompute_every"] = 2;
+  CHECK(refused_field(req) == "training.recompute_every");  // with recompute none
+
+  req = base("megatron");
+  req["training"]["recompute"] = "full";
+  req["training"]["recompute_every"] = 2;
   CHECK(refused_field(req) == "training.recompute_every");
 
   req = base("fsdp");

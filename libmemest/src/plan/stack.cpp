@@ -119,6 +119,11 @@ void validate_stack(const PretrainRequest& r) {
                                          std::to_string(st.recompute_every) +
                                          " needs a recompute policy other than none");
   }
+  if (megatron && st.recompute_every > 1) {
+    fail("training.recompute_every", "Megatron-LM's --recompute-method / --recompute-num-layers "
+                                     "are not modelled: recompute_every needs framework fsdp, "
+                                     "deepspeed or pytorch");
+  }
   if (megatron && st.compile) {
     fail("training.compile", "Megatron-LM does not run its model under torch.compile: use "
                              "framework fsdp, deepspeed or pytorch");
@@ -139,7 +144,11 @@ void validate_stack(const PretrainRequest& r) {
                                              "parallelism (pp > 1): gradients accumulate over "
                                              "micro-batches");
     }
-    if (r.global_batch > 0 && r.gpus % (r.tp * r.cp * r.pp) == 0) {
+    // tp, cp, pp <= 2^24 each: compare their product in double before forming it
+    const double mp = static_cast<double>(r.tp) * static_cast<double>(r.cp) *
+                      static_cast<double>(r.pp);
+    if (r.global_batch > 0 && mp <= static_cast<double>(r.gpus) &&
+        r.gpus % (r.tp * r.cp * r.pp) == 0) {
       const int64_t dp = r.gpus / (r.tp * r.cp * r.pp);
       const double per_step = static_cast<double>(r.micro_batch) * static_cast<double>(dp);
       if (static_cast<double>(r.global_batch) > per_step) {
