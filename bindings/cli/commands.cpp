@@ -23,6 +23,7 @@ struct PretrainOptions {
   bool uneven = false;
   std::string recompute = "none", activation_model = "auto";
   Precision precision;
+  StackOptions stack;
   Output output;
 };
 
@@ -44,6 +45,7 @@ ojson pretrain_request(const PretrainOptions& o) {
                     {"global_batch", o.run.global_batch}, {"recompute", o.recompute},
                     {"flash_attention", !o.run.no_flash}, {"activation_model", o.activation_model}};
   put_precision(o.precision, training);
+  put_stack(o.stack, training);
   return {{"mode", "pretrain"},
           {"model", model_value(o.model)},
           {"gpu", gpu_value(o.gpu)},
@@ -162,11 +164,14 @@ Command add_pretrain(CLI::App& app) {
   add_gpu_options(*cmd, o->gpu);
   add_run_options(*cmd, o->run, "Number of GPUs", "Global batch size (0: not given)");
   add_layout_options(*cmd, *o);
-  add_choice(*cmd, "--recompute", o->recompute, "Activation recomputation", {"none", "selective", "full"});
+  add_enum_choice(*cmd, "--recompute", o->recompute,
+                  "Activation recomputation (op_selective: torchtitan's per-op policy)",
+                  MEMEST_ENUM_RECOMPUTE);
   add_choice(*cmd, "--activation-model", o->activation_model,
              "Activation formula: by family, Llama (4D paper) or GPT (Korthikanti)",
              {"auto", "llama", "gpt"});
   add_precision_options(*cmd, o->precision);
+  add_stack_options(*cmd, o->stack);
   add_format_option(*cmd, o->output, "table");
   return {cmd, [o] { return answer(pretrain_request(*o).dump(), o->output); }};
 }

@@ -89,6 +89,15 @@ CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& val
       ->capture_default_str();
 }
 
+CLI::Option* add_enum_choice(CLI::App& cmd, const std::string& name, std::string& value,
+                             const std::string& help, memest_enum which) {
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < memest_enum_count(which); ++i) {
+    names.emplace_back(memest_enum_name(which, static_cast<int32_t>(i)));
+  }
+  return cmd.add_option(name, value, help)->check(CLI::IsMember(names))->capture_default_str();
+}
+
 void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count) {
   auto* preset = cmd.add_option("-m,--model", choice.preset, "Model preset id (see `memest models`)")
                      ->capture_default_str();
@@ -154,8 +163,69 @@ void add_precision_options(CLI::App& cmd, Precision& precision) {
   add_choice(cmd, "--param-dtype", precision.param_dtype, "Weight precision", dtypes);
   add_choice(cmd, "--grad-dtype", precision.grad_dtype,
              "Gradient precision (fp16 for the ZeRO paper's 16 bytes/param)", dtypes);
-  add_choice(cmd, "--optimizer", precision.optimizer,
-             "Optimizer (sets bytes of state per parameter)", {"adam", "adamw", "sgd_momentum", "sgd"});
+  add_enum_choice(cmd, "--optimizer", precision.optimizer,
+                  "Optimizer (sets bytes of state per parameter)", MEMEST_ENUM_OPTIMIZER);
+}
+
+void add_stack_options(CLI::App& cmd, StackOptions& st) {
+  add_enum_choice(cmd, "--framework", st.framework,
+                  "Training stack: megatron, fsdp (FSDP2: torchtitan, torchtune, accelerate), "
+                  "deepspeed (ZeRO 0-3) or pytorch (one GPU or DDP)",
+                  MEMEST_ENUM_FRAMEWORK);
+  add_enum_choice(cmd, "--loss", st.loss,
+                  "Loss on the logits (auto: fused under megatron, else unfused)", MEMEST_ENUM_LOSS);
+  add_integer(cmd, "--recompute-every", st.recompute_every,
+              "Checkpoint one block in N (with --recompute)", Sign::positive)
+      ->capture_default_str();
+  cmd.add_flag("--fp8", st.fp8, "Float8 / Transformer Engine fp8 linear layers");
+  cmd.add_flag("--compile", st.compile, "torch.compile (fsdp, deepspeed, pytorch)");
+  cmd.add_flag("--optimizer-in-backward", st.optimizer_in_backward,
+               "Step each parameter during backward (torchtune; fsdp, pytorch)");
+  cmd.add_flag("--offload-optimizer", st.offload_optimizer,
+               "Optimizer states and fp32 masters in host memory");
+  cmd.add_flag("--offload-params", st.offload_params,
+               "Sharded parameters in host memory (fsdp zero 2/3, deepspeed zero 3)");
+  cmd.add_flag("--offload-activations", st.offload_activations,
+               "Saved activations in host memory (one layer staged on the GPU)");
+  add_real(cmd, "--bucket-cap-mb", st.bucket_cap_mb, "DDP bucket_cap_mb (0: 25)",
+           Sign::non_negative);
+  cmd.add_flag("--gradient-as-bucket-view", st.gradient_as_bucket_view,
+               "DDP buckets are views of the gradients (no second copy)");
+  add_real(cmd, "--reduce-bucket-size", st.reduce_bucket_size,
+           "DeepSpeed reduce_bucket_size, elements (0: 5e8)", Sign::non_negative);
+  add_real(cmd, "--allgather-bucket-size", st.allgather_bucket_size,
+           "DeepSpeed allgather_bucket_size, elements (0: 5e8)", Sign::non_negative);
+  add_real(cmd, "--stage3-prefetch-bucket-size", st.prefetch_bucket_size,
+           "DeepSpeed stage3_prefetch_bucket_size, elements (0: 5e7)", Sign::non_negative);
+  add_real(cmd, "--stage3-max-live-parameters", st.max_live_parameters,
+           "DeepSpeed stage3_max_live_parameters (0: 1e9)", Sign::non_negative);
+  add_real(cmd, "--stage3-param-persistence-threshold", st.persistence_threshold,
+           "DeepSpeed stage3_param_persistence_threshold (0: 1e5)", Sign::non_negative);
+}
+
+void put_stack(const StackOptions& st, ojson& training) {
+  if (st.framework != "megatron") training["framework"] = st.framework;
+  if (st.loss != "auto") training["loss"] = st.loss;
+  if (st.recompute_every != 1) training["recompute_every"] = st.recompute_every;
+  if (st.fp8) training["fp8"] = true;
+  if (st.compile) training["compile"] = true;
+  if (st.optimizer_in_backward) training["optimizer_in_backward"] = true;
+  ojson offload = ojson::object();
+  if (st.offload_optimizer) offload["optimizer"] = true;
+  if (st.offload_params) offload["params"] = true;
+  if (st.offload_activations) offload["activations"] = true;
+  if (!offload.empty()) training["offload"] = offload;
+  ojson buckets = ojson::object();
+  if (st.bucket_cap_mb > 0) buckets["bucket_cap_mb"] = st.bucket_cap_mb;
+  if (st.gradient_as_bucket_view) buckets["gradient_as_bucket_view"] = true;
+  if (st.reduce_bucket_size > 0) buckets["reduce_bucket_size"] = st.reduce_bucket_size;
+  if (st.allgather_bucket_size > 0) buckets["allgather_bucket_size"] = st.allgather_bucket_size;
+  if (st.prefetch_bucket_size > 0) buckets["stage3_prefetch_bucket_size"] = st.prefetch_bucket_size;
+  if (st.max_live_parameters > 0) buckets["stage3_max_live_parameters"] = st.max_live_parameters;
+  if (st.persistence_threshold > 0) {
+    buckets["stage3_param_persistence_threshold"] = st.persistence_threshold;
+  }
+  if (!buckets.empty()) training["buckets"] = buckets;
 }
 
 void put_precision(const Precision& precision, ojson& training) {

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "memest/memest.h"
+
 #include "format.hpp"
 
 namespace memest_cli {
@@ -44,6 +46,10 @@ CLI::Option* add_integer(CLI::App& cmd, const std::string& name, std::vector<int
 // An option whose value is one of `choices` (shown in --help with its default).
 CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& value,
                         const std::string& help, std::initializer_list<const char*> choices);
+
+// An option whose value is a name of the library's enumeration `which` (memest_enum_name).
+CLI::Option* add_enum_choice(CLI::App& cmd, const std::string& name, std::string& value,
+                             const std::string& help, memest_enum which);
 
 // ---- the model: --model PRESET, --config FILE, or (model-states) --params COUNT ----
 
@@ -100,6 +106,25 @@ struct Precision {
 void add_precision_options(CLI::App& cmd, Precision& precision);
 // Adds param_dtype, grad_dtype and optimizer to the request's "training" object.
 void put_precision(const Precision& precision, ojson& training);
+
+// ---- the training stack (pretrain, search): README "Training stack" ----
+
+struct StackOptions {
+  std::string framework = "megatron";
+  std::string loss = "auto";
+  int64_t recompute_every = 1;
+  bool fp8 = false, compile = false, optimizer_in_backward = false;
+  bool offload_optimizer = false, offload_params = false, offload_activations = false;
+  // framework buckets: 0 = the framework's default
+  double bucket_cap_mb = 0, reduce_bucket_size = 0, allgather_bucket_size = 0;
+  double prefetch_bucket_size = 0, max_live_parameters = 0, persistence_threshold = 0;
+  bool gradient_as_bucket_view = false;
+};
+
+void add_stack_options(CLI::App& cmd, StackOptions& stack);
+// Adds the fields that differ from the defaults to the request's "training" object (a
+// default request is the same document as before the training stack existed).
+void put_stack(const StackOptions& stack, ojson& training);
 
 // ---- the output ----
 

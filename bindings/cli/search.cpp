@@ -18,6 +18,7 @@ struct SearchOptions {
   std::vector<std::string> recompute{"none", "selective", "full"};
   std::vector<int> zero{1};
   bool tp_across_nodes = false, include_oom = false, even_pipeline = false;
+  StackOptions stack;
   Output output;
 };
 
@@ -37,8 +38,13 @@ void add_bound_options(CLI::App& cmd, SearchOptions& o) {
 
 // What to try at each layout (recomputation, ZeRO) and which layouts are allowed at all.
 void add_choice_options(CLI::App& cmd, SearchOptions& o) {
-  cmd.add_option("--recompute", o.recompute, "Recomputation options to try")
-      ->check(CLI::IsMember({"none", "selective", "full"}))
+  std::vector<std::string> recompute_names;
+  for (uint32_t i = 0; i < memest_enum_count(MEMEST_ENUM_RECOMPUTE); ++i) {
+    recompute_names.emplace_back(memest_enum_name(MEMEST_ENUM_RECOMPUTE, static_cast<int32_t>(i)));
+  }
+  cmd.add_option("--recompute", o.recompute,
+                 "Recomputation options to try (op_selective: not under megatron)")
+      ->check(CLI::IsMember(recompute_names))
       ->capture_default_str();
   add_integer(cmd, "--zero", o.zero, "ZeRO stages to try")->check(CLI::Range(0, 3))->capture_default_str();
   cmd.add_flag("--tp-across-nodes", o.tp_across_nodes, "Allow tp larger than a node");
@@ -61,14 +67,15 @@ ojson search_section(const SearchOptions& o) {
 }
 
 ojson search_request(const SearchOptions& o) {
+  ojson training = {{"seq_len", o.run.seq_len},
+                    {"global_batch", o.run.global_batch},
+                    {"flash_attention", !o.run.no_flash}};
+  put_stack(o.stack, training);
   return {{"mode", "search"},
           {"model", model_value(o.model)},
           {"gpu", gpu_value(o.gpu)},
           {"parallel", {{"gpus", o.run.gpus}, {"sp", !o.run.no_sp}}},
-          {"training",
-           {{"seq_len", o.run.seq_len},
-            {"global_batch", o.run.global_batch},
-            {"flash_attention", !o.run.no_flash}}},
+          {"training", training},
           {"search", search_section(o)}};
 }
 
@@ -83,6 +90,7 @@ Command add_search(CLI::App& app) {
   add_run_options(*cmd, o->run, "Number of GPUs", kGlobalBatchHelp);
   add_bound_options(*cmd, *o);
   add_choice_options(*cmd, *o);
+  add_stack_options(*cmd, o->stack);
   add_format_option(*cmd, o->output, "table");
   add_wide_flag(*cmd, o->output);
   return {cmd, [o] { return answer(search_request(*o).dump(), o->output); }};

@@ -166,7 +166,7 @@ static void typed_pretrain(void) {
   CHECK(strcmp(memest_last_error_field(), "request.struct_size") == 0);
   old.struct_size = sizeof old + 8;
   CHECK(memest_pretrain(&old, &out, stages, sizeof(memest_stage), 2) == MEMEST_ERR_STRUCT_SIZE);
-  CHECK(memest_pretrain(&r, &out, stages, sizeof(memest_stage) - 8, 2) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memest_pretrain(&r, &out, stages, offsetof(memest_stage, peak_bytes), 2) == MEMEST_ERR_STRUCT_SIZE);
   copy = untouched;
   untouched.struct_size = 0; /* a result whose size the caller forgot */
   copy.struct_size = 0;
@@ -449,7 +449,8 @@ static void typed_enums(void) {
   CHECK(json_number(json, "fits") == memest_verdict_limit(MEMEST_VERDICT_FITS));
   CHECK(json_number(json, "tight") == memest_verdict_limit(MEMEST_VERDICT_TIGHT));
   const char *keys[MEMEST_ENUM_COUNT] = {"status", "family", "verdict", "recompute",
-                                         "activation_model", "prune_reason", "finetune_method"};
+                                         "activation_model", "prune_reason", "finetune_method",
+                                         "framework", "loss", "optimizer"};
   for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
     char pattern[64];
     snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);

@@ -50,6 +50,9 @@ constexpr EnumKind kEnums[] = {
     {"activation_model", MEMEST_ENUM_ACTIVATION_MODEL},
     {"prune_reason", MEMEST_ENUM_PRUNE_REASON},
     {"finetune_method", MEMEST_ENUM_FINETUNE_METHOD},
+    {"framework", MEMEST_ENUM_FRAMEWORK},
+    {"loss", MEMEST_ENUM_LOSS},
+    {"optimizer", MEMEST_ENUM_OPTIMIZER},
 };
 
 memest_enum enum_kind(const std::string &key) {

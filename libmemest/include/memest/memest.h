@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 1
+#define MEMEST_VERSION_MINOR 2
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.1.0"
+#define MEMEST_VERSION_STRING "1.2.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -255,6 +255,11 @@ typedef struct memest_gpu {
   double intra_node_gbps;        /* data-parallel collective bandwidth inside a node, GB/s */
   double inter_node_gbps;        /* per-GPU bandwidth across nodes, GB/s */
   double pipeline_stage_seconds; /* fixed cost per extra pipeline stage per iteration, s */
+  /* ---- appended in 1.2 ---- */
+  double pcie_gbps;              /* host <-> GPU bandwidth for offload transfers, GB/s per GPU
+                                    (default 25: PCIe Gen4 x16's 32 GB/s at ~80 % efficiency) */
+  double fp8;                    /* 1: fp8 tensor cores (Hopper, Ada, Blackwell); 0: none (Ampere
+                                    and older). Custom GPUs default to 1 (not checked) */
 } memest_gpu;
 
 /** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
@@ -279,8 +284,51 @@ typedef enum memest_recompute {
   MEMEST_RECOMPUTE_NONE = 0,
   MEMEST_RECOMPUTE_SELECTIVE = 1, /* recompute attention scores only (Korthikanti §5) */
   MEMEST_RECOMPUTE_FULL = 2,      /* keep only each layer's input */
-  MEMEST_RECOMPUTE_COUNT = 3
+  MEMEST_RECOMPUTE_OP_SELECTIVE = 3, /* torchtitan's per-op policy (fsdp/pytorch/deepspeed only;
+                                        the search never enumerates it under megatron) */
+  MEMEST_RECOMPUTE_COUNT = 4
 } memest_recompute;
+
+/** The training stack that runs the model (README "Training stack"). */
+typedef enum memest_framework {
+  MEMEST_FRAMEWORK_MEGATRON = 0,  /* Megatron-LM / Megatron-Core + Transformer Engine (default) */
+  MEMEST_FRAMEWORK_FSDP = 1,      /* PyTorch FSDP2 fully_shard (torchtitan, torchtune, accelerate):
+                                     zero 3 = reshard after forward, 2 = keep unsharded parameters
+                                     between forward and backward, 0 = no sharding */
+  MEMEST_FRAMEWORK_DEEPSPEED = 2, /* DeepSpeed ZeRO 0-3 */
+  MEMEST_FRAMEWORK_PYTORCH = 3,   /* plain PyTorch: one GPU or DDP (tp = cp = pp = 1) */
+  MEMEST_FRAMEWORK_COUNT = 4
+} memest_framework;
+
+/** How the loss is computed on the logits. */
+typedef enum memest_loss {
+  MEMEST_LOSS_AUTO = 0,         /* the framework's default: fused under megatron, else unfused */
+  MEMEST_LOSS_FUSED = 1,        /* Megatron's vocab-parallel fused cross-entropy */
+  MEMEST_LOSS_UNFUSED = 2,      /* F.cross_entropy on logits upcast to fp32 */
+  MEMEST_LOSS_CHUNKED = 3,      /* chunked output + loss (torchtune, LitGPT) */
+  MEMEST_LOSS_LINEAR_FUSED = 4, /* output projection fused with the loss: logits never whole */
+  MEMEST_LOSS_COUNT = 5
+} memest_loss;
+
+/** The optimizer, which decides the state bytes per trainable parameter when
+ *  optimizer_bytes is negative (MEMEST_OPTIMIZER_BYTES_DERIVE). */
+typedef enum memest_optimizer {
+  MEMEST_OPTIMIZER_ADAM = 0,             /* fp32 momentum + variance: 8 (+ 4 fp32 master) */
+  MEMEST_OPTIMIZER_ADAMW = 1,            /* the same states as Adam */
+  MEMEST_OPTIMIZER_ADAMW_8BIT = 2,       /* bitsandbytes block-wise: 2 bytes + fp32 absmax per
+                                            block of 256 per state pair (+ master) */
+  MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT = 3, /* the same states in CUDA managed memory: reported in
+                                            paged_bytes, outside the allocator's reserve */
+  MEMEST_OPTIMIZER_SGD_MOMENTUM = 4,     /* momentum: 4 (+ master) */
+  MEMEST_OPTIMIZER_SGD = 5,              /* no state (+ master) */
+  MEMEST_OPTIMIZER_COUNT = 6
+} memest_optimizer;
+
+/** optimizer_bytes value asking the library to derive K from the optimizer, the framework
+ *  and param_bytes (an fp32 master copy only where the stored dtype is below fp32 and the
+ *  framework keeps masters: megatron, deepspeed). JSON requests derive K unless
+ *  "optimizer_bytes" is given. */
+#define MEMEST_OPTIMIZER_BYTES_DERIVE (-1.0)
 
 /** Verdict bands of the 4D paper on the estimate: fits <= 80 % of capacity,
  *  tight <= 100 %, oom above. */
@@ -320,7 +368,10 @@ typedef enum memest_enum {
   MEMEST_ENUM_ACTIVATION_MODEL = 4, /* memest_activation_model: "auto", "llama", "gpt" */
   MEMEST_ENUM_PRUNE_REASON = 5,     /* memest_prune_reason: "oom", "tp_heads", ... */
   MEMEST_ENUM_FINETUNE_METHOD = 6,  /* memest_finetune_method: "cdp", "zero3", ... */
-  MEMEST_ENUM_COUNT = 7
+  MEMEST_ENUM_FRAMEWORK = 7,        /* memest_framework: "megatron", "fsdp", ... */
+  MEMEST_ENUM_LOSS = 8,             /* memest_loss: "auto", "fused", "unfused", ... */
+  MEMEST_ENUM_OPTIMIZER = 9,        /* memest_optimizer: "adam", "adamw", ... */
+  MEMEST_ENUM_COUNT = 10
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -398,6 +449,28 @@ typedef struct memest_pretrain_request {
   int32_t uneven_pipeline;    /* 1: when pp does not divide the layers, the first and the last
                                  stage may each hold one layer fewer (as Llama 3 trained 405B);
                                  0 (default): pp*vpp must divide the layers */
+  /* ---- appended in 1.2: the training stack (README "Training stack") ---- */
+  int32_t framework;          /* memest_framework (default MEGATRON) */
+  int32_t optimizer;          /* memest_optimizer (default ADAM); decides K only when
+                                 optimizer_bytes < 0, and paging for PAGED_ADAMW_8BIT */
+  int32_t optimizer_in_backward; /* 1: the step runs per parameter during backward (torchtune):
+                                    at most one parameter's gradient is alive */
+  int64_t recompute_every;    /* N >= 1: one block in N is checkpointed (default 1) */
+  int32_t loss;               /* memest_loss (default AUTO: by framework) */
+  int32_t fp8;                /* 1: Float8 / TE fp8 linear layers (needs gpu->fp8) */
+  int32_t compile;            /* 1: torch.compile (fsdp, pytorch, deepspeed) */
+  int32_t offload_optimizer;  /* 1: optimizer states and fp32 masters in host memory */
+  int32_t offload_params;     /* 1: sharded parameters in host memory (needs zero >= 1 sharding
+                                 of parameters: fsdp/deepspeed zero 3) */
+  int32_t offload_activations; /* 1: saved activations in host memory, one layer staged */
+  /* framework buckets; 0 = the framework's documented default */
+  double ddp_bucket_mib;      /* DDP bucket_cap_mb (25) */
+  double ds_reduce_bucket_size;       /* DeepSpeed reduce_bucket_size, elements (5e8) */
+  double ds_allgather_bucket_size;    /* DeepSpeed allgather_bucket_size, elements (5e8) */
+  double ds_prefetch_bucket_size;     /* stage3_prefetch_bucket_size, elements (5e7) */
+  double ds_max_live_parameters;      /* stage3_max_live_parameters, elements (1e9) */
+  double ds_param_persistence_threshold; /* stage3_param_persistence_threshold (1e5) */
+  int32_t ddp_gradient_as_bucket_view; /* 1: DDP buckets are views of the gradients (no copy) */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -421,6 +494,25 @@ typedef struct memest_stage {
   double fragmentation_bytes;  /* allocator reserve */
   double overhead_bytes;       /* sum of the five above */
   double peak_bytes;           /* total_bytes + overhead_bytes */
+  /* ---- appended in 1.2: the training stack's parts (all 0 under the default megatron) ---- */
+  double peak_allocated_bytes; /* torch.cuda.max_memory_allocated: peak_bytes - fragmentation */
+  double peak_reserved_bytes;  /* torch.cuda.max_memory_reserved: = peak_bytes (decides OOM) */
+  double host_bytes;           /* CPU memory per GPU process for what is offloaded */
+  double paged_bytes;          /* CUDA managed memory (paged optimizer states): on the GPU
+                                  when it fits, outside the allocator; not in peak_bytes */
+  double framework_buffer_bytes; /* FSDP all-gather/reduce-scatter, DDP and DeepSpeed buckets
+                                    (in comm_buffer_bytes too) */
+  double master_weights_bytes; /* fp32 master copy (in optimizer_bytes too; 0 when none) */
+  double loss_bytes;           /* loss temporaries beyond the fused loss (in logits_bytes too) */
+  double recompute_bytes;      /* working set of the block rebuilt under full recomputation
+                                  (in activations_bytes too) */
+  double offload_staging_bytes; /* GPU staging buffers of offloaded parts (in comm_buffer_bytes
+                                   too) */
+  double phase_overlap_bytes;  /* <= 0, in overhead_bytes: fsdp and pytorch without gradient
+                                  accumulation allocate gradients during backward as activations
+                                  are freed (zero_grad(set_to_none=True)), so the smaller of the
+                                  forward-end set (activations + loss) and the backward-end set
+                                  (gradients + recompute working set) is not alive at the peak */
 } memest_stage;
 
 typedef struct memest_pretrain_result {
@@ -440,6 +532,13 @@ typedef struct memest_pretrain_result {
   double paper_peak_bytes;   /* the most loaded stage by the papers' terms alone */
   /* appended in 1.1 */
   int32_t peak_verdict;      /* memest_verdict on peak_bytes (MEMEST_PEAK_FITS_FRACTION) */
+  /* appended in 1.2 */
+  double peak_allocated_bytes; /* of the peak stage: peak_bytes - fragmentation */
+  double peak_reserved_bytes;  /* = peak_bytes */
+  double host_bytes;           /* of the peak stage (offloaded parts) */
+  int32_t framework;           /* memest_framework used */
+  int32_t loss;                /* memest_loss used (AUTO resolved) */
+  double optimizer_bytes_per_parameter; /* K used (derived or given) */
 } memest_pretrain_result;
 
 /** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
@@ -489,8 +588,12 @@ typedef enum memest_prune_reason {
   MEMEST_PRUNE_GLOBAL_BATCH = 10,       /* micro_batch*dp does not divide the global batch */
   MEMEST_PRUNE_INTERLEAVED = 11,        /* interleaving needs micro-batches % pp == 0 */
   MEMEST_PRUNE_EQUIVALENT = 12,         /* same run as one already counted (selective
-                                           recomputation under FlashAttention = none) */
-  MEMEST_PRUNE_REASON_COUNT = 13        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
+                                           recomputation under FlashAttention = none; fsdp
+                                           zero 1 = 3, pytorch zero 1 = 0) */
+  MEMEST_PRUNE_FRAMEWORK = 13,          /* the training stack cannot run this layout (pytorch
+                                           with tp/cp/pp > 1, DeepSpeed's pipeline with ZeRO
+                                           2/3, ...: plan/stack.cpp); appended in 1.2 */
+  MEMEST_PRUNE_REASON_COUNT = 14        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
                                            is the library's */
 } memest_prune_reason;
 
@@ -513,7 +616,8 @@ typedef struct memest_search_request {
   int64_t max_pp;                /* 0: no limit */
   int64_t max_vpp;               /* default 4 */
   int64_t max_micro_batch;       /* 0: no limit */
-  uint32_t recompute_mask;       /* bit (1 << memest_recompute) per allowed value; default all */
+  uint32_t recompute_mask;       /* bit (1 << memest_recompute) per allowed value; default none,
+                                    selective, full (7): op_selective (bit 3) is opt-in */
   uint32_t zero_mask;            /* bit (1 << stage) per allowed ZeRO stage; default 1 << 1 */
   int32_t tp_within_node;        /* default 1 */
   /* or: exactly these layouts (caller-owned, read during the call only; every element has

@@ -111,6 +111,25 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.grad_bytes = d.precision.grad_bytes;
   c.optimizer_bytes = d.precision.optimizer_bytes;
   c.uneven_pipeline = d.uneven_pipeline;
+  // 1.2: the training stack
+  const memest::Stack& st = d.stack;
+  c.framework = st.framework;
+  c.optimizer = d.precision.optimizer;
+  c.optimizer_in_backward = st.optimizer_in_backward;
+  c.recompute_every = st.recompute_every;
+  c.loss = st.loss;
+  c.fp8 = st.fp8;
+  c.compile = st.compile;
+  c.offload_optimizer = st.offload_optimizer;
+  c.offload_params = st.offload_params;
+  c.offload_activations = st.offload_activations;
+  c.ddp_bucket_mib = st.ddp_bucket_mib;
+  c.ds_reduce_bucket_size = st.ds_reduce_bucket_size;
+  c.ds_allgather_bucket_size = st.ds_allgather_bucket_size;
+  c.ds_prefetch_bucket_size = st.ds_prefetch_bucket_size;
+  c.ds_max_live_parameters = st.ds_max_live_parameters;
+  c.ds_param_persistence_threshold = st.ds_param_persistence_threshold;
+  c.ddp_gradient_as_bucket_view = st.ddp_gradient_as_bucket_view;
   return c;
 }
 
@@ -209,7 +228,25 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.flash_attention = c.flash_attention;
   r.activation_model = c.activation_model;
   r.precision = precision_of(c.param_bytes, c.grad_bytes, c.optimizer_bytes);
+  r.precision.optimizer = c.optimizer;
   r.uneven_pipeline = c.uneven_pipeline;
+  memest::Stack& st = r.stack;
+  st.framework = c.framework;
+  st.optimizer_in_backward = c.optimizer_in_backward;
+  st.recompute_every = c.recompute_every;
+  st.loss = c.loss;
+  st.fp8 = c.fp8;
+  st.compile = c.compile;
+  st.offload_optimizer = c.offload_optimizer;
+  st.offload_params = c.offload_params;
+  st.offload_activations = c.offload_activations;
+  st.ddp_bucket_mib = c.ddp_bucket_mib;
+  st.ds_reduce_bucket_size = c.ds_reduce_bucket_size;
+  st.ds_allgather_bucket_size = c.ds_allgather_bucket_size;
+  st.ds_prefetch_bucket_size = c.ds_prefetch_bucket_size;
+  st.ds_max_live_parameters = c.ds_max_live_parameters;
+  st.ds_param_persistence_threshold = c.ds_param_persistence_threshold;
+  st.ddp_gradient_as_bucket_view = c.ddp_gradient_as_bucket_view;
   return r;
 }
 

@@ -13,14 +13,18 @@ constexpr const char* kStatus[] = {
     "null_pointer", "out_of_range",     "no_memory",     "internal"};
 constexpr const char* kFamily[] = {"llama", "gpt"};
 constexpr const char* kVerdict[] = {"fits", "tight", "oom", "unknown"};
-constexpr const char* kRecompute[] = {"none", "selective", "full"};
+constexpr const char* kRecompute[] = {"none", "selective", "full", "op_selective"};
 constexpr const char* kActivationModel[] = {"auto", "llama", "gpt"};
 constexpr const char* kPruneReason[] = {
     "oom",        "tp_across_nodes",    "tp_heads",     "tp_kv_heads",
     "tp_ffn",     "gpus_not_divisible", "pp_exceeds_layers", "vpp_needs_pp",
     "layers_not_divisible", "cp_sequence", "global_batch", "interleaved_microbatches",
-    "equivalent"};
+    "equivalent", "framework"};
 constexpr const char* kFinetuneMethod[] = {"cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"};
+constexpr const char* kFramework[] = {"megatron", "fsdp", "deepspeed", "pytorch"};
+constexpr const char* kLoss[] = {"auto", "fused", "unfused", "chunked", "linear_fused"};
+constexpr const char* kOptimizer[] = {"adam",         "adamw", "adamw_8bit", "paged_adamw_8bit",
+                                      "sgd_momentum", "sgd"};
 
 template <std::size_t N>
 constexpr uint32_t count_of(const char* const (&)[N]) {
@@ -32,6 +36,9 @@ static_assert(count_of(kRecompute) == MEMEST_RECOMPUTE_COUNT, "memest_recompute 
 static_assert(count_of(kActivationModel) == MEMEST_ACTIVATIONS_COUNT, "activation model names");
 static_assert(count_of(kPruneReason) == MEMEST_PRUNE_REASON_COUNT, "prune reason names");
 static_assert(count_of(kFinetuneMethod) == MEMEST_FINETUNE_METHOD_COUNT, "fine-tune method names");
+static_assert(count_of(kFramework) == MEMEST_FRAMEWORK_COUNT, "framework names");
+static_assert(count_of(kLoss) == MEMEST_LOSS_COUNT, "loss names");
+static_assert(count_of(kOptimizer) == MEMEST_OPTIMIZER_COUNT, "optimizer names");
 static_assert(MEMEST_FAMILY_GPT + 1 == count_of(kFamily), "memest_family names");
 
 }  // namespace
@@ -45,6 +52,9 @@ EnumTable enum_table(memest_enum which) {
     case MEMEST_ENUM_ACTIVATION_MODEL: return {kActivationModel, count_of(kActivationModel)};
     case MEMEST_ENUM_PRUNE_REASON: return {kPruneReason, count_of(kPruneReason)};
     case MEMEST_ENUM_FINETUNE_METHOD: return {kFinetuneMethod, count_of(kFinetuneMethod)};
+    case MEMEST_ENUM_FRAMEWORK: return {kFramework, count_of(kFramework)};
+    case MEMEST_ENUM_LOSS: return {kLoss, count_of(kLoss)};
+    case MEMEST_ENUM_OPTIMIZER: return {kOptimizer, count_of(kOptimizer)};
     case MEMEST_ENUM_COUNT: break;
   }
   return {nullptr, 0};

@@ -1,6 +1,8 @@
 // Reading and writing the pieces every mode shares: precision fields, model and GPU objects.
 #include "json/modes.hpp"
 
+#include <algorithm>
+
 #include "core/enums.hpp"
 #include "json/request.hpp"
 #include "model/gpu_profile.hpp"
@@ -16,14 +18,26 @@ double dtype_bytes(const JsonFields& f, const char* key, double fallback) {
   return 2;
 }
 
-void read_precision(const JsonFields& f, Precision& precision) {
+void read_precision(const JsonFields& f, Precision& precision, bool derive) {
   double& optimizer = precision.optimizer_bytes;
   precision.param_bytes = dtype_bytes(f, "param_dtype", precision.param_bytes);
   precision.grad_bytes = dtype_bytes(f, "grad_dtype", precision.grad_bytes);
-  // K per optimizer (ZeRO paper Sec. 3.1): Adam keeps fp32 master weights, momentum and
-  // variance (12); SGD with momentum master + momentum (8); plain SGD the master (4).
-  if (auto o = f.choice("optimizer", {"adam", "adamw", "sgd_momentum", "sgd"})) {
-    optimizer = (*o == "sgd") ? 4 : (*o == "sgd_momentum") ? 8 : 12;
+  if (auto o = enum_field(f, "optimizer", MEMEST_ENUM_OPTIMIZER)) precision.optimizer = *o;
+  if (derive) {
+    // pretraining and the search: K follows the optimizer, the framework and the stored dtype
+    // (plan/stack.hpp derived_optimizer_bytes; 12 for the default megatron + bf16 + adam)
+    optimizer = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  } else {
+    // model states (ZeRO paper Sec. 3.1, mixed precision): the optimizer's states + an fp32
+    // master: Adam 8 + 4 = 12, SGD with momentum 4 + 4 = 8, plain SGD the master (4).
+    if (f.has("optimizer")) {
+      const int32_t o = precision.optimizer;
+      optimizer = (o == MEMEST_OPTIMIZER_SGD) ? 4
+                  : (o == MEMEST_OPTIMIZER_SGD_MOMENTUM) ? 8
+                  : (o == MEMEST_OPTIMIZER_ADAMW_8BIT || o == MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT)
+                      ? 2 * (1 + 4.0 / 256) + 4
+                      : 12;
+    }
   }
   if (auto k = f.number("optimizer_bytes", 0, 64)) optimizer = *k;
 }
@@ -68,7 +82,40 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   if (auto am = enum_field(training, "activation_model", MEMEST_ENUM_ACTIVATION_MODEL)) {
     r.activation_model = *am;
   }
-  read_precision(training, r.precision);
+  // The training stack (README "Training stack"; plan/stack.hpp checks the combinations).
+  const bool pretrain =
+      std::find(allowed, allowed + count, std::string("framework")) != allowed + count;
+  Stack& st = r.stack;
+  if (auto fw = enum_field(training, "framework", MEMEST_ENUM_FRAMEWORK)) st.framework = *fw;
+  if (auto b = training.boolean("optimizer_in_backward")) st.optimizer_in_backward = *b;
+  st.recompute_every = training.integer_or("recompute_every", st.recompute_every, -big, big);
+  if (auto l = enum_field(training, "loss", MEMEST_ENUM_LOSS)) st.loss = *l;
+  if (auto b = training.boolean("fp8")) st.fp8 = *b;
+  if (auto b = training.boolean("compile")) st.compile = *b;
+  if (const json* o = training.object("offload")) {
+    JsonFields offload(*o, "training.offload");
+    offload.reject_unknown({"optimizer", "params", "activations"});
+    if (auto b = offload.boolean("optimizer")) st.offload_optimizer = *b;
+    if (auto b = offload.boolean("params")) st.offload_params = *b;
+    if (auto b = offload.boolean("activations")) st.offload_activations = *b;
+  }
+  if (const json* o = training.object("buckets")) {
+    JsonFields buckets(*o, "training.buckets");
+    buckets.reject_unknown({"bucket_cap_mb", "gradient_as_bucket_view", "reduce_bucket_size",
+                            "allgather_bucket_size", "stage3_prefetch_bucket_size",
+                            "stage3_max_live_parameters", "stage3_param_persistence_threshold"});
+    auto size = [&](const char* key, double& into) {
+      if (auto v = buckets.number(key, 0, 1e15)) into = *v;
+    };
+    size("bucket_cap_mb", st.ddp_bucket_mib);
+    if (auto b = buckets.boolean("gradient_as_bucket_view")) st.ddp_gradient_as_bucket_view = *b;
+    size("reduce_bucket_size", st.ds_reduce_bucket_size);
+    size("allgather_bucket_size", st.ds_allgather_bucket_size);
+    size("stage3_prefetch_bucket_size", st.ds_prefetch_bucket_size);
+    size("stage3_max_live_parameters", st.ds_max_live_parameters);
+    size("stage3_param_persistence_threshold", st.ds_param_persistence_threshold);
+  }
+  read_precision(training, r.precision, pretrain);
   return given;
 }
 

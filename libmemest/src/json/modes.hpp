@@ -19,7 +19,9 @@ using ojson = nlohmann::ordered_json;
 
 // ---- reading requests
 double dtype_bytes(const JsonFields& f, const char* key, double fallback);
-void read_precision(const JsonFields& f, Precision& precision);
+// `derive`: leave K to be derived from the optimizer and the framework (pretraining, search)
+// unless "optimizer_bytes" is given; else K by the ZeRO paper (model states).
+void read_precision(const JsonFields& f, Precision& precision, bool derive);
 const json& require_object_field(const JsonFields& f, const char* key);
 // The object at `key` of `top` (an empty one when absent), to read with JsonFields.
 const json& block(const JsonFields& top, const char* key);
@@ -30,7 +32,10 @@ std::optional<int32_t> enum_field(const JsonFields& f, const char* key, memest_e
 // pretraining and the search, which pins what it is given).
 constexpr const char* kPretrainTraining[] = {
     "seq_len", "micro_batch", "global_batch", "recompute", "flash_attention",
-    "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"};
+    "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes",
+    // the training stack (README "Training stack")
+    "framework", "optimizer_in_backward", "recompute_every", "loss", "fp8", "compile", "offload",
+    "buckets"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -65,7 +65,10 @@ ojson enums_mode(const JsonFields& top) {
       {"recompute", MEMEST_ENUM_RECOMPUTE},
       {"activation_model", MEMEST_ENUM_ACTIVATION_MODEL},
       {"prune_reason", MEMEST_ENUM_PRUNE_REASON},
-      {"finetune_method", MEMEST_ENUM_FINETUNE_METHOD}};
+      {"finetune_method", MEMEST_ENUM_FINETUNE_METHOD},
+      {"framework", MEMEST_ENUM_FRAMEWORK},
+      {"loss", MEMEST_ENUM_LOSS},
+      {"optimizer", MEMEST_ENUM_OPTIMIZER}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);

@@ -22,7 +22,7 @@ struct JsonSearch {
 
 uint32_t recompute_mask(const JsonFields& f) {
   const json* list = f.object("recompute");
-  if (!list) return (1u << MEMEST_RECOMPUTE_COUNT) - 1;
+  if (!list) return SearchRequest{}.recompute_mask;  // none, selective, full
   if (!list->is_array()) {
     throw Error(MEMEST_ERR_TYPE, "search.recompute",
                 "search.recompute: expected a list such as [\"none\", \"selective\"]");

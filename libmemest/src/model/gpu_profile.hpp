@@ -30,6 +30,9 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"intra_node_gbps", &memest_gpu::intra_node_gbps, 1, 1e-3, 1e6},
     {"inter_node_gbps", &memest_gpu::inter_node_gbps, 1, 1e-3, 1e6},
     {"pipeline_stage_seconds", &memest_gpu::pipeline_stage_seconds, 1, 0, 1e6},
+    // appended in 1.2: offload transfers (throughput) and the fp8 capability (0 or 1)
+    {"pcie_gbps", &memest_gpu::pcie_gbps, 1, 1e-3, 1e6},
+    {"fp8", &memest_gpu::fp8, 1, 0, 1},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.

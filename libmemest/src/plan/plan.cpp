@@ -9,10 +9,12 @@
 #include "core/limits.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
+#include "activations/stack_activations.hpp"
+#include "plan/stack.hpp"
 
 namespace memest {
 
-void validate_precision(const Precision& p, const char* prefix) {
+void validate_precision(const Precision& p, const char* prefix, bool allow_derive) {
   const std::string base(prefix);
   auto check = [&](double v, const char* name, double min) {
     if (!std::isfinite(v) || v < min || v > 64) {
@@ -22,7 +24,8 @@ void validate_precision(const Precision& p, const char* prefix) {
   };
   check(p.param_bytes, "param_dtype", 0.125);  // down to 1-bit weights
   check(p.grad_bytes, "grad_dtype", 0.125);
-  check(p.optimizer_bytes, "optimizer", 0);
+  // MEMEST_OPTIMIZER_BYTES_DERIVE: K follows the optimizer, the framework and the stored dtype
+  if (!allow_derive || p.optimizer_bytes != MEMEST_OPTIMIZER_BYTES_DERIVE) check(p.optimizer_bytes, "optimizer", 0);
 }
 
 void validate_zero(int zero, const char* field) {
@@ -62,6 +65,73 @@ bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLay
   return true;
 }
 
+StackLayerTerms stack_layer_terms(const Plan& plan) {
+  const memest_model& m = *plan.model;
+  const ActivationLayout& x = plan.layout;
+  StackLayerTerms k;
+  // The loss of the last stage by the stack's loss (loss_memory; megatron's fused loss stays
+  // Eq. 14 + the overhead model's 2sbv/(tc), which equal loss_memory's Fused).
+  LossInputs in;
+  in.tokens = x.seq_len * x.micro_batch / x.cp;
+  in.vocab = static_cast<double>(m.vocab_size) / x.tp;
+  in.hidden = static_cast<double>(m.hidden_size);
+  in.compiled = plan.stack.compile == 1;
+  LossKind kind = LossKind::Fused;
+  switch (plan.loss) {
+    case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
+    case MEMEST_LOSS_CHUNKED: kind = LossKind::Chunked; break;
+    case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
+    default: break;
+  }
+  k.loss = loss_memory(kind, in).peak();
+  if (plan.framework == MEMEST_FRAMEWORK_MEGATRON) return k;
+
+  // The blocks of the other stacks (eager_block_bytes): torchtitan's under fsdp, Hugging
+  // Face's (and torchtune's) elsewhere; fp32 parameters outside FSDP's MixedPrecisionPolicy run
+  // under torch.autocast (AMP).
+  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
+  k.autocast = !fsdp && plan.precision.param_bytes >= 4;
+  const double residual = k.autocast ? 4.0 : 2.0;
+  EagerBlockOptions eo;
+  eo.block = fsdp ? EagerBlock::Torchtitan : EagerBlock::HuggingFace;
+  eo.autocast = k.autocast;
+  // SDPA's enable_gqa (torchtitan 2026; HF transformers with torch >= 2.5 and no mask): K and
+  // V at their own heads. torchtune's and older torchtitan's repeat_kv copies are not modelled.
+  eo.gqa_native = true;
+  eo.compiled = plan.stack.compile == 1;
+  k.plain_layer = eager_block_bytes(m, x, eo).total();
+  k.kept_layer = k.plain_layer;
+  double reused = k.plain_layer;  // what the block's recomputation reuses of the kept set
+  switch (x.recompute) {
+    case MEMEST_RECOMPUTE_FULL:
+      k.kept_layer = layer_activation_bytes(m, plan.coefficients, x) * residual / 2;  // input
+      reused = k.kept_layer;
+      break;
+    case MEMEST_RECOMPUTE_OP_SELECTIVE: {
+      const OpSelectiveLayer ol = op_selective_layer(m, x, residual, eo.gqa_native);
+      k.kept_layer = ol.total();
+      reused = ol.reused_by_recompute;
+      break;
+    }
+    default: break;  // none; Megatron's "selective" keeps everything under FlashAttention
+  }
+  k.checkpointing = x.recompute == MEMEST_RECOMPUTE_FULL ||
+                    x.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE;
+  k.recompute = recompute_working_set(m, x, k.plain_layer, reused, residual).total();
+  return k;
+}
+
+bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers& out) {
+  if (pp < 2 || layers < pp * vpp) return false;
+  const int64_t chunk = (layers + pp * vpp - 1) / (pp * vpp);  // layers of a full chunk
+  const int64_t middle = chunk * vpp;
+  const int64_t fewer = middle * pp - layers;  // taken from the first and the last rank
+  out.middle = middle;
+  out.first = middle - (fewer + 1) / 2;
+  out.last = middle - fewer / 2;
+  return out.first >= 1 && out.last >= 1 && fewer / 2 < middle;
+}
+
 LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   const memest_model& m = r.model;
   if (m.num_attention_heads % r.tp != 0) return LayoutIssue::TpHeads;
@@ -77,7 +147,9 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   out.dp = r.gpus / (r.tp * r.cp * r.pp);
   if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
   if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
-  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers)) {
+  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers) &&
+      !(r.stack.framework == MEMEST_FRAMEWORK_FSDP &&
+        split_chunks_unevenly(m.num_hidden_layers, r.pp, r.vpp, out.layers))) {
     return LayoutIssue::LayersNotDivisible;
   }
   if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
@@ -204,8 +276,9 @@ void validate_fields(const PretrainRequest& r) {
                                           str(MEMEST_ACTIVATIONS_COUNT - 1) + "), got " +
                                           str(r.activation_model));
   }
-  validate_precision(r.precision, "training");
+  validate_precision(r.precision, "training", true);
   validate_gpu(r.gpu, "gpu", true);
+  validate_stack(r);
 }
 
 Plan make_plan(const PretrainRequest& r) {
@@ -229,7 +302,14 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
   plan.layers = check.layers;
   plan.num_microbatches = check.num_microbatches;
   plan.precision = r.precision;
-  plan.zero = r.zero;
+  if (plan.precision.optimizer_bytes == MEMEST_OPTIMIZER_BYTES_DERIVE) {
+    plan.precision.optimizer_bytes = derived_optimizer_bytes(
+        r.precision.optimizer, r.stack.framework, r.precision.param_bytes);
+  }
+  plan.stack = r.stack;
+  plan.framework = r.stack.framework;
+  plan.loss = resolved_loss(r.stack.framework, r.stack.loss);
+  plan.zero = effective_zero(r.stack.framework, r.zero);
   plan.layout.seq_len = static_cast<double>(r.seq_len);
   plan.layout.micro_batch = static_cast<double>(r.micro_batch);
   plan.layout.tp = static_cast<double>(r.tp);
@@ -243,6 +323,9 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
         m.family == MEMEST_FAMILY_GPT ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_LLAMA;
   }
   plan.coefficients = activation_coefficients(m, plan.activation_model);
+  if (plan.framework != MEMEST_FRAMEWORK_MEGATRON || plan.loss != MEMEST_LOSS_FUSED) {
+    plan.stack_terms = stack_layer_terms(plan);
+  }
   return plan;
 }
 

@@ -22,6 +22,24 @@ struct StageLayers {
 };
 // False when the layers cannot be split so (pp*vpp must then divide them).
 bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out);
+// torchtitan's split of a pipeline into pp*vpp chunks when they do not divide the layers
+// (torchtitan/distributed/pipeline_parallel.py: chunks of ceil(L/(pp*vpp)) layers, the first and
+// the last chunk lighter, where the embedding and the output layer sit): every rank holds
+// vpp full chunks but the first and the last, which give up the shortfall between them
+// (126 layers over pp 8 * vpp 2: 15, 16, ..., 16, 15).
+bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers& out);
+
+// The activation-side terms of the training stacks beside Megatron that do not depend on the
+// stage (activations/stack_activations.hpp), resolved once per plan (zero under megatron with
+// its fused loss, whose numbers are the 4D paper's).
+struct StackLayerTerms {
+  double plain_layer = 0;     // one block keeping everything, one micro-batch
+  double kept_layer = 0;      // what a checkpointed block keeps
+  double recompute = 0;       // the recomputation working set, once per stage
+  double loss = 0;            // the loss's peak on the last stage, one micro-batch
+  bool checkpointing = false;
+  bool autocast = false;      // fp32 parameters under torch.autocast: bf16 weight copies
+};
 
 // Everything the stage loop needs, validated and converted once.
 struct Plan {
@@ -30,12 +48,20 @@ struct Plan {
   int64_t tp, cp, pp, vpp, dp;
   StageLayers layers;
   int64_t num_microbatches;  // 0 = not known (global batch not given)
-  Precision precision;
-  int zero;
+  Precision precision;  // optimizer_bytes resolved (K, master included)
+  int zero;             // the ZeRO stage the framework runs (plan/stack.hpp effective_zero)
+  Stack stack;
+  int32_t framework = MEMEST_FRAMEWORK_MEGATRON;
+  int32_t loss = MEMEST_LOSS_FUSED;  // resolved
+  StackLayerTerms stack_terms;
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
 };
+
+// The stage-independent activation terms of the training stack of a plan whose other fields
+// are set (make_plan_unchecked calls it).
+StackLayerTerms stack_layer_terms(const Plan& plan);
 
 // Why a layout cannot run (the same checks make_plan reports as errors). The search counts
 // these instead of throwing.
@@ -66,7 +92,8 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out);
 const char* layout_issue_name(LayoutIssue issue);
 
 // Validates the precision ("<prefix>.param_dtype", ...) and a ZeRO stage.
-void validate_precision(const Precision& p, const char* prefix);
+// `allow_derive`: optimizer_bytes may be MEMEST_OPTIMIZER_BYTES_DERIVE (pretraining, search).
+void validate_precision(const Precision& p, const char* prefix, bool allow_derive = false);
 void validate_zero(int zero, const char* field);
 // Validates every field but the layout's consistency (throws memest::Error naming the field).
 void validate_fields(const PretrainRequest& r);

@@ -17,7 +17,32 @@ namespace memest {
 struct Precision {
   double param_bytes = 2;       // bf16 weights
   double grad_bytes = 4;        // fp32 gradient accumulation (Llama 3, Megatron-LM)
-  double optimizer_bytes = 12;  // Adam: fp32 master weights, momentum, variance (K = 12)
+  double optimizer_bytes = 12;  // Adam: fp32 master weights, momentum, variance (K = 12);
+                                // MEMEST_OPTIMIZER_BYTES_DERIVE (< 0): from `optimizer`, the
+                                // framework and param_bytes (states/stack_states.hpp)
+  int32_t optimizer = MEMEST_OPTIMIZER_ADAM;
+};
+
+// The training stack's choices beyond the 4D paper (README "Training stack"). Every default
+// reproduces the Megatron numbers of 1.1 exactly.
+struct Stack {
+  int32_t framework = MEMEST_FRAMEWORK_MEGATRON;
+  int32_t optimizer_in_backward = 0;
+  int64_t recompute_every = 1;
+  int32_t loss = MEMEST_LOSS_AUTO;
+  int32_t fp8 = 0;
+  int32_t compile = 0;
+  int32_t offload_optimizer = 0;
+  int32_t offload_params = 0;
+  int32_t offload_activations = 0;
+  // framework buckets; 0 = the framework's documented default (states/stack_states.hpp)
+  double ddp_bucket_mib = 0;
+  double ds_reduce_bucket_size = 0;
+  double ds_allgather_bucket_size = 0;
+  double ds_prefetch_bucket_size = 0;
+  double ds_max_live_parameters = 0;
+  double ds_param_persistence_threshold = 0;
+  int32_t ddp_gradient_as_bucket_view = 0;
 };
 
 struct ModelStatesRequest {
@@ -51,6 +76,7 @@ struct PretrainRequest {
   int32_t activation_model = MEMEST_ACTIVATIONS_AUTO;
   Precision precision;
   int32_t uneven_pipeline = 0;
+  Stack stack;
 
   void set_layout(const Layout& l) {
     tp = l.tp, cp = l.cp, pp = l.pp, vpp = l.vpp, micro_batch = l.micro_batch;
@@ -67,7 +93,9 @@ struct SearchRequest {
   int64_t max_vpp = 4;
   int64_t max_micro_batch = 0;  // 0: no limit
   int64_t micro_batch = 0;      // > 0: only this micro-batch (a pinned training.micro_batch)
-  uint32_t recompute_mask = (1u << MEMEST_RECOMPUTE_COUNT) - 1;  // every option
+  // none, selective, full: op_selective (torchtitan's policy) only when asked for
+  uint32_t recompute_mask = (1u << MEMEST_RECOMPUTE_NONE) | (1u << MEMEST_RECOMPUTE_SELECTIVE) |
+                            (1u << MEMEST_RECOMPUTE_FULL);
   uint32_t zero_mask = 1u << 1;                                   // the distributed optimizer
   int32_t tp_within_node = 1;
   std::vector<Layout> layouts;  // or exactly these

@@ -9,6 +9,7 @@
 #include "core/limits.hpp"
 #include "core/verdict.hpp"
 #include "plan/plan.hpp"
+#include "plan/stack.hpp"
 #include "pretrain/pretrain.hpp"
 #include "throughput/throughput.hpp"
 
@@ -56,6 +57,7 @@ struct Search {
   uint32_t capacity;
   bool include_oom;
   bool none_in_space;  // recompute "none" is enumerated too
+  uint32_t zero_mask = 0;
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
     out->candidates += n;
@@ -84,12 +86,23 @@ struct Search {
       prune(MEMEST_PRUNE_EQUIVALENT);
       return;
     }
+    // fully_shard has no ZeRO-1: zero 1 reads as 3; DDP does not shard: 1 reads as 0.
+    const int32_t fw = candidate.stack.framework;
+    if (layout.zero == 1 && ((fw == MEMEST_FRAMEWORK_FSDP && ((zero_mask >> 3) & 1)) ||
+                             (fw == MEMEST_FRAMEWORK_PYTORCH && (zero_mask & 1)))) {
+      prune(MEMEST_PRUNE_EQUIVALENT);
+      return;
+    }
     PretrainRequest& r = candidate;
     r.set_layout(layout);
     LayoutCheck check;
     const LayoutIssue issue = check_layout(r, check);
     if (issue != LayoutIssue::None) {
       prune(prune_reason(issue));
+      return;
+    }
+    if (fw != MEMEST_FRAMEWORK_MEGATRON && !stack_allows_layout(r, check.num_microbatches)) {
+      prune(MEMEST_PRUNE_FRAMEWORK);
       return;
     }
     ++out->candidates;
@@ -182,6 +195,11 @@ void validate_search(const SearchRequest& r) {
     fail("search.recompute", "must allow at least one of " + enum_choices(MEMEST_ENUM_RECOMPUTE));
   }
   if (r.zero_mask == 0 || (r.zero_mask & ~15u) != 0) fail("search.zero", "must allow stages among 0..3");
+  if (base.stack.framework == MEMEST_FRAMEWORK_MEGATRON &&
+      (r.recompute_mask & (1u << MEMEST_RECOMPUTE_OP_SELECTIVE)) != 0) {
+    fail("search.recompute", "op_selective is torchtitan's per-op policy: it needs framework "
+                             "fsdp, deepspeed or pytorch");
+  }
   check_flag("search.tp_within_node", r.tp_within_node);
   check_flag("search.include_oom", r.include_oom);
   check_flag("search.uneven_pipeline", r.uneven_pipeline);
@@ -191,6 +209,21 @@ void validate_search(const SearchRequest& r) {
   }
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
     validate_layout(r.layouts[i], "search.layouts[" + std::to_string(i) + "]");
+    // the training stack's combinations, as a pretraining request with this layout
+    PretrainRequest one = base;
+    one.set_layout(r.layouts[i]);
+    try {
+      validate_stack(one);
+    } catch (const Error& e) {
+      // a layout field ("training.recompute", "parallel.zero") is named in the layout
+      std::string at = "search.layouts[" + std::to_string(i) + "]";
+      const std::string& f = e.field();
+      const std::string key = f.substr(f.rfind('.') + 1);
+      for (const char* k : {"recompute", "zero", "tp", "cp", "pp", "vpp", "micro_batch"}) {
+        if (key == k) at += "." + key;
+      }
+      throw Error(e.status(), at, at + " (" + f + "): " + e.what());
+    }
   }
 }
 
@@ -306,6 +339,7 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
   Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
+  s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
   if (!r.layouts.empty()) {
     rank_shortlist(r, s);
   } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "activations/activations.hpp"
 #include "model/model.hpp"
 #include "plan/plan.hpp"
 
@@ -26,6 +27,50 @@ double matmul_params_per_layer(const memest_model& m, const Widths& w) {
 }
 
 }  // namespace
+
+double sharding_traffic_bytes(const Plan& plan, double params, double microbatches) {
+  // The step above counts one reduce-scatter of the gradients and one all-gather of the
+  // parameters. What each stack sends beyond that, per micro-batch:
+  const double gather = 2 * params;  // bf16 working copies (FSDP MixedPrecision, DeepSpeed)
+  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
+  double extra = 0;
+  if (plan.zero >= 3 && !(fsdp && plan.pp > 1)) {
+    // ZeRO-3 / fully_shard(reshard_after_forward=True): gathered in forward and again in
+    // backward for every micro-batch (DeepSpeed stage3.py fetch_sub_module; FSDP2
+    // _fsdp_param_group.py pre_forward / pre_backward unshard): 2m gathers, one counted.
+    extra += (2 * microbatches - 1) * gather;
+  } else if (fsdp && plan.zero == 2 && plan.pp == 1) {
+    extra += (microbatches - 1) * gather;  // kept from forward to backward: m gathers
+  }
+  if ((plan.framework == MEMEST_FRAMEWORK_DEEPSPEED && plan.zero >= 2) ||
+      (fsdp && plan.zero >= 2 && plan.pp == 1)) {
+    // gradients reduce-scattered every micro-batch, not once a step (stage_1_and_2.py
+    // reduce_ipg_grads from the backward hooks; FSDP2 post_backward)
+    extra += (microbatches - 1) * params * plan.precision.grad_bytes;
+  }
+  return extra;
+}
+
+double offload_seconds(const Plan& plan, double params, double microbatches) {
+  // Offload transfers over PCIe (gpu.pcie_gbps), counted without overlap (an upper bound):
+  //  optimizer: the gradient shard goes to the host and the updated parameters come back once
+  //    a step (DeepSpeed ZeRO-Offload stage_1_and_2.py async copies; CPUOffloadPolicy);
+  //  params: the sharded parameters come from the host at every gather (2 per micro-batch);
+  //  activations: what each micro-batch saves goes out in forward and back in backward.
+  const Stack& st = plan.stack;
+  if (!st.offload_optimizer && !st.offload_params && !st.offload_activations) return 0;
+  const double shard = static_cast<double>(plan.dp * plan.cp);
+  const Precision& pr = plan.precision;
+  double bytes = 0;
+  if (st.offload_optimizer || st.offload_params) bytes += params * (pr.grad_bytes + pr.param_bytes) / shard;
+  if (st.offload_params) bytes += 2 * microbatches * params * pr.param_bytes / shard;
+  if (st.offload_activations) {
+    const double layers = static_cast<double>(std::max(plan.layers.first, plan.layers.middle));
+    bytes += 2 * microbatches * layers *
+             layer_activation_bytes(*plan.model, plan.coefficients, plan.layout);
+  }
+  return bytes / (plan.gpu->pcie_gbps * 1e9);
+}
 
 double model_flops_per_token(const memest_model& m, double seq_len) {
   const Widths w = widths(m);
@@ -86,7 +131,9 @@ Throughput estimate_throughput(const Plan& plan) {
                                                   : 2 * plan.precision.grad_bytes;
     const double bw = (t * c * d <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
     step += (dc - 1) / dc * bytes_per_param * params / bw;
+    step += sharding_traffic_bytes(plan, params, mb) * (dc - 1) / dc / bw;
   }
+  step += offload_seconds(plan, count_parameters(m).total / (t * p), mb);
   step += g.pipeline_stage_seconds * (p - 1);
 
   out.step_seconds = step;

@@ -33,6 +33,14 @@ struct Throughput {
 // Model FLOPs per token (3 passes) of a model at sequence length `seq_len`.
 double model_flops_per_token(const memest_model& m, double seq_len);
 
+// Bytes a data-parallel rank sends per step beyond one gradient reduce-scatter and one
+// parameter all-gather (ZeRO-3 / FSDP re-gathers per micro-batch, per-micro-batch gradient
+// reduction), for `params` parameters of a stage over `microbatches` micro-batches. 0 for the
+// default Megatron layouts (zero 0-2).
+double sharding_traffic_bytes(const Plan& plan, double params, double microbatches);
+// Seconds of host <-> GPU transfers per step for what is offloaded (PCIe, no overlap).
+double offload_seconds(const Plan& plan, double params, double microbatches);
+
 // Needs the number of micro-batches (a global batch); zeros when it is not known.
 Throughput estimate_throughput(const Plan& plan);
 

@@ -1,0 +1,356 @@
+#include "activations/stack_activations.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/model.hpp"
+
+namespace memest {
+
+namespace {
+
+// Tokens of one micro-batch on one GPU: s*b/cp.
+double tokens_per_gpu(const ActivationLayout& x) { return x.seq_len * x.micro_batch / x.cp; }
+
+double next_pow2(double v) {
+  double p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+// ---- 1. Loss -------------------------------------------------------------------------------
+
+LossMemory loss_memory(LossKind kind, const LossInputs& in) {
+  const double n = in.tokens, v = in.vocab, d = in.logit_bytes;
+  const double nv = n * v;
+  // `.float()` copies only when the logits are below fp32 (ATen's to() returns self otherwise).
+  const double upcast = d < 4 ? 4.0 : 0.0;
+  const double held = in.logits_held ? d : 0.0;  // per logit, through the backward
+  LossMemory r;
+  switch (kind) {
+    case LossKind::Fused:
+      // megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max makes the fp32
+      // copy; max subtraction and exp run in place on it and it is saved as the softmax; the
+      // backward turns it into the gradient in place, then the output layer's backward gets a
+      // copy in the logits' dtype. The model's bf16 logits die when the loss returns.
+      r.forward = nv * (d + upcast);
+      r.backward = nv * (4 + (d < 4 ? d : 0.0) + held);
+      break;
+    case LossKind::Unfused:
+      // F.cross_entropy = nll_loss(log_softmax(x)) (aten/src/ATen/native/LossNLL.cpp).
+      // Forward, while log_softmax writes: the logits (d), the fp32 copy (4), the log-probs (4).
+      // The fp32 copy dies when the loss returns: _log_softmax saves its result, not its input
+      // (tools/autograd/derivatives.yaml), and ToCopyBackward saves nothing. Backward, inside
+      // _log_softmax_backward_data: the saved log-probs (4), nll_loss_backward's grad_input
+      // (4, self's shape and dtype: LossNLL.cpp's meta function) and the new gradient (4).
+      r.forward = nv * (d + upcast + 4 + (in.shift_copy ? 4 : 0));
+      r.backward = nv * (12 + held);
+      if (in.compiled) {
+        // torch/_functorch/partitioners.py (min-cut, default config): log_softmax's max and
+        // sum are reductions (ban_recompute_reductions: saved, N values), the upcast and the
+        // subtraction are pointwise and recomputed, so the graph saves its input logits (d)
+        // rather than the fp32 log-probs (4). Inductor turns nll_loss_backward's scatter into
+        // zeros into a pointwise select (optimize_scatter_upon_const_tensor) and fuses the
+        // whole backward into one kernel writing the gradient in the input's dtype (d).
+        r.forward = nv * d;
+        r.backward = nv * 2 * d;
+      }
+      break;
+    case LossKind::Chunked: {
+      // torchtune ce_chunked_output_loss.py: compute_cross_entropy(logits_chunk.float()) per
+      // chunk; every chunk's log_softmax result stays saved for backward, only the fp32 copy is
+      // per chunk. Forward peak at the last chunk: all logits (d), all log-probs (4), one copy
+      // (c/C). Backward peak at the first chunk's LogSoftmaxBackward: all log-probs (4) plus
+      // that chunk's nll grad and log-softmax grad (8/C).
+      const double c = std::max(1.0, in.chunks);
+      r.forward = nv * (d + 4 + upcast / c);
+      r.backward = nv * (4 + 8 / c + held);
+      if (in.compiled) {
+        // torchtune compiles compute_cross_entropy only: per chunk as the compiled unfused loss
+        // above, so every chunk's logits stay saved (d) and one chunk's gradient is written.
+        r.forward = nv * d;
+        r.backward = nv * d * (1 + 1 / c);
+      }
+      break;
+    }
+    case LossKind::LinearFused: {
+      // Liger-Kernel ops/fused_linear_cross_entropy.py: chunk = next_pow2(ceil(BT / ceil(V/H)))
+      // rows; per chunk the logits are written in the input's dtype, the Triton kernel upcasts
+      // in registers and writes the gradient over them; grad_input = zeros_like(input) and the
+      // fp32 loss_1d live for the whole loss; backward only scales grad_input in place.
+      const double inc = std::ceil(v / std::max(1.0, in.hidden));
+      const double rows = std::min(n, next_pow2(std::ceil(n / std::max(1.0, inc))));
+      r.forward = rows * v * d + n * in.hidden * d + 4 * n;
+      r.backward = n * in.hidden * d;
+      break;
+    }
+  }
+  return r;
+}
+
+// ---- 2. op_selective ------------------------------------------------------------------------
+
+OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
+                                    double residual_bytes, bool gqa_native) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = static_cast<double>(head_dim(m));
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double kv = static_cast<double>(m.num_key_value_heads);
+  const double f = static_cast<double>(m.intermediate_size);
+
+  // The block's matmuls in execution order (torchtitan models/llama3/model.py:
+  // wq, wk, wv, sdpa, wo, w1, w3, w2), as elements per token of their output on this GPU.
+  // Column-parallel outputs are sharded by t; row-parallel outputs are full-size partial sums
+  // before the reduce-scatter. A linear with a bias runs as aten.addmm: always saved (it is in
+  // get_default_op_list's compute_intensive_ops) and not counted by the every-second-mm rule.
+  // `reused`: the eager block saves this very output too (V as SDPA's value, the gate/up or
+  // fc1 outputs as the activation's operands; a fused QKV output stays alive through its V
+  // view); Q and K are saved rotated, wo and w2 outputs not at all.
+  struct Mm {
+    double elems;
+    bool bias;
+    bool reused;
+  };
+  Mm mms[8];
+  int count = 0;
+  const bool qkv_bias = m.attention_qkv_bias != 0;
+  if (m.fused_qkv) {
+    mms[count++] = {(a + 2 * kv) * dh / t, qkv_bias, true};
+  } else {
+    mms[count++] = {a * dh / t, qkv_bias, false};
+    mms[count++] = {kv * dh / t, qkv_bias, false};
+    mms[count++] = {kv * dh / t, qkv_bias, gqa_native};
+  }
+  mms[count++] = {h, m.attention_out_bias != 0, false};
+  const bool mlp_bias = m.mlp_bias != 0;
+  if (m.gated_mlp) {
+    mms[count++] = {f / t, mlp_bias, true};
+    mms[count++] = {f / t, mlp_bias, true};
+  } else {
+    mms[count++] = {f / t, mlp_bias, true};
+  }
+  mms[count++] = {h, mlp_bias, false};
+
+  // torchtitan/distributed/activation_checkpoint.py (SelectiveAC; torchtitan 2025:
+  // _apply_ac_to_transformer_block with selective_ac_option "op"): MUST_SAVE for ops in the
+  // save list except every second mm (the counter is per block forward).
+  OpSelectiveLayer r;
+  int mm_index = 0;
+  double reused_mm = 0;
+  for (int i = 0; i < count; ++i) {
+    bool saved = mms[i].bias;
+    if (!mms[i].bias) saved = ++mm_index % 2 == 1;
+    if (!saved) continue;
+    r.mm_outputs += 2 * n * mms[i].elems;
+    if (mms[i].reused) reused_mm += 2 * n * mms[i].elems;
+  }
+  // torch/utils/checkpoint.py: the non-reentrant checkpoint keeps the block's inputs.
+  r.block_input = residual_bytes * n * h / (sp ? t : 1.0);
+  if (x.flash_attention) {
+    // _scaled_dot_product_flash_attention returns (out, logsumexp, ...): all outputs cached.
+    r.attention_out = 2 * n * a * dh / t;
+    r.logsumexp = 4 * n * a / t;
+  } else {
+    // Math SDPA decomposes into bmm (saved: compute-intensive, not an mm) + softmax + bmm.
+    r.attention_out = 2 * n * a * dh / t;
+    r.scores = 2 * a * x.seq_len * x.seq_len * x.micro_batch / (t * x.cp);
+  }
+  // With SP, wo and w2 end in _c10d_functional.reduce_scatter_tensor (saved); without SP they
+  // end in an all-reduce, which is not in the save list.
+  if (sp) r.reduce_scatter = 2 * (2 * n * h / t);
+  r.reused_by_recompute = r.block_input + reused_mm + r.attention_out + r.logsumexp + r.scores;
+  return r;
+}
+
+double every_nth_checkpointed_bytes(int64_t layers, int64_t every, double checkpointed_layer,
+                                    double plain_layer) {
+  if (layers <= 0) return 0;
+  const int64_t n = every <= 1 ? layers : layers / every;  // i % N == 0 for i in 1..layers
+  return static_cast<double>(n) * checkpointed_layer +
+         static_cast<double>(layers - n) * plain_layer;
+}
+
+// ---- 3. Recomputation working set -----------------------------------------------------------
+
+RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
+                                          double full_layer, double kept_layer,
+                                          double residual_bytes) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double f = static_cast<double>(m.intermediate_size);
+  RecomputeWorkingSet r;
+  r.rebuilt = std::max(0.0, full_layer - kept_layer);
+  // The block's backward starts with the gradient of its output (residual dtype, sharded with
+  // SP; the reduce-scatter's backward all-gathers a full copy for the MLP's last linear). Its
+  // peak is the MLP's elementwise backward: after the down projection's backward has freed the
+  // product (saved as its input), MulBackward holds the product's gradient and writes the two
+  // gradients of its factors: +2 intermediate-size tensors over the saved set (gated); GELU's
+  // backward writes one beside its input gradient: +1. The attention backward runs after the
+  // MLP's saved tensors are freed and, for h_ffn >= a*d, stays below this.
+  const double out_grad = residual_bytes * n * h / (sp ? t : 1.0) + (sp ? 2 * n * h : 0.0);
+  const double mlp_grads = (m.gated_mlp ? 2.0 : 1.0) * 2 * n * f / t;
+  r.gradients = out_grad + mlp_grads;
+  return r;
+}
+
+RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,
+                                                        const ActivationCoefficients& k,
+                                                        memest_activation_model which,
+                                                        const ActivationLayout& x) {
+  // megatron/core/tensor_parallel/random.py CheckpointFunction.backward: the checkpointed
+  // layer's forward runs again with grad enabled, then torch.autograd.backward through it, so
+  // the layer holds its full activation set for one micro-batch while its backward runs.
+  ActivationLayout none = x;
+  none.recompute = MEMEST_RECOMPUTE_NONE;
+  ActivationLayout full = x;
+  full.recompute = MEMEST_RECOMPUTE_FULL;
+  double full_layer = layer_activation_bytes(m, k, none);
+  if (which == MEMEST_ACTIVATIONS_LLAMA && m.gated_mlp) {
+    // overheads.cpp: a fused SwiGLU keeps 6 sbh_ffn, not Eq. 12's 8.
+    full_layer -= 2 * x.seq_len * x.micro_batch * static_cast<double>(m.intermediate_size) /
+                  (x.tp * x.cp);
+  }
+  return recompute_working_set(m, x, full_layer, layer_activation_bytes(m, k, full), 2);
+}
+
+// ---- 4. Eager PyTorch blocks ----------------------------------------------------------------
+
+EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
+                                  const EagerBlockOptions& o) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = static_cast<double>(head_dim(m));
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double kv = static_cast<double>(m.num_key_value_heads);
+  const double f = static_cast<double>(m.intermediate_size);
+  const double r_bytes = o.autocast ? 4.0 : 2.0;  // residual stream: fp32 params under autocast
+  const double seq_div = sp ? t : 1.0;            // the norms run on the sequence shard
+
+  // What the linears after a norm save of its output: bf16 models save the one output tensor
+  // (full sequence: with SP the DTensor all-gather's output is what the mm saves). Under
+  // autocast each linear casts its input itself (the autocast cache holds only leaf tensors),
+  // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
+  const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
+  const double mlp_consumers = m.gated_mlp ? 2.0 : 1.0;
+  const unsigned tg = o.lora ? o.lora_targets : 0u;
+  auto adapted = [&](unsigned bits) {
+    double c = 0;
+    for (unsigned b = 1; b <= kLoraDown; b <<= 1) {
+      if ((bits & b) && (tg & b)) ++c;
+    }
+    return c;
+  };
+  const double attn_adapted = adapted(m.fused_qkv ? kLoraQ : (kLoraQ | kLoraK | kLoraV));
+  const double mlp_adapted = adapted(m.gated_mlp ? (kLoraGate | kLoraUp) : kLoraUp);
+  // What the consumers of a tensor of `width` elements per token save of it, given `plain`
+  // bytes when every consumer is a trainable linear (bf16: one shared tensor).
+  auto lora_inputs = [&](double count, double width) {
+    if (count == 0) return 0.0;
+    if (o.lora_dropout) return count * 3 * n * width;  // dropout output + bool mask, each
+    if (o.autocast) return count * 2 * n * width;      // one bf16 cast each
+    return 2 * n * width;                              // the tensor itself, shared
+  };
+  auto norm_bytes = [&](double consumers, double adapted_consumers) {
+    const double casts = (o.autocast && !o.compiled) ? consumers : 1.0;
+    const double linear_inputs =
+        o.lora ? lora_inputs(adapted_consumers, h) : casts * 2 * n * h;
+    double own;
+    if (o.compiled || o.block == EagerBlock::Torchtitan) {
+      // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor:
+      // the fp32 upcast and the normalised tensor are pointwise and read only by pointwise ops
+      // in backward, so they are recomputed from the saved input; the mean of squares is a
+      // reduction (saved, per token); the output is read by the weight-gradient mms (saved).
+      own = r_bytes * n * h / seq_div + 4 * n / seq_div;
+    } else if (o.autocast) {
+      // HF LlamaRMSNorm on an fp32 residual: .to(float32) is a no-op, pow and the rsqrt product
+      // save the residual itself (4h), weight * normed saves normed (4h, not when the scale is
+      // frozen); rsqrt's result is per token (4).
+      own = ((o.lora ? 0 : 4) + 4) * n * h / seq_div + 4 * n / seq_div;
+    } else {
+      // HF LlamaRMSNorm on bf16: the fp32 upcast (saved by pow and the product, 4h), the bf16
+      // normalised tensor (saved by weight * ., 2h, not when the scale is frozen), rsqrt's
+      // per-token fp32 result.
+      own = (4 + (o.lora ? 0 : 2)) * n * h / seq_div + 4 * n / seq_div;
+    }
+    return own + linear_inputs;
+  };
+  EagerBlockBytes r;
+  r.norms = norm_bytes(attn_consumers, attn_adapted) + norm_bytes(mlp_consumers, mlp_adapted);
+
+  // Attention (SDPA flash/efficient: saves query, key, value, output, logsumexp). Rotary's
+  // multiplications by cos/sin save only cos/sin (shared, no grad); the rotated Q and K are
+  // what SDPA saves (under autocast its bf16 casts). K and V have k heads with enable_gqa, a
+  // heads after repeat_kv.
+  const double kv_heads = o.gqa_native ? kv : a;
+  r.attention = 2 * n * a * dh / t              // rotated Q
+                + 2 * (2 * n * kv_heads * dh / t)  // K, V
+                + 2 * n * a * dh / t              // output (also o_proj's saved input)
+                + 4 * n * a / t;                  // logsumexp, fp32
+  if (!x.flash_attention) {
+    r.attention += 2 * a * x.seq_len * x.seq_len * x.micro_batch / (t * x.cp);  // softmax out
+    r.attention -= 4 * n * a / t;
+  }
+
+  // MLP: gated eager saves gate (SiLU input), SiLU output and up (Mul's operands), the product
+  // (down_proj's input): 4 tensors of h_ffn. Compiled (torch/_functorch/partitioners.py with
+  // torch/_functorch/config.py's defaults): mm outputs are never recomputed (gate, up saved);
+  // a tensor a non-fusible op (the weight-gradient mm) reads in backward is never recomputed
+  // (ban_recompute_materialized_backward: the product is saved); the SiLU output, read only by
+  // pointwise ops, is recomputed: 3 tensors, Megatron's fused-SwiGLU count. GELU MLP: fc1
+  // output and GELU output (fc2's saved input) both ways.
+  if (m.gated_mlp) {
+    r.mlp = (o.compiled ? 3.0 : 4.0) * 2 * n * f / t;
+  } else {
+    r.mlp = 2.0 * 2 * n * f / t;
+  }
+  if (o.lora) {
+    // The down projection's input (the product / the GELU output) is saved only for an
+    // adapter on it; the attention output stays saved by SDPA, an adapted o_proj with dropout
+    // adds its own copy. Every adapter keeps its r-wide lora_A output for lora_B (2r).
+    r.mlp -= 2 * n * f / t;
+    r.mlp += lora_inputs(adapted(kLoraDown), f / t);
+    if (o.lora_dropout) r.attention += adapted(kLoraO) * 3 * n * a * dh / t;
+    r.attention += (attn_adapted + adapted(kLoraO)) * 2 * n * o.lora_rank;
+    r.mlp += (mlp_adapted + adapted(kLoraDown)) * 2 * n * o.lora_rank;
+  }
+  return r;
+}
+
+double autocast_weight_copies_bytes(double linear_params) { return 2 * linear_params; }
+
+// ---- 5. fp8 -----------------------------------------------------------------------------------
+
+double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params) {
+  return impl == Fp8Impl::TransformerEngine ? 2 * linear_params : 0.0;
+}
+
+double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x) {
+  if (impl == Fp8Impl::Torchao) return 0.0;
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = static_cast<double>(head_dim(m));
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double f = static_cast<double>(m.intermediate_size);
+  // Transformer Engine module/layernorm_linear.py, layernorm_mlp.py, linear.py: the saved
+  // linear input is an fp8 tensor kept for the wgrad GEMM with its column-wise (transposed)
+  // data only, 1 byte per element, except a norm output that must be all-gathered again under
+  // SP, which keeps its row-wise data too (2 bytes: no change).
+  double delta = 0;
+  if (!sp) delta -= 2 * n * h;      // two norm outputs, 2 -> 1 byte
+  delta -= n * f / t;               // fc2 input (SwiGLU/GELU output), 2 -> 1 byte
+  delta += n * a * dh / t;          // proj input: fp8 copy beside core attention's bf16 output
+  return delta;
+}
+
+}  // namespace memest

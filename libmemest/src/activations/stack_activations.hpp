@@ -1,0 +1,220 @@
+// Activation-side mechanisms of the training stacks other than Megatron-LM (FSDP2 with
+// torchtitan/torchtune, DeepSpeed, plain PyTorch / Hugging Face), as pure functions of the
+// model, the activation layout and plain numbers. The stage loop (pretrain/) decides where each
+// term is added; nothing here changes the Megatron numbers of activations.hpp.
+//
+// Conventions, for every function below:
+//   * bytes on ONE GPU;
+//   * "per micro-batch" means for the s*b/cp tokens of one micro-batch (ActivationLayout's
+//     seq_len * micro_batch / cp); a stage multiplies by the micro-batches it has in flight;
+//   * activations are bf16 (2 bytes) unless a parameter says otherwise.
+// Each function cites the framework source file whose mechanism it models; docs/
+// stack-activations.md derives every term and compares them with measured runs.
+#pragma once
+
+#include <cstdint>
+
+#include "activations/activations.hpp"
+#include "memest/memest.h"
+
+namespace memest {
+
+// ---------------------------------------------------------------------------------------------
+// 1. Loss memory (last pipeline stage)
+// ---------------------------------------------------------------------------------------------
+
+enum class LossKind {
+  Fused,        // Megatron's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py)
+  Unfused,      // F.cross_entropy(logits.float(), labels) (HF loss_utils.py, torchtitan components/loss.py)
+  Chunked,      // torchtune CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py)
+  LinearFused,  // Liger-Kernel fused linear + cross-entropy (ops/fused_linear_cross_entropy.py)
+};
+
+struct LossInputs {
+  double tokens = 0;          // tokens whose logits this GPU computes, per micro-batch: s*b/cp
+  double vocab = 0;           // vocabulary columns on this GPU: v/tp (v when the loss is not
+                              // vocab-parallel)
+  double hidden = 0;          // h, the width of the output layer's input (LinearFused)
+  double logit_bytes = 2;     // bytes per logit the output layer writes (2: bf16, 4: fp32)
+  double chunks = 8;          // Chunked: num_output_chunks (torchtune's default 8)
+  bool logits_held = false;   // the training loop still references the logits during the
+                              // backward (a plain `out = model(...); out.loss.backward()`);
+                              // torchtitan (`del pred`), torchtune (`del logits`), Megatron and
+                              // the HF Trainer drop them before backward
+  bool compiled = false;      // Unfused / Chunked: the loss function is torch.compile'd
+                              // (torchtitan compile.components "loss", torchtune compile_loss)
+  bool shift_copy = false;    // Unfused: Hugging Face's ForCausalLMLoss of the releases that
+                              // shifted the logits (`logits[..., :-1, :].contiguous()` on the
+                              // fp32 copy) instead of padding the labels: one more fp32 copy
+};
+
+struct LossMemory {
+  double forward = 0;   // bytes alive at the loss's forward peak
+  double backward = 0;  // bytes alive at the loss's backward peak
+  double peak() const { return forward > backward ? forward : backward; }
+};
+
+// Bytes per GPU per micro-batch on the LAST stage that the logits and the loss hold at their
+// forward and backward peaks, logits included (both peaks coincide with every activation of the
+// stage alive: the end of the forward and the start of the backward). The output layer's input
+// and the final norm (Eq. 14's 4sbh) are not included. With N = tokens, V = vocab, d =
+// logit_bytes, c = 4 when d < 4 (the fp32 copy .float() makes) else 0, C = chunks:
+//   Fused        forward N*V*(d + c), backward N*V*(4 + (d < 4 ? d : 0)): peak 6 bytes per bf16
+//                logit, today's Megatron numbers (Eq. 14's 4sbv/t + the overhead model's 2sbv/(tc))
+//   Unfused      forward N*V*(d + c + 4), backward N*V*12 (+ d when logits_held): 10 and 12
+//                bytes per bf16 logit; shift_copy adds 4 to the forward (14)
+//   Chunked      forward N*V*(d + 4 + c/C), backward N*V*(4 + 8/C) (+ d when logits_held)
+//   compiled     Unfused: forward N*V*d, backward N*V*2d (the saved input and its gradient);
+//                Chunked: forward N*V*d, backward N*V*d*(1 + 1/C)
+//   LinearFused  forward r*V*d + N*h*d + 4N with r = min(N, next_pow2(ceil(N / ceil(V/h)))),
+//                backward N*h*d
+LossMemory loss_memory(LossKind kind, const LossInputs& in);
+
+// ---------------------------------------------------------------------------------------------
+// 2. torchtitan's per-op selective activation checkpointing (op_selective)
+// ---------------------------------------------------------------------------------------------
+
+// What one checkpointed block keeps, bytes per GPU per micro-batch, for a dense block with
+// standard attention (MoE routers/experts are not modelled here). Parts:
+struct OpSelectiveLayer {
+  double block_input = 0;     // the checkpoint's input (residual stream), /t with SP
+  double mm_outputs = 0;      // outputs of the 1st, 3rd, 5th ... mm of the block, plus every
+                              // addmm (linears with a bias); row-parallel outputs are full-size
+  double attention_out = 0;   // SDPA output (flash / efficient / cuDNN)
+  double logsumexp = 0;       // SDPA's fp32 logsumexp
+  double scores = 0;          // without FlashAttention: the saved bmm output Q K^T
+  double reduce_scatter = 0;  // TP with SP: reduce-scatter outputs of wo and w2
+  double total() const {
+    return block_input + mm_outputs + attention_out + logsumexp + scores + reduce_scatter;
+  }
+  // Not part of total(): the bytes of this saved set that the block's recomputation in
+  // backward reuses as its own saved tensors (block input, V, gate/up or fc1 outputs, SDPA
+  // output and logsumexp), to pass as recompute_working_set's kept_layer.
+  double reused_by_recompute = 0;
+};
+// residual_bytes: bytes per element of the residual stream (2 under FSDP2's bf16 param_dtype;
+// 4 with fp32 parameters under autocast). gqa_native: SDPA reads V as wv wrote it (enable_gqa)
+// rather than a repeat_kv copy (only reused_by_recompute depends on it).
+OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
+                                    double residual_bytes = 2, bool gqa_native = true);
+
+// torchtitan's layer-level policy (selective_ac_option = "N", torchtitan 2025; `recompute_every`
+// N): the i-th wrapped block (1-based, counted over the blocks this process wraps) is fully
+// checkpointed when i % N == 0, the others keep everything. Returns the stage's activation bytes
+// for `layers` blocks, given the bytes of one fully checkpointed block (`checkpointed_layer`) and
+// of one block without checkpointing (`plain_layer`), both per micro-batch. every <= 1
+// checkpoints every block.
+double every_nth_checkpointed_bytes(int64_t layers, int64_t every, double checkpointed_layer,
+                                    double plain_layer);
+
+// ---------------------------------------------------------------------------------------------
+// 3. Recomputation working set (any framework)
+// ---------------------------------------------------------------------------------------------
+
+struct RecomputeWorkingSet {
+  double rebuilt = 0;    // the block being recomputed: its activations beyond what the policy
+                         // kept (present only under full / op_selective recomputation)
+  double gradients = 0;  // backward temporaries of the block's backward (present under EVERY
+                         // policy, recomputation or not): the block-output gradient and the
+                         // MLP's intermediate gradients at the MLP backward's peak
+  double total() const { return rebuilt + gradients; }
+};
+// One-off addition per stage, bytes per GPU (one micro-batch: the one whose backward runs),
+// at the stage's backward peak. full_layer: one layer's activations without checkpointing;
+// kept_layer: what the checkpointed layer keeps (full: its input; op_selective: the saved set,
+// reused by the recomputation). residual_bytes as above.
+RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
+                                          double full_layer, double kept_layer,
+                                          double residual_bytes = 2);
+// The same with Megatron's numbers: full_layer = layer_activation_bytes(recompute none) less
+// the fused-SwiGLU correction of overheads.cpp (Llama model), kept_layer = the 2sbh input.
+RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,
+                                                        const ActivationCoefficients& k,
+                                                        memest_activation_model which,
+                                                        const ActivationLayout& x);
+
+// ---------------------------------------------------------------------------------------------
+// 4. Eager PyTorch blocks (Hugging Face LlamaDecoderLayer, torchtitan's TransformerBlock)
+// ---------------------------------------------------------------------------------------------
+
+enum class EagerBlock {
+  HuggingFace,  // modeling_llama.py: LlamaRMSNorm upcasts to fp32 in Python
+  Torchtitan,   // torchtitan models/llama3: nn.RMSNorm (the fused _fused_rms_norm kernel)
+};
+
+struct EagerBlockOptions {
+  EagerBlock block = EagerBlock::HuggingFace;
+  bool autocast = false;    // fp32 parameters under torch.autocast(bf16): fp32 residual stream
+                            // and one bf16 cast of a norm output per consuming linear
+  bool gqa_native = true;   // SDPA enable_gqa (HF with no mask and torch >= 2.5; torchtitan
+                            // 2026); false: repeat_kv copies K and V to all heads
+  bool compiled = false;    // torch.compile (inductor's min-cut partitioner) on each block
+  // LoRA (peft tuners/lora/layer.py Linear.forward; torchtune modules/peft/lora.py): frozen
+  // base weights and norm scales, adapters on the linears in lora_targets (LoraTarget bits).
+  bool lora = false;
+  unsigned lora_targets = 0;
+  double lora_rank = 0;
+  bool lora_dropout = false;  // lora_dropout > 0 (nn.Dropout; peft and torchtune use
+                              // nn.Identity for 0)
+};
+
+enum LoraTarget : unsigned {
+  kLoraQ = 1u << 0,
+  kLoraK = 1u << 1,
+  kLoraV = 1u << 2,
+  kLoraO = 1u << 3,
+  kLoraGate = 1u << 4,
+  kLoraUp = 1u << 5,
+  kLoraDown = 1u << 6,
+  kLoraAll = 0x7fu,
+};
+
+struct EagerBlockBytes {
+  double norms = 0;      // both RMSNorms with what the linears after them save
+  double attention = 0;  // Q, K, V as SDPA saves them, the output, the logsumexp
+  double mlp = 0;        // gate/up outputs, activation output, product (or fc1/act for GELU)
+  double total() const { return norms + attention + mlp; }
+};
+// Bytes one block saves for backward without checkpointing, per GPU per micro-batch.
+// With lora, only what the trainable adapters and the gradient flow need is saved: autograd
+// saves a matmul's input only when its weight requires grad (tools/autograd/
+// gen_variable_type.py guard_for: an input used by one derivative formula only is saved under
+// should_compute_output of that edge; mm's self feeds only mat2's), so a frozen linear saves
+// nothing and a frozen norm scale does not save the normalised tensor; each adapted linear
+// saves its lora_A input (shared with the base input, or with dropout its own dropout output
+// 2 bytes + bool mask 1 byte per element) and its r-wide lora_A output (2r). lora_targets of
+// a fused QKV model: kLoraQ stands for the fused projection; of a GELU MLP: kLoraUp is fc1,
+// kLoraDown fc2. Not modelled with compiled.
+// Tensor parallelism as torchtitan applies it (colwise/rowwise DTensor linears; with SP the
+// linears save their all-gathered input at full sequence length).
+EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
+                                  const EagerBlockOptions& o);
+
+// Bytes of the bf16 copies autocast makes of every linear weight (fp32 parameters): each mm
+// saves its bf16 weight for backward, so the copies of all linears of the stage live from the
+// forward to their layer's backward. Per GPU per stage, not per micro-batch.
+// `linear_params`: parameters of the linear layers on this GPU (weights of q/k/v/o, MLP, and
+// the LM head when the stage has it; not the embedding, which autocast does not cast).
+double autocast_weight_copies_bytes(double linear_params);
+
+// ---------------------------------------------------------------------------------------------
+// 5. fp8 linears
+// ---------------------------------------------------------------------------------------------
+
+enum class Fp8Impl {
+  Torchao,            // torchao float8/float8_linear.py (tensorwise, dynamic scaling)
+  TransformerEngine,  // Transformer Engine's Linear / LayerNormLinear / LayerNormMLP
+};
+// Persistent fp8 weight copies, bytes per GPU for `linear_params` parameters of fp8 linears.
+// torchao: 0 (casts are made per matmul and freed; FSDP2's fp8 all-gather changes the
+// unsharded parameters, a state-side term). Transformer Engine: 2 bytes per parameter (the fp8
+// weight and its fp8 transpose, cached across the micro-batches of a step).
+double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params);
+// Change of one block's saved activations, bytes per GPU per micro-batch (negative: less).
+// torchao (eager): 0, Float8Linear saves its high-precision input and weight and re-casts in
+// backward. Transformer Engine: the linears' inputs that only a linear keeps are saved in fp8
+// (the two norm outputs and the SwiGLU/GELU output: -1 byte per element) and the projection
+// keeps an fp8 copy of the attention output beside the bf16 one core attention keeps (+1).
+double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x);
+
+}  // namespace memest

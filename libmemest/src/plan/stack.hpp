@@ -1,0 +1,58 @@
+// Resolving the training stack of a request (README "Training stack"): whether a master copy
+// exists, the optimizer's bytes per parameter, the ZeRO stage a framework really runs, the loss,
+// and the refusal of combinations no framework runs. The bytes per stage are in
+// states/stack_states.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "memest/memest.h"
+#include "plan/requests.hpp"
+
+namespace memest {
+
+// ---- precision and optimizer
+
+// True when an fp32 master copy of the parameters exists: the stored dtype is below fp32 and
+// the framework keeps masters (Megatron's DistributedOptimizer / Float16OptimizerWithFloat16Params;
+// DeepSpeed stage_1_and_2.py `single_partition_of_fp32_groups`, stage3.py `fp32_partitioned_groups_flat`).
+// FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_param.py) and plain PyTorch optimise the
+// stored parameters themselves: no master.
+bool keeps_master(int32_t framework, double param_bytes);
+
+// Optimizer state bytes per trainable parameter, without any master copy, for states of
+// `state_bytes` each (fp32 = 4 beside a master; else the stored dtype: torch/optim/adamw.py and
+// sgd.py create them with zeros_like(param)):
+//  adam, adamw: exp_avg + exp_avg_sq = 2 * state_bytes;
+//  adamw_8bit, paged_adamw_8bit: bitsandbytes block-wise 8-bit states, whatever the parameter
+//    dtype (bitsandbytes/optim/optimizer.py Optimizer2State.init_state: two uint8 states and,
+//    block_wise, one fp32 absmax per 256 elements for each: 2 + 2*4/256 = 2.03125);
+//  sgd_momentum: momentum_buffer = state_bytes; sgd: 0.
+double optimizer_moment_bytes(int32_t optimizer, double state_bytes);
+
+// K (bytes per parameter, master included) derived from the optimizer, the framework and the
+// stored dtype: moments + 4 when keeps_master. The default request (megatron, bf16, adam)
+// gives 8 + 4 = 12, the 4D paper's K; FSDP2 with fp32 storage 8, pure bf16 (torchtune) 4.
+double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double param_bytes);
+
+// The ZeRO stage the framework actually runs for a requested `zero`:
+//  fsdp: 1 (the request default, meaningless for fully_shard) reads as fully_shard's default
+//    reshard_after_forward=True, i.e. 3;
+//  pytorch: DDP replicates everything: 0;
+//  megatron, deepspeed: as given.
+int32_t effective_zero(int32_t framework, int32_t zero);
+
+// The request's loss resolved: AUTO is fused under megatron and unfused elsewhere (torchtitan's
+// build_cross_entropy_loss, torchtune's default CEWithChunkedOutputLoss being a recipe choice,
+// HF's ForCausalLMLoss: all F.cross_entropy on upcast logits).
+int32_t resolved_loss(int32_t framework, int32_t loss);
+
+// The layout-dependent rules of validate_stack, without throwing (the search's candidates):
+// false when the framework cannot run the request's layout. `num_microbatches`: per step, 0
+// when unknown.
+bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches);
+
+// Checks the combination of the training stack's fields (throws naming the field and why).
+void validate_stack(const PretrainRequest& r);
+
+}  // namespace memest

@@ -1,0 +1,92 @@
+#include "states/stack_states.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+
+namespace memest {
+
+StackStates stack_state_bytes(const StackStateInput& in) {
+  const Precision& p = in.precision;
+  const Stack& st = in.stack;
+  const double n = in.params;
+  const int32_t z = in.zero;
+  const double g = in.shard_group;
+  const bool fsdp = st.framework == MEMEST_FRAMEWORK_FSDP;
+  // master bytes inside K (only a derived K is known to hold one; a given K is taken whole)
+  const double master_per_param = keeps_master(st.framework, p.param_bytes)
+                                      ? std::min(4.0, p.optimizer_bytes)
+                                      : 0.0;
+  StackStates s;
+  // The ZeRO partitioning, common to Megatron's distributed optimizer, DeepSpeed and FSDP
+  // (FSDP shards parameters, gradients and optimizer together for zero 2 and 3; 0 replicates).
+  s.weights = n * p.param_bytes / (z >= 3 || (fsdp && z >= 2) ? g : 1.0);
+  s.gradients = n * p.grad_bytes / (z >= 2 ? g : 1.0);
+  s.optimizer = n * p.optimizer_bytes / (z >= 1 ? g : 1.0);
+  s.master = n * master_per_param / (z >= 1 ? g : 1.0);
+
+  if (fsdp && z >= 2) {
+    if (in.pp > 1) {
+      // torchtitan under PP: unsharded bf16 parameters and unsharded gradients in the reduce
+      // dtype stay across the micro-batches of the step.
+      s.weights += n * 2;
+      s.gradients += n * p.grad_bytes;
+    } else if (z == 2) {
+      s.weights += n * 2;  // reshard_after_forward=False: unsharded bf16 params kept
+    }
+  }
+  if (st.optimizer_in_backward) {
+    // only the gradient being stepped is alive (sharded like the others)
+    s.gradients = std::min(s.gradients, in.largest_tensor * p.grad_bytes / (z >= 2 ? g : 1.0));
+  }
+  if (p.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT && !st.offload_optimizer) {
+    s.paged = s.optimizer - s.master;
+    s.optimizer = s.master;
+  }
+  if (st.offload_optimizer) {
+    s.host += s.optimizer;
+    s.optimizer = 0;
+  }
+  if (st.offload_params) {
+    // the sharded storage moves to host (the unsharded working copies stay on the GPU)
+    const double sharded_w = n * p.param_bytes / g;
+    const double sharded_g = n * p.grad_bytes / g;
+    s.host += sharded_w + std::min(sharded_g, s.gradients);
+    s.weights -= sharded_w;
+    s.gradients -= std::min(sharded_g, s.gradients);
+    if (fsdp && !st.offload_optimizer) {  // CPUOffloadPolicy: the step runs on the CPU
+      s.host += s.optimizer;
+      s.optimizer = 0;
+    }
+  }
+  return s;
+}
+
+double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double grad_bytes) {
+  if (zero < 2) return 0;
+  double bytes = block_params * grad_bytes;  // one block's reduce-scatter input
+  if (zero == 3 && pp == 1) bytes += 2 * block_params * 2;  // current + prefetched all-gather
+  return bytes;
+}
+
+double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view) {
+  if (!ddp || bucket_view) return 0;
+  return params * grad_bytes;
+}
+
+double deepspeed_buffer_bytes(double stage_params, double block_params, double persistent_params,
+                              int32_t zero, const Precision& precision, const Stack& st) {
+  if (zero == 0) return 0;
+  const double reduce = st.ds_reduce_bucket_size > 0 ? st.ds_reduce_bucket_size : kDsReduceBucketSize;
+  const double ipg = std::min(reduce, stage_params) * precision.param_bytes;
+  if (zero < 3) return ipg;
+  const double prefetch =
+      st.ds_prefetch_bucket_size > 0 ? st.ds_prefetch_bucket_size : kDsPrefetchBucketSize;
+  const double live =
+      st.ds_max_live_parameters > 0 ? st.ds_max_live_parameters : kDsMaxLiveParameters;
+  const double gathered = std::min(live, block_params + std::min(prefetch, block_params));
+  return 2 * ipg + 2 * gathered + persistent_params * precision.param_bytes;
+}
+
+}  // namespace memest

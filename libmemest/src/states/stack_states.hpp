@@ -1,0 +1,101 @@
+// The state side of the training stacks beside Megatron-LM (README "Training stack"): which
+// copies of the parameters, gradients and optimizer states a framework keeps on a GPU, the
+// buffers it adds for its collectives, and what offloading moves to host memory. One function
+// per mechanism, each citing the framework file it models; the stage loop (pretrain/) sums them.
+//
+// Versions modelled: PyTorch 2.5-2.7 (FSDP2 fully_shard, DDP), torchtitan 2025, torchtune 0.6,
+// DeepSpeed 0.14-0.16, bitsandbytes 0.43-0.45.
+#pragma once
+
+#include <cstdint>
+
+#include "memest/memest.h"
+#include "plan/requests.hpp"
+#include "plan/stack.hpp"
+
+namespace memest {
+
+// ---- one GPU's parameters, gradients and optimizer for a stage
+
+struct StackStates {
+  double weights = 0;     // stored parameters (+ unsharded working copies kept, FSDP)
+  double gradients = 0;   // stored gradients (+ unsharded accumulated gradients kept, FSDP+PP)
+  double optimizer = 0;   // optimizer states + master (on the GPU)
+  double master = 0;      // the master part of `optimizer` (or of host/paged when moved)
+  double paged = 0;       // paged optimizer states in CUDA managed memory (not in optimizer)
+  double host = 0;        // offloaded to host memory
+  double total() const { return weights + gradients + optimizer; }
+};
+
+struct StackStateInput {
+  double params = 0;          // parameters of one GPU of the stage (after TP/PP)
+  double largest_tensor = 0;  // elements of the largest parameter tensor (after TP)
+  double shard_group = 1;     // data-parallel ranks the states shard over (d, or d*c)
+  int64_t pp = 1;
+  int32_t zero = 0;           // effective_zero
+  Precision precision;        // optimizer_bytes resolved (K, master included)
+  Stack stack;
+};
+
+// Per framework:
+//  megatron, deepspeed: the ZeRO paper's partitioning (stage 1 optimizer + master, 2 also
+//    gradients, 3 also parameters) over shard_group (DeepSpeed stage_1_and_2.py, stage3.py).
+//  fsdp (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py): parameters, gradients and
+//    optimizer states sharded over shard_group (zero 0: replicated). zero 2
+//    (reshard_after_forward=False) keeps every layer's unsharded bf16 parameters from forward to
+//    backward: + 2 * params. Under pp > 1 torchtitan (torchtitan/models/llama3/infra/
+//    parallelize.py: reshard_after_forward off under PP) and PyTorch's schedules
+//    (torch/distributed/pipelining/schedules.py: gradient sync and reshard deferred to the last
+//    micro-batch) keep unsharded bf16 parameters (+2) and unsharded gradients accumulated in the
+//    reduce dtype (+grad_bytes; _fsdp_param.py `unsharded_accumulated_grad`) per parameter.
+//  pytorch: everything replicated (DDP, torch/nn/parallel/distributed.py).
+//  optimizer_in_backward (torchtune/training/_memory.py register_optim_in_bwd_hooks): each
+//    parameter's gradient is freed by its own optimizer step: at most the largest tensor's
+//    gradient is alive.
+//  paged_adamw_8bit: the moments go to `paged` (bitsandbytes/optim/optimizer.py: is_paged ->
+//    F.get_paged, cudaMallocManaged), the master stays.
+//  offload_optimizer: optimizer + master to `host` (DeepSpeed ZeRO-Offload
+//    zero/offload_config.py; FSDP2 CPUOffloadPolicy steps on the CPU).
+//  offload_params: sharded parameters and gradients to `host` (FSDP2 CPUOffloadPolicy in
+//    _fully_shard/_fsdp_api.py moves them with the optimizer; DeepSpeed offload_param, ZeRO-3).
+StackStates stack_state_bytes(const StackStateInput& in);
+
+// ---- framework buffers
+
+// FSDP2 (_fsdp_collectives.py foreach_all_gather / foreach_reduce): the all-gather output of
+// the current block and of the prefetched next one in the compute dtype (bf16: 2 bytes per
+// unsharded parameter, twice), and one block's reduce-scatter input in the reduce dtype
+// (grad_bytes per unsharded parameter). With zero 0 there are no collectives but DDP-style
+// all-reduce of the gradients in place. `block_params`: one block's parameters after TP.
+// Under zero 2 or pp > 1 the unsharded parameters are already counted as weights: only the
+// reduce-scatter buffer remains.
+double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double grad_bytes);
+
+// DDP (torch/nn/parallel/distributed.py, reducer.cpp): gradients are copied into flat buckets
+// (bucket_cap_mb 25 MiB, the first 1 MiB) that together hold every gradient: with
+// gradient_as_bucket_view=False (the default) a second copy of all gradients, params *
+// grad_bytes; with it, the buckets are the gradients: 0. `ddp`: the model is wrapped in DDP
+// (dp > 1, or one process with training.buckets.bucket_cap_mb given).
+double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view);
+
+// DeepSpeed (runtime/zero/config.py defaults; stage_1_and_2.py, stage3.py):
+//  stage 1/2: contiguous_gradients' ipg buffer of reduce_bucket_size elements (5e8) in the
+//    gradient dtype, bounded by the stage's parameters (a bucket is never larger than what is
+//    reduced); stage 2 reduces as gradients arrive, stage 1 at the end through the same buffer.
+//  stage 3: the ipg buffer (overlap_comm on by default: two of them), plus the gathered
+//    parameters alive at once: the current block and up to stage3_prefetch_bucket_size (5e7)
+//    prefetched, never more than stage3_max_live_parameters (1e9), in bf16 (2 bytes), plus the
+//    persistent parameters (tensors of <= stage3_param_persistence_threshold, 1e5, elements: the
+//    norms) kept whole: `persistent_params` * param_bytes.
+double deepspeed_buffer_bytes(double stage_params, double block_params, double persistent_params,
+                              int32_t zero, const Precision& precision, const Stack& stack);
+
+// Defaults of the bucket fields (0 in a request).
+constexpr double kDdpBucketMiB = 25;
+constexpr double kDsReduceBucketSize = 5e8;
+constexpr double kDsAllgatherBucketSize = 5e8;
+constexpr double kDsPrefetchBucketSize = 5e7;
+constexpr double kDsMaxLiveParameters = 1e9;
+constexpr double kDsParamPersistenceThreshold = 1e5;
+
+}  // namespace memest

@@ -1,0 +1,140 @@
+// Checks memest against measurements of training stacks beside Megatron-LM: the public ones
+// (tests/data/measured/measured-other-frameworks.json) and this project's H100 runs
+// (h100-stacks.json),
+// each expressed as a memest request in tests/data/measured/other-frameworks-requests.json.
+// Prints the per-case error, the mean absolute percentage error by framework and the OOM
+// confusion (ran / oom against memest's oom_predicted) as Markdown tables, the ones the
+// README quotes. Compares like with like: a measured max_memory_allocated or peak active
+// with peak_allocated_bytes, a max_memory_reserved with peak_reserved_bytes (both less the
+// CUDA context, which the allocator does not count), a run status with oom_predicted (which
+// counts it).
+//
+//   memest_validate_stacks [tests/data/measured]
+//
+// Fits nothing: every constant comes from the GPU presets (fitted on the 4D paper's 147 A100
+// runs by fit_profile) and the frameworks' own defaults. Exits non-zero when a mapped case is
+// refused (every case must stay expressible) or when the bounds at the end fail.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "memest/memest.h"
+
+namespace {
+
+using json = nlohmann::json;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+json load(const std::string& path, bool required) {
+  std::ifstream in(path);
+  if (!in) {
+    if (required) std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    return json();
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+struct Group {
+  double abs_pct = 0;
+  int n = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string dir = argc > 1 ? argv[1] : MEMEST_TEST_DATA "/measured";
+  const json measured = load(dir + "/measured-other-frameworks.json", true);
+  const json mapping = load(dir + "/other-frameworks-requests.json", true);
+  if (measured.is_null() || mapping.is_null()) return 2;
+  std::map<std::string, json> by_id;
+  for (const json& c : measured["cases"]) by_id[c["id"].get<std::string>()] = c;
+  // This project's H100 runs (calibrate/measure_stacks.py): exact allocator figures.
+  const json h100 = load(dir + "/h100-stacks.json", true);
+  if (h100.is_null()) return 2;
+  for (const json& c : h100["cases"]) {
+    json m = {{"status", c.value("status", "ran")},
+              {"allocated_gib", c["peak_allocated_bytes"].get<double>() / kGiB},
+              {"reserved_gib", c["peak_reserved_bytes"].get<double>() / kGiB}};
+    by_id[c["id"].get<std::string>()] = {{"measured", m}};
+  }
+  const std::vector<json> cases(mapping["cases"].begin(), mapping["cases"].end());
+
+  int refused = 0, expressible = 0, not_expressible = 0;
+  int confusion[2][2] = {{0, 0}, {0, 0}};  // [measured oom][predicted oom]
+  std::map<std::string, Group> groups;
+  std::printf("| case | framework | compared | measured GiB | memest GiB | error |\n");
+  std::printf("|---|---|---|---:|---:|---:|\n");
+  for (const json& c : cases) {
+    const std::string id = c["id"].get<std::string>();
+    const std::string group = c["group"].get<std::string>();
+    if (c.contains("not_expressible")) {
+      ++not_expressible;
+      std::printf("| %s | %s | not expressible | | | |\n", id.c_str(), group.c_str());
+      continue;
+    }
+    const json& m = by_id[id]["measured"];
+    char* out = nullptr;
+    const memest_status st = memest_request_json(c["request"].dump().c_str(), &out);
+    const json r = out ? json::parse(out) : json();
+    memest_string_free(out);
+    if (st != MEMEST_OK) {
+      ++refused;
+      std::printf("| %s | %s | REFUSED: %s | | | |\n", id.c_str(), group.c_str(),
+                  r["error"]["message"].get<std::string>().c_str());
+      continue;
+    }
+    ++expressible;
+    const std::string compare = c["compare"].get<std::string>();
+    const bool predicted_oom = r["oom_predicted"].get<bool>();
+    const std::string status = m.value("status", "ran");
+    const bool measured_oom = status == "oom";
+    confusion[measured_oom][predicted_oom]++;
+    if (compare == "status") {
+      std::printf("| %s | %s | ran/oom | %s | %.1f (reserved) | predicted %s |\n", id.c_str(),
+                  group.c_str(), status.c_str(), r["peak_reserved_bytes"].get<double>() / kGiB,
+                  predicted_oom ? "oom" : "fits");
+      continue;
+    }
+    // The allocator's figures never include the CUDA context: compare them with memest's
+    // minus context_bytes (peak_allocated_bytes = peak_bytes - fragmentation includes it).
+    const double context = r["overheads"]["context_bytes"].get<double>();
+    auto row = [&](const char* kind, double value, const char* key) {
+      const double predicted = (r[key].get<double>() - context) / kGiB;
+      const double err = (predicted - value) / value;
+      Group& gr = groups[group + ", " + kind];
+      gr.abs_pct += std::fabs(err) * 100;
+      gr.n++;
+      std::printf("| %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", id.c_str(), group.c_str(), kind,
+                  value, predicted, err * 100);
+    };
+    if (compare == "both") {
+      row("allocated", m["allocated_gib"].get<double>(), "peak_allocated_bytes");
+      row("reserved", m["reserved_gib"].get<double>(), "peak_reserved_bytes");
+    } else {
+      row(compare.c_str(), m["value_gib"].get<double>(),
+          compare == "reserved" ? "peak_reserved_bytes" : "peak_allocated_bytes");
+    }
+  }
+  std::printf("\n| framework, compared | cases | MAPE |\n|---|---:|---:|\n");
+  for (const auto& [name, g] : groups) {
+    std::printf("| %s | %d | %.1f %% |\n", name.c_str(), g.n, g.abs_pct / g.n);
+  }
+  std::printf("\nOOM confusion (%d expressible cases; %d not expressible):\n\n", expressible,
+              not_expressible);
+  std::printf("| | memest: fits | memest: oom |\n|---|---:|---:|\n");
+  std::printf("| ran | %d | %d |\n| oom | %d | %d |\n", confusion[0][0], confusion[0][1],
+              confusion[1][0], confusion[1][1]);
+  if (refused > 0) {
+    std::fprintf(stderr, "FAIL: %d mapped cases were refused\n", refused);
+    return 1;
+  }
+  return 0;
+}

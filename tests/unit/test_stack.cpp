@@ -1,0 +1,322 @@
+// The training stacks beside Megatron-LM: the state side (states/stack_states.hpp), its
+// resolution (plan/stack.hpp) and the refusals. Every expected value is worked by hand in the
+// comment above it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "helpers.hpp"
+#include "plan/plan.hpp"
+#include "plan/stack.hpp"
+#include "states/stack_states.hpp"
+
+using namespace memest;
+
+namespace {
+
+test::json base(const char* framework) {
+  return {{"mode", "pretrain"},
+          {"model", "llama-3.1-8b"},
+          {"gpu", "h100-80gb"},
+          {"parallel", {{"gpus", 8}}},
+          {"training", {{"seq_len", 8192}, {"micro_batch", 1}, {"framework", framework}}}};
+}
+
+test::json ok(const test::json& req) {
+  const test::Answer a = test::request(req);
+  INFO(a.body.dump());
+  REQUIRE(a.status == MEMEST_OK);
+  return a.body;
+}
+
+std::string refused_field(const test::json& req) {
+  const test::Answer a = test::request(req);
+  INFO(a.body.dump());
+  CHECK(a.status != MEMEST_OK);
+  return a.body["error"]["field"].get<std::string>();
+}
+
+StackStateInput input(int32_t framework, int32_t zero, double group, double param_bytes,
+                      double grad_bytes) {
+  StackStateInput in;
+  in.params = 1e9;
+  in.largest_tensor = 5e8;
+  in.shard_group = group;
+  in.zero = zero;
+  in.precision.param_bytes = param_bytes;
+  in.precision.grad_bytes = grad_bytes;
+  in.precision.optimizer_bytes =
+      derived_optimizer_bytes(in.precision.optimizer, framework, param_bytes);
+  in.stack.framework = framework;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("K: an fp32 master only below fp32 storage and where the framework keeps one") {
+  // Megatron, bf16 storage, Adam: 8 (exp_avg + exp_avg_sq) + 4 (master) = 12, the paper's K.
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_ADAM, MEMEST_FRAMEWORK_MEGATRON, 2) == 12);
+  // Megatron with fp32 storage optimises the fp32 parameters: 8.
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_ADAM, MEMEST_FRAMEWORK_MEGATRON, 4) == 8);
+  // FSDP2 never keeps a master; AdamW's states are like the parameter: fp32 storage 4 + 4 = 8,
+  // pure bf16 (torchtune dtype=bf16) 2 + 2 = 4.
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_ADAMW, MEMEST_FRAMEWORK_FSDP, 4) == 8);
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_ADAMW, MEMEST_FRAMEWORK_FSDP, 2) == 4);
+  // DeepSpeed bf16 + bitsandbytes 8-bit AdamW: 2 uint8 states + 2 fp32 absmax per 256
+  // elements (8/256 = 0.03125) + master 4 = 6.03125.
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_ADAMW_8BIT, MEMEST_FRAMEWORK_DEEPSPEED, 2) ==
+        6.03125);
+  // Plain PyTorch, SGD without momentum, bf16: no state at all.
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_SGD, MEMEST_FRAMEWORK_PYTORCH, 2) == 0);
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_SGD_MOMENTUM, MEMEST_FRAMEWORK_PYTORCH, 4) == 4);
+  // ... and with bf16 storage a bf16 momentum buffer: 2.
+  CHECK(derived_optimizer_bytes(MEMEST_OPTIMIZER_SGD_MOMENTUM, MEMEST_FRAMEWORK_PYTORCH, 2) == 2);
+}
+
+TEST_CASE("effective ZeRO stage per framework") {
+  CHECK(effective_zero(MEMEST_FRAMEWORK_FSDP, 1) == 3);  // fully_shard's default
+  CHECK(effective_zero(MEMEST_FRAMEWORK_FSDP, 2) == 2);
+  CHECK(effective_zero(MEMEST_FRAMEWORK_PYTORCH, 1) == 0);  // DDP replicates
+  CHECK(effective_zero(MEMEST_FRAMEWORK_MEGATRON, 1) == 1);
+  CHECK(effective_zero(MEMEST_FRAMEWORK_DEEPSPEED, 2) == 2);
+}
+
+TEST_CASE("FSDP2 states: sharded fp32 storage, no master; zero 2 and pp > 1 keep unsharded copies") {
+  // 1e9 parameters over 8 ranks, fp32 params and grads, AdamW (K = 8):
+  // weights 4e9/8 = 5e8, gradients 5e8, optimizer 8e9/8 = 1e9, master 0.
+  StackStates s = stack_state_bytes(input(MEMEST_FRAMEWORK_FSDP, 3, 8, 4, 4));
+  CHECK(s.weights == 5e8);
+  CHECK(s.gradients == 5e8);
+  CHECK(s.optimizer == 1e9);
+  CHECK(s.master == 0);
+  // zero 2 (reshard_after_forward=False): + unsharded bf16 parameters 2 * 1e9 = 2.5e9.
+  s = stack_state_bytes(input(MEMEST_FRAMEWORK_FSDP, 2, 8, 4, 4));
+  CHECK(s.weights == 2.5e9);
+  CHECK(s.gradients == 5e8);
+  // pp = 2 (torchtitan): + unsharded bf16 params (2e9) and unsharded fp32 gradients (4e9):
+  // weights 2.5e9, gradients 4.5e9, like ZeRO-1 plus the shards.
+  StackStateInput pp = input(MEMEST_FRAMEWORK_FSDP, 3, 8, 4, 4);
+  pp.pp = 2;
+  s = stack_state_bytes(pp);
+  CHECK(s.weights == 2.5e9);
+  CHECK(s.gradients == 4.5e9);
+  CHECK(s.optimizer == 1e9);
+}
+
+TEST_CASE("Megatron and DeepSpeed states keep the ZeRO partitioning with a master") {
+  // DeepSpeed ZeRO-1, bf16 params, fp32 grads, Adam (K = 12), 4 ranks: weights 2e9,
+  // gradients 4e9, optimizer 12e9/4 = 3e9 of which the master 4e9/4 = 1e9.
+  const StackStates s = stack_state_bytes(input(MEMEST_FRAMEWORK_DEEPSPEED, 1, 4, 2, 4));
+  CHECK(s.weights == 2e9);
+  CHECK(s.gradients == 4e9);
+  CHECK(s.optimizer == 3e9);
+  CHECK(s.master == 1e9);
+}
+
+TEST_CASE("optimizer in backward: at most the largest tensor's gradient is alive") {
+  // plain PyTorch, one GPU, bf16 gradients: the largest tensor 5e8 * 2 = 1e9 instead of 2e9.
+  StackStateInput in = input(MEMEST_FRAMEWORK_PYTORCH, 0, 1, 2, 2);
+  in.stack.optimizer_in_backward = 1;
+  CHECK(stack_state_bytes(in).gradients == 1e9);
+}
+
+TEST_CASE("paged 8-bit states leave the allocator; offloading moves states to the host") {
+  // FSDP, bf16 storage, paged AdamW 8-bit, one rank: K = 2.03125, no master:
+  // paged 2.03125e9, optimizer on the allocator 0.
+  StackStateInput in = input(MEMEST_FRAMEWORK_FSDP, 3, 1, 2, 2);
+  in.precision.optimizer = MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT;
+  in.precision.optimizer_bytes = derived_optimizer_bytes(in.precision.optimizer, MEMEST_FRAMEWORK_FSDP, 2);
+  StackStates s = stack_state_bytes(in);
+  CHECK(s.paged == 2.03125e9);
+  CHECK(s.optimizer == 0);
+  // DeepSpeed ZeRO-3 with offload_optimizer, bf16, Adam, 4 ranks: 12e9/4 = 3e9 on the host.
+  in = input(MEMEST_FRAMEWORK_DEEPSPEED, 3, 4, 2, 4);
+  in.stack.offload_optimizer = 1;
+  s = stack_state_bytes(in);
+  CHECK(s.optimizer == 0);
+  CHECK(s.host == 3e9);
+  // ... and offload_params too: + weights 2e9/4 and gradients 4e9/4 = 3e9 + 0.5e9 + 1e9.
+  in.stack.offload_params = 1;
+  s = stack_state_bytes(in);
+  CHECK(s.host == 4.5e9);
+  CHECK(s.weights == 0);
+  CHECK(s.gradients == 0);
+}
+
+TEST_CASE("framework buffers: FSDP2, DDP, DeepSpeed") {
+  // FSDP2 zero 3, block of 1e8 parameters, fp32 reduce: reduce-scatter 4e8 + two bf16
+  // all-gather outputs 2 * 2e8 = 8e8.
+  CHECK(fsdp_buffer_bytes(1e8, 3, 1, 4) == 8e8);
+  // zero 2 or pp > 1: the unsharded parameters are weights already: reduce-scatter only.
+  CHECK(fsdp_buffer_bytes(1e8, 2, 1, 4) == 4e8);
+  CHECK(fsdp_buffer_bytes(1e8, 3, 4, 4) == 4e8);
+  // DDP, 1e9 fp32 gradients: buckets copy every gradient, 4e9; a view: 0; no DDP: 0.
+  CHECK(ddp_bucket_bytes(1e9, 4, true, false) == 4e9);
+  CHECK(ddp_bucket_bytes(1e9, 4, true, true) == 0);
+  CHECK(ddp_bucket_bytes(1e9, 4, false, false) == 0);
+  // DeepSpeed ZeRO-2, 1e9 parameters, bf16: one ipg bucket of 5e8 elements * 2 = 1e9.
+  Precision p;
+  Stack st;
+  st.framework = MEMEST_FRAMEWORK_DEEPSPEED;
+  CHECK(deepspeed_buffer_bytes(1e9, 2e8, 0, 2, p, st) == 1e9);
+  // ZeRO-3: two ipg buckets 2e9 + gathered min(1e9, 2e8 + min(5e7, 2e8)) = 2.5e8 params * 2
+  // = 5e8 + persistent 1e6 * 2 = 2e6: 2.502e9.
+  CHECK(deepspeed_buffer_bytes(1e9, 2e8, 1e6, 3, p, st) == 2.502e9);
+  // a smaller reduce_bucket_size (1e8): ZeRO-2 bucket 2e8.
+  st.ds_reduce_bucket_size = 1e8;
+  CHECK(deepspeed_buffer_bytes(1e9, 2e8, 0, 2, p, st) == 2e8);
+}
+
+TEST_CASE("torchtitan's uneven interleaved split: 126 layers over pp 8 x vpp 2") {
+  // chunks of ceil(126/16) = 8 layers; a rank holds 2 chunks = 16; 16*8 - 126 = 2 fewer,
+  // one from the first rank and one from the last: 15, 16, 15.
+  StageLayers l;
+  REQUIRE(split_chunks_unevenly(126, 8, 2, l));
+  CHECK(l.first == 15);
+  CHECK(l.middle == 16);
+  CHECK(l.last == 15);
+  test::json req = base("fsdp");
+  req["model"] = "llama-3.1-405b";
+  req["parallel"] = {{"gpus", 512}, {"tp", 8}, {"pp", 8}, {"vpp", 2}};
+  req["training"]["global_batch"] = 64;
+  const test::json r = ok(req);
+  CHECK(r["stages"][0]["layers"] == 15);
+  CHECK(r["stages"][1]["layers"] == 16);
+  req["training"]["framework"] = "megatron";
+  CHECK(refused_field(req) == "parallel.pp*vpp");
+}
+
+TEST_CASE("the default request is Megatron's, with allocated = reserved - fragmentation") {
+  test::json req = base("megatron");
+  req["training"].erase("framework");
+  const test::json r = ok(req);
+  CHECK(r["training"]["framework"] == "megatron");
+  CHECK(r["training"]["loss"] == "fused");
+  CHECK(r["training"]["optimizer_bytes"] == 12);
+  CHECK(r["peak_reserved_bytes"].get<double>() == r["peak_bytes"].get<double>());
+  const test::json& s = r["stages"][0];
+  CHECK(s["peak_allocated_bytes"].get<double>() ==
+        s["peak_bytes"].get<double>() - s["overheads"]["fragmentation_bytes"].get<double>());
+  CHECK(s["host_bytes"] == 0);
+  CHECK(s["stack"]["framework_buffer_bytes"] == 0);
+}
+
+TEST_CASE("FSDP end to end: fp32 storage sharded over 8 GPUs, no master, loss unfused") {
+  test::json req = base("fsdp");
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["optimizer"] = "adamw";
+  const test::json r = ok(req);
+  const double n = r["model"]["num_parameters"].get<double>();
+  const test::json& s = r["stages"][0];
+  // zero 1 reads as fully_shard's default (3): weights 4n/8, gradients 4n/8, AdamW 8n/8.
+  CHECK(s["weights_bytes"].get<double>() == 4 * n / 8);
+  CHECK(s["gradients_bytes"].get<double>() == 4 * n / 8);
+  CHECK(s["optimizer_bytes"].get<double>() == 8 * n / 8);
+  CHECK(s["stack"]["master_weights_bytes"] == 0);
+  CHECK(r["training"]["loss"] == "unfused");
+  CHECK(r["training"]["optimizer_bytes"] == 8);
+  // one block of Llama-3.1-8B: 218112000 parameters; reduce-scatter fp32 + 2 bf16 all-gathers:
+  // 218112000 * (4 + 4) = 1744896000.
+  CHECK(s["stack"]["framework_buffer_bytes"].get<double>() == 1744896000.0);
+}
+
+TEST_CASE("bad combinations are refused with the field and the reason") {
+  test::json req = base("megatron");
+  req["training"]["recompute"] = "op_selective";
+  CHECK(refused_field(req) == "training.recompute");
+
+  req = base("fsdp");
+  req["parallel"]["zero"] = 0;
+  req["training"]["offload"] = {{"params", true}};
+  CHECK(refused_field(req) == "training.offload.params");
+
+  req = base("fsdp");
+  req["gpu"] = "a100-80gb";
+  req["training"]["fp8"] = true;
+  CHECK(refused_field(req) == "training.fp8");
+
+  req = base("megatron");
+  req["training"]["optimizer"] = "paged_adamw_8bit";
+  CHECK(refused_field(req) == "training.optimizer");
+
+  req = base("pytorch");
+  req["parallel"]["tp"] = 2;
+  CHECK(refused_field(req) == "parallel.tp");
+
+  req = base("deepspeed");
+  req["parallel"] = {{"gpus", 8}, {"pp", 2}, {"zero", 3}};
+  CHECK(refused_field(req) == "parallel.zero");
+
+  req = base("megatron");
+  req["training"]["compile"] = true;
+  CHECK(refused_field(req) == "training.compile");
+
+  req = base("fsdp");
+  req["training"]["recompute_every"] = 2;
+  CHECK(refused_field(req) == "training.recompute_every");  // with recompute none
+
+  req = base("megatron");
+  req["training"]["recompute"] = "full";
+  req["training"]["recompute_every"] = 2;
+  CHECK(refused_field(req) == "training.recompute_every");
+
+  req = base("fsdp");
+  req["training"]["offload"] = {{"gpu", true}};
+  CHECK(refused_field(req) == "training.offload.gpu");
+}
+
+TEST_CASE("fsdp/pytorch without accumulation: gradients and the forward-end set do not coexist") {
+  // One GPU, plain PyTorch, pure bf16, one micro-batch: the peak holds the weights, the
+  // optimizer and the larger of (activations + loss) and (gradients + recompute working set).
+  test::json req = base("pytorch");
+  req["parallel"] = {{"gpus", 1}};
+  req["training"]["param_dtype"] = "bf16";
+  req["training"]["grad_dtype"] = "bf16";
+  req["training"]["global_batch"] = 1;
+  req["training"]["recompute"] = "full";
+  const test::json r = ok(req);
+  const test::json& s = r["stages"][0];
+  const double a = s["activations_bytes"].get<double>() - s["stack"]["recompute_bytes"].get<double>() +
+                   s["stack"]["loss_bytes"].get<double>();
+  const double g = s["gradients_bytes"].get<double>() + s["stack"]["recompute_bytes"].get<double>();
+  CHECK(s["overheads"]["phase_overlap_bytes"].get<double>() == -std::min(a, g));
+  // with gradient accumulation (2 micro-batches) the gradients live through the forward: no overlap
+  req["training"]["global_batch"] = 2;
+  CHECK(ok(req)["stages"][0]["overheads"]["phase_overlap_bytes"] == 0);
+}
+
+TEST_CASE("DDP on one process only when its buckets are named") {
+  // Llama-3.1-8B fp32 gradients: n * 4 bytes of buckets with bucket_cap_mb given, 0 without.
+  test::json req = base("pytorch");
+  req["parallel"] = {{"gpus", 1}};
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["grad_dtype"] = "fp32";
+  CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 0);
+  req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
+  const test::json r = ok(req);
+  CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() ==
+        4 * r["model"]["num_parameters"].get<double>());
+}
+
+TEST_CASE("the search keeps to what the framework can run") {
+  // plain PyTorch on 8 GPUs: only tp = cp = pp = 1 layouts are ranked, zero 1 is zero 0's run.
+  test::json req = base("pytorch");
+  req["mode"] = "search";
+  req["model"] = "opt-1.3b";
+  req["parallel"] = {{"gpus", 8}};
+  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "pytorch"}};
+  req["search"] = {{"zero", {0, 1}}, {"top", 50}};
+  const test::json r = ok(req);
+  REQUIRE(!r["results"].empty());
+  for (const test::json& e : r["results"]) {
+    CHECK(e["layout"]["tp"] == 1);
+    CHECK(e["layout"]["pp"] == 1);
+    CHECK(e["layout"]["zero"] == 0);
+  }
+  CHECK(r["pruned"]["framework"].get<int>() > 0);
+  // op_selective in a Megatron search is refused
+  req["training"]["framework"] = "megatron";
+  req["search"]["recompute"] = {"none", "op_selective"};
+  CHECK(refused_field(req) == "search.recompute");
+}

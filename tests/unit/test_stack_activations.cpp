@@ -1,0 +1,337 @@
+// Activation-side mechanisms of the training stacks (activations/stack_activations.hpp), each
+// against a value worked by hand. Shapes: Llama-3.1-8B (h = 4096, a = 32, k = 8, d = 128,
+// h_ffn = 14336, v = 128256) at s = 8192, b = 1, so N = s*b = 8192 tokens and
+// sbh = 8192 * 4096 = 33554432.
+#include <doctest/doctest.h>
+
+#include "activations/activations.hpp"
+#include "activations/stack_activations.hpp"
+#include "model/model.hpp"
+
+namespace {
+
+memest_model llama8b() {
+  memest_model m = memest::default_model();
+  m.family = MEMEST_FAMILY_LLAMA;
+  m.hidden_size = 4096;
+  m.num_hidden_layers = 32;
+  m.num_attention_heads = 32;
+  m.num_key_value_heads = 8;
+  m.intermediate_size = 14336;
+  m.vocab_size = 128256;
+  m.gated_mlp = 1;
+  return m;
+}
+
+memest::ActivationLayout layout(double tp, bool sp) {
+  memest::ActivationLayout x;
+  x.seq_len = 8192;
+  x.micro_batch = 1;
+  x.tp = tp;
+  x.cp = 1;
+  x.sequence_parallel = sp;
+  x.flash_attention = true;
+  return x;
+}
+
+constexpr double kSbh = 8192.0 * 4096.0;  // 33554432
+
+}  // namespace
+
+using memest::LossKind;
+
+TEST_CASE("loss memory: unfused F.cross_entropy on bf16 logits, 10 then 12 bytes per logit") {
+  // N*V = 8192 * 128256 = 1050673152 logits.
+  // forward, while log_softmax writes: bf16 logits 2 + fp32 copy 4 + log-probs 4 = 10 B/logit
+  //   = 10506731520; backward, inside LogSoftmaxBackward: saved log-probs 4 + nll grad 4 +
+  //   new grad 4 = 12 B/logit = 12608077824. Held logits add 2: 14 B/logit = 14709424128.
+  memest::LossInputs in;
+  in.tokens = 8192;
+  in.vocab = 128256;
+  in.hidden = 4096;
+  in.logit_bytes = 2;
+  const auto r = memest::loss_memory(LossKind::Unfused, in);
+  CHECK(r.forward == 10506731520.0);
+  CHECK(r.backward == 12608077824.0);
+  CHECK(r.peak() == 12608077824.0);
+  in.logits_held = true;
+  CHECK(memest::loss_memory(LossKind::Unfused, in).backward == 14709424128.0);
+  // HF releases that shifted the logits: the contiguous fp32 copy of logits[..., :-1, :] is
+  // alive beside the upcast while log_softmax writes: 2 + 4 + 4 + 4 = 14 B/logit = 14709424128.
+  in.logits_held = false;
+  in.shift_copy = true;
+  CHECK(memest::loss_memory(LossKind::Unfused, in).forward == 14709424128.0);
+  in.shift_copy = false;
+  // fp32 logits (d = 4): .float() is a no-op, forward 4 + 4 = 8 B/logit = 8405385216.
+  in.logit_bytes = 4;
+  CHECK(memest::loss_memory(LossKind::Unfused, in).forward == 8405385216.0);
+}
+
+TEST_CASE("loss memory: Megatron's fused vocab-parallel CE is today's 6 bytes per logit") {
+  // tp = 8: V = 128256 / 8 = 16032, N = 8192 (the output layer's input is gathered):
+  // N*V = 131334144; bf16 logits 2 + the fp32 copy made in place into the softmax 4 = 6 B/logit
+  // = 788004864, forward and backward alike.
+  const memest_model m = llama8b();
+  memest::LossInputs in;
+  in.tokens = 8192;
+  in.vocab = 16032;
+  in.hidden = 4096;
+  const auto r = memest::loss_memory(LossKind::Fused, in);
+  CHECK(r.forward == 788004864.0);
+  CHECK(r.backward == 788004864.0);
+  // ... which is what memest counts today: Eq. 14's 4sbv/t (head_activation_bytes less its
+  // 4sbh/t) plus the overhead model's bf16 logits 2sbv/(tc).
+  const auto x = layout(8, true);
+  const double eq14_logits = memest::head_activation_bytes(m, x) - 4 * kSbh / 8;
+  CHECK(r.peak() == eq14_logits + 2 * 8192.0 * 128256 / 8);
+}
+
+TEST_CASE("loss memory: torchtune's chunked CE keeps every chunk's log-probs") {
+  // C = 8, N*V = 1050673152: forward at the last chunk: logits 2 + log-probs of all chunks 4 +
+  // one chunk's fp32 copy 4/8 = 6.5 B/logit = 6829375488; backward: log-probs 4 + one chunk's
+  // two fp32 gradients 8/8 = 5 B/logit = 5253365760 (7 B/logit = 7354712064 if held).
+  memest::LossInputs in;
+  in.tokens = 8192;
+  in.vocab = 128256;
+  in.hidden = 4096;
+  in.chunks = 8;
+  auto r = memest::loss_memory(LossKind::Chunked, in);
+  CHECK(r.forward == 6829375488.0);
+  CHECK(r.backward == 5253365760.0);
+  CHECK(r.peak() == 6829375488.0);
+  in.logits_held = true;
+  CHECK(memest::loss_memory(LossKind::Chunked, in).backward == 7354712064.0);
+  // compiled compute_cross_entropy: every chunk's bf16 logits saved (2) plus one chunk's bf16
+  // gradient (2/8): 2.25 B/logit = 2364014592 at the backward, 2 B/logit = 2101346304 forward.
+  in.logits_held = false;
+  in.compiled = true;
+  r = memest::loss_memory(LossKind::Chunked, in);
+  CHECK(r.forward == 2101346304.0);
+  CHECK(r.backward == 2364014592.0);
+}
+
+TEST_CASE("loss memory: a compiled F.cross_entropy saves its input logits, not the log-probs") {
+  // bf16 logits: forward 2 B/logit = 2101346304; backward saved logits 2 + bf16 gradient 2 =
+  // 4 B/logit = 4202692608. fp32 logits (torchtune's model upcasts before the loss): 4 and 8
+  // B/logit = 8405385216.
+  memest::LossInputs in;
+  in.tokens = 8192;
+  in.vocab = 128256;
+  in.hidden = 4096;
+  in.compiled = true;
+  auto r = memest::loss_memory(LossKind::Unfused, in);
+  CHECK(r.forward == 2101346304.0);
+  CHECK(r.backward == 4202692608.0);
+  in.logit_bytes = 4;
+  CHECK(memest::loss_memory(LossKind::Unfused, in).backward == 8405385216.0);
+}
+
+TEST_CASE("loss memory: Liger fused linear + CE never materialises the logits") {
+  // ceil(128256 / 4096) = 32; chunk = next_pow2(ceil(8192 / 32)) = 256 rows.
+  // forward: 256 * 128256 * 2 = 65667072 (logits chunk) + 8192 * 4096 * 2 = 67108864
+  // (grad_input) + 4 * 8192 = 32768 (fp32 loss_1d) = 132808704; backward: grad_input 67108864.
+  memest::LossInputs in;
+  in.tokens = 8192;
+  in.vocab = 128256;
+  in.hidden = 4096;
+  const auto r = memest::loss_memory(LossKind::LinearFused, in);
+  CHECK(r.forward == 132808704.0);
+  CHECK(r.backward == 67108864.0);
+  // A batch smaller than one chunk: N = 16 -> ceil(16/32) = 1 row, next_pow2 = 1, min(16, 1):
+  // 1 * 128256 * 2 + 16 * 4096 * 2 + 64 = 256512 + 131072 + 64 = 387648.
+  in.tokens = 16;
+  CHECK(memest::loss_memory(LossKind::LinearFused, in).forward == 387648.0);
+}
+
+TEST_CASE("op_selective: torchtitan's per-op SAC on a Llama-3.1-8B block") {
+  // mms in order: wq 4096, wk 1024, wv 1024, wo 4096, w1 14336, w3 14336, w2 4096 elements per
+  // token; saved are the 1st, 3rd, 5th, 7th: 4096 + 1024 + 14336 + 4096 = 23552 -> 47104 B.
+  // block input 2*4096 = 8192 B; SDPA output 2*32*128 = 8192 B; logsumexp 4*32 = 128 B.
+  // Per token 63616 B; * 8192 tokens = 521142272 (15.53 sbh, against Megatron's 41 sbh).
+  const memest_model m = llama8b();
+  const auto r = memest::op_selective_layer(m, layout(1, false));
+  CHECK(r.mm_outputs == 47104.0 * 8192);
+  CHECK(r.block_input == 8192.0 * 8192);
+  CHECK(r.attention_out == 8192.0 * 8192);
+  CHECK(r.logsumexp == 128.0 * 8192);
+  CHECK(r.reduce_scatter == 0.0);
+  CHECK(r.total() == 521142272.0);
+  // Reused by the block's recomputation: input 8192 + wv 2048 + w1 28672 + SDPA output 8192 +
+  // logsumexp 128 = 47232 B per token (not wq's 8192, saved pre-rotary, nor w2's 8192).
+  CHECK(r.reused_by_recompute == 47232.0 * 8192);
+  // With repeat_kv (torchtitan 2025) SDPA saves a copy of V, not wv's output: 45184 B.
+  CHECK(memest::op_selective_layer(m, layout(1, false), 2, false).reused_by_recompute ==
+        45184.0 * 8192);
+}
+
+TEST_CASE("op_selective: the recomputed block adds the eager set less what SAC kept") {
+  // torchtitan 2026 block (enable_gqa) eager: 168072 B per token; reused 47232 B: the rebuild
+  // adds 120840 B per token = 989921280. Gradients: output 2*4096 + 2 * 2*14336 = 65536 B per
+  // token = 536870912.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.block = memest::EagerBlock::Torchtitan;
+  const auto x = layout(1, false);
+  const auto w = memest::recompute_working_set(m, x, memest::eager_block_bytes(m, x, o).total(),
+                                               memest::op_selective_layer(m, x).reused_by_recompute);
+  CHECK(w.rebuilt == 989921280.0);
+  CHECK(w.gradients == 536870912.0);
+}
+
+TEST_CASE("op_selective: TP 2 with SP saves full-size row-parallel outputs and reduce-scatters") {
+  // wq 2048, wk 512, wv 512, wo 4096 (partial sum, full), w1 7168, w3 7168, w2 4096 (full);
+  // saved 2048 + 512 + 7168 + 4096 = 13824 -> 27648 B; input 2*4096/2 = 4096 B; SDPA output
+  // 2*16*128 = 4096 B; logsumexp 4*16 = 64 B; two reduce-scatter outputs 2 * 2*4096/2 = 8192 B.
+  // Per token 44096 B; * 8192 = 361234432.
+  const memest_model m = llama8b();
+  const auto r = memest::op_selective_layer(m, layout(2, true));
+  CHECK(r.reduce_scatter == 8192.0 * 8192);
+  CHECK(r.total() == 361234432.0);
+  // Without SP the all-reduce outputs are not saved and the input is not sharded:
+  // 27648 + 8192 + 4096 + 64 = 40000 B per token = 327680000.
+  CHECK(memest::op_selective_layer(m, layout(2, false)).total() == 327680000.0);
+}
+
+TEST_CASE("op_selective: a linear with a bias is an addmm, always saved, not counted") {
+  // Qwen2-style q/k/v biases: q, k, v all saved (4096 + 1024 + 1024), then the mm count starts
+  // at wo: wo 1st (saved 4096), w1 2nd, w3 3rd (saved 14336), w2 4th.
+  // 6144 + 4096 + 14336 = 24576 el -> 49152 B; + 8192 + 8192 + 128 = 65664 B per token.
+  memest_model m = llama8b();
+  m.attention_qkv_bias = 1;
+  CHECK(memest::op_selective_layer(m, layout(1, false)).total() == 65664.0 * 8192);
+}
+
+TEST_CASE("recompute_every N: every N-th block fully checkpointed") {
+  // 7 layers, N = 3: blocks 3 and 6 checkpointed (1 unit each), 5 plain (10 units): 52.
+  CHECK(memest::every_nth_checkpointed_bytes(7, 3, 1, 10) == 52.0);
+  // 32 layers, N = 2, checkpointed 2sbh = 67108864, plain 41 sbh = 1375731712:
+  // 16 * 67108864 + 16 * 1375731712 = 23085449216.
+  CHECK(memest::every_nth_checkpointed_bytes(32, 2, 2 * kSbh, 41 * kSbh) == 23085449216.0);
+  CHECK(memest::every_nth_checkpointed_bytes(4, 1, 1, 10) == 4.0);
+  CHECK(memest::every_nth_checkpointed_bytes(4, 5, 1, 10) == 40.0);
+}
+
+TEST_CASE("full recomputation: the block being rebuilt and its backward gradients") {
+  const memest_model m = llama8b();
+  const auto k = memest::activation_coefficients(m, MEMEST_ACTIVATIONS_LLAMA);
+  // t = 1: full layer 41 sbh less the fused-SwiGLU correction 2sbf = 7 sbh -> 34 sbh; kept
+  // 2 sbh; rebuilt 32 sbh = 1073741824. Gradients: the output's 2 sbh + two h_ffn-wide
+  // gradients 4sbf = 14 sbh -> 16 sbh = 536870912.
+  auto r = memest::megatron_full_recompute_working_set(m, k, MEMEST_ACTIVATIONS_LLAMA,
+                                                       layout(1, false));
+  CHECK(r.rebuilt == 1073741824.0);
+  CHECK(r.gradients == 536870912.0);
+  // t = 8 with SP: layer sbh(8/8 + 33/8) = 5.125 sbh, less 7/8 sbh, less the kept 2/8 sbh:
+  // 4 sbh = 134217728. Gradients: 2sbh/8 + the all-gathered 2sbh + 14/8 sbh = 4 sbh.
+  r = memest::megatron_full_recompute_working_set(m, k, MEMEST_ACTIVATIONS_LLAMA,
+                                                  layout(8, true));
+  CHECK(r.rebuilt == 134217728.0);
+  CHECK(r.gradients == 134217728.0);
+  CHECK(r.total() == 268435456.0);
+}
+
+TEST_CASE("eager blocks: Hugging Face LlamaDecoderLayer in bf16") {
+  // Per token: each LlamaRMSNorm saves its fp32 upcast 4h + the bf16 normalised 2h + rsqrt's
+  // 4 B, and its output 2h is saved by the linears: 8h + 4 = 32772 B, two norms 65544 B.
+  // Attention: Q 2*4096 + K,V 2*2*1024 + output 2*4096 + logsumexp 4*32 = 20608 B.
+  // MLP: gate, SiLU out, up, product: 4 * 2 * 14336 = 114688 B.
+  // Total 200840 B per token (49.03 sbh; Megatron's Llama: 41) * 8192 = 1645281280.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  const auto r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == 65544.0 * 8192);
+  CHECK(r.attention == 20608.0 * 8192);
+  CHECK(r.mlp == 114688.0 * 8192);
+  CHECK(r.total() == 1645281280.0);
+}
+
+TEST_CASE("eager blocks: fp32 parameters under autocast") {
+  // Residual stream fp32. Attention norm: the residual 4h + normed fp32 4h + rsqrt 4 B +
+  // three bf16 casts of its output (q, k, v) 3*2h = 14h + 4 = 57348 B; MLP norm: 8h + 4 +
+  // two casts (gate, up) 4h = 49156 B. Attention and MLP as in bf16: 20608 + 114688.
+  // Total 241800 B per token * 8192 = 1980825600.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.autocast = true;
+  const auto r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == (57348.0 + 49156.0) * 8192);
+  CHECK(r.total() == 1980825600.0);
+  // Autocast's bf16 weight copies: 2 bytes per linear parameter (8B: 7504658432 -> 15009316864).
+  CHECK(memest::autocast_weight_copies_bytes(7504658432.0) == 15009316864.0);
+}
+
+TEST_CASE("eager blocks: torchtitan's block, 2025 (repeat_kv) and 2026 (enable_gqa)") {
+  // nn.RMSNorm (fused kernel): input 2h + rstd 4 B + output 2h saved by the linears:
+  // 16388 B per norm, 32776 B for two.
+  // enable_gqa: attention 20608 B, MLP 114688 B: total 168072 B per token (41.03 sbh: the
+  // 4D paper's 41 sbh plus the logsumexp) * 8192 = 1376845824.
+  // repeat_kv: K and V at 32 heads: 8192 + 2*8192 + 8192 + 128 = 32896 B -> 180360 B per token
+  // * 8192 = 1477509120.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.block = memest::EagerBlock::Torchtitan;
+  auto r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == 32776.0 * 8192);
+  CHECK(r.total() == 1376845824.0);
+  o.gqa_native = false;
+  r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.attention == 32896.0 * 8192);
+  CHECK(r.total() == 1477509120.0);
+}
+
+TEST_CASE("eager blocks: torch.compile recomputes the pointwise norm and the SiLU output") {
+  // Norms as the fused kernel: 32776 B; attention 20608 B; MLP gate, up and the product
+  // (read by w2's weight-gradient mm) 3*2*14336 = 86016 B. Total 139400 B per token * 8192 =
+  // 1141964800. Under autocast the casts are CSE'd into one, the residual is fp32: each norm
+  // 4h + 4 + 2h = 24580 B -> 49160 + 20608 + 86016 = 155784 B per token * 8192 = 1276182528.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.compiled = true;
+  CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 1141964800.0);
+  o.autocast = true;
+  CHECK(memest::eager_block_bytes(m, layout(1, false), o).total() == 1276182528.0);
+}
+
+TEST_CASE("eager blocks: LoRA saves only what the adapters and the gradient flow need") {
+  // All seven linears adapted, r = 16, no dropout, bf16. Frozen norm scales: each norm keeps
+  // its fp32 upcast 4h + rsqrt 4 B = 16388 B, plus its output shared by the adapters' lora_A
+  // 2h: 24580 B, two norms 49160 B. Attention 20608 + four lora_A outputs 4 * 2*16 = 20736 B.
+  // MLP: gate, SiLU out, up, and the product for down's lora_A: 114688 + three lora_A outputs
+  // 96 = 114784 B. Total 184680 B per token * 8192 = 1512898560.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.lora = true;
+  o.lora_targets = memest::kLoraAll;
+  o.lora_rank = 16;
+  auto r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == 49160.0 * 8192);
+  CHECK(r.attention == 20736.0 * 8192);
+  CHECK(r.mlp == 114784.0 * 8192);
+  CHECK(r.total() == 1512898560.0);
+  // peft's common q_proj + v_proj, r = 8, with dropout: the attention norm's output is saved
+  // as two dropout outputs + masks 2 * 3 * 4096 = 24576 B -> 40964 B; the MLP norm keeps only
+  // 16388 B (no adapter reads its output). Attention 20608 + 2 * 2*8 = 20640 B. MLP without the
+  // product (frozen down_proj saves no input): 86016 B. Total 164008 B per token * 8192 =
+  // 1343553536.
+  o.lora_targets = memest::kLoraQ | memest::kLoraV;
+  o.lora_rank = 8;
+  o.lora_dropout = true;
+  r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == (40964.0 + 16388.0) * 8192);
+  CHECK(r.total() == 1343553536.0);
+}
+
+TEST_CASE("fp8: torchao saves high-precision inputs, Transformer Engine fp8 copies") {
+  const memest_model m = llama8b();
+  CHECK(memest::fp8_activation_delta(memest::Fp8Impl::Torchao, m, layout(1, false)) == 0.0);
+  CHECK(memest::fp8_weight_copies_bytes(memest::Fp8Impl::Torchao, 1e9) == 0.0);
+  CHECK(memest::fp8_weight_copies_bytes(memest::Fp8Impl::TransformerEngine, 1e9) == 2e9);
+  // TE, t = 1: two norm outputs -1 B * 4096 each, fc2 input -1 B * 14336, proj input fp8 copy
+  // +1 B * 4096: -18432 B per token * 8192 = -150994944.
+  CHECK(memest::fp8_activation_delta(memest::Fp8Impl::TransformerEngine, m, layout(1, false)) ==
+        -150994944.0);
+  // t = 8 with SP: the norm outputs keep row-wise data for the all-gather (no change);
+  // -14336/8 + 4096/8 = -1280 B per token * 8192 = -10485760.
+  CHECK(memest::fp8_activation_delta(memest::Fp8Impl::TransformerEngine, m, layout(8, true)) ==
+        -10485760.0);
+}
