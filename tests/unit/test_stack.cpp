@@ -3,6 +3,7 @@
 // comment above it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "helpers.hpp"
@@ -150,10 +151,10 @@ TEST_CASE("framework buffers: FSDP2, DDP, DeepSpeed") {
   // zero 2 or pp > 1: the unsharded parameters are weights already: reduce-scatter only.
   CHECK(fsdp_buffer_bytes(1e8, 2, 1, 4) == 4e8);
   CHECK(fsdp_buffer_bytes(1e8, 3, 4, 4) == 4e8);
-  // DDP, 1e9 fp32 gradients on 2 ranks: buckets copy every gradient, 4e9; a view: 0; 1 rank: 0.
-  CHECK(ddp_bucket_bytes(1e9, 4, 2, false) == 4e9);
-  CHECK(ddp_bucket_bytes(1e9, 4, 2, true) == 0);
-  CHECK(ddp_bucket_bytes(1e9, 4, 1, false) == 0);
+  // DDP, 1e9 fp32 gradients: buckets copy every gradient, 4e9; a view: 0; no DDP: 0.
+  CHECK(ddp_bucket_bytes(1e9, 4, true, false) == 4e9);
+  CHECK(ddp_bucket_bytes(1e9, 4, true, true) == 0);
+  CHECK(ddp_bucket_bytes(1e9, 4, false, false) == 0);
   // DeepSpeed ZeRO-2, 1e9 parameters, bf16: one ipg bucket of 5e8 elements * 2 = 1e9.
   Precision p;
   Stack st;
@@ -258,4 +259,37 @@ TEST_CASE("bad combinations are refused with the field and the reason") {
   req = base("fsdp");
   req["training"]["offload"] = {{"gpu", true}};
   CHECK(refused_field(req) == "training.offload.gpu");
+}
+
+TEST_CASE("fsdp/pytorch without accumulation: gradients and the forward-end set do not coexist") {
+  // One GPU, plain PyTorch, pure bf16, one micro-batch: the peak holds the weights, the
+  // optimizer and the larger of (activations + loss) and (gradients + recompute working set).
+  test::json req = base("pytorch");
+  req["parallel"] = {{"gpus", 1}};
+  req["training"]["param_dtype"] = "bf16";
+  req["training"]["grad_dtype"] = "bf16";
+  req["training"]["global_batch"] = 1;
+  req["training"]["recompute"] = "full";
+  const test::json r = ok(req);
+  const test::json& s = r["stages"][0];
+  const double a = s["activations_bytes"].get<double>() - s["stack"]["recompute_bytes"].get<double>() +
+                   s["stack"]["loss_bytes"].get<double>();
+  const double g = s["gradients_bytes"].get<double>() + s["stack"]["recompute_bytes"].get<double>();
+  CHECK(s["overheads"]["phase_overlap_bytes"].get<double>() == -std::min(a, g));
+  // with gradient accumulation (2 micro-batches) the gradients live through the forward: no overlap
+  req["training"]["global_batch"] = 2;
+  CHECK(ok(req)["stages"][0]["overheads"]["phase_overlap_bytes"] == 0);
+}
+
+TEST_CASE("DDP on one process only when its buckets are named") {
+  // Llama-3.1-8B fp32 gradients: n * 4 bytes of buckets with bucket_cap_mb given, 0 without.
+  test::json req = base("pytorch");
+  req["parallel"] = {{"gpus", 1}};
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["grad_dtype"] = "fp32";
+  CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 0);
+  req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
+  const test::json r = ok(req);
+  CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() ==
+        4 * r["model"]["num_parameters"].get<double>());
 }

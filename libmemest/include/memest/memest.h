@@ -508,6 +508,11 @@ typedef struct memest_stage {
                                   (in activations_bytes too) */
   double offload_staging_bytes; /* GPU staging buffers of offloaded parts (in comm_buffer_bytes
                                    too) */
+  double phase_overlap_bytes;  /* <= 0, in overhead_bytes: fsdp and pytorch without gradient
+                                  accumulation allocate gradients during backward as activations
+                                  are freed (zero_grad(set_to_none=True)), so the smaller of the
+                                  forward-end set (activations + loss) and the backward-end set
+                                  (gradients + recompute working set) is not alive at the peak */
 } memest_stage;
 
 typedef struct memest_pretrain_result {

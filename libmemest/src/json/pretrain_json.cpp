@@ -59,7 +59,8 @@ ojson overheads_json(const memest_stage& s) {
           {"comm_buffer_bytes", s.comm_buffer_bytes},
           {"logits_bytes", s.logits_bytes},
           {"activation_correction_bytes", s.activation_correction_bytes},
-          {"fragmentation_bytes", s.fragmentation_bytes}};
+          {"fragmentation_bytes", s.fragmentation_bytes},
+          {"phase_overlap_bytes", s.phase_overlap_bytes}};
 }
 
 // The training stack's named parts of one stage (README "Training stack"): each is also inside

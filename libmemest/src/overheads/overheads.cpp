@@ -6,7 +6,7 @@ namespace memest {
 
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
                               double embedded, double states_bytes, double activation_bytes,
-                              double stack_buffers) {
+                              double stack_buffers, double loss_logits, double phase_overlap) {
   const memest_model& m = *plan.model;
   const memest_gpu& g = *plan.gpu;
   const ActivationLayout& x = plan.layout;
@@ -23,10 +23,12 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
   if (plan.pp > 1) buffers += 2 * (2 * sb * h / (t * c));        // PP send + receive
   buffers += stack_buffers;
   o.comm_buffers = buffers + (c > 1 ? g.cp_buffer_bytes : 0.0);
-  if (last) o.logits = 2 * sb * v / (t * c);
+  if (last) o.logits = loss_logits >= 0 ? loss_logits : 2 * sb * v / (t * c);
 
   if (plan.activation_model == MEMEST_ACTIVATIONS_LLAMA && x.recompute != MEMEST_RECOMPUTE_FULL) {
-    if (m.gated_mlp) {  // Eq. 12 counts 8 sbh_ffn; a fused SwiGLU keeps 6 sbh_ffn
+    // (the other stacks' eager blocks are counted exactly: activations/stack_activations.hpp)
+    if (m.gated_mlp && plan.framework == MEMEST_FRAMEWORK_MEGATRON) {
+      // Eq. 12 counts 8 sbh_ffn; a fused SwiGLU keeps 6 sbh_ffn
       const double f = static_cast<double>(m.intermediate_size);
       o.activation_correction -= layers * in_flight * 2 * sb * f / (t * c);
     }
@@ -35,8 +37,9 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
           embedded * (8 * sb / c - embedding_activation_bytes(m, plan.coefficients, x));
     }
   }
-  o.fragmentation =
-      g.fragmentation * (states_bytes + activation_bytes + o.activation_correction + o.logits + buffers);
+  o.phase_overlap = phase_overlap;
+  o.fragmentation = g.fragmentation * (states_bytes + activation_bytes + o.activation_correction +
+                                       o.logits + buffers + phase_overlap);
   return o;
 }
 

@@ -24,8 +24,10 @@ struct OverheadParts {
   double logits = 0;
   double activation_correction = 0;
   double fragmentation = 0;
+  double phase_overlap = 0;  // <= 0: see memest_stage.phase_overlap_bytes
   double total() const {
-    return context + comm_buffers + logits + activation_correction + fragmentation;
+    return context + comm_buffers + logits + activation_correction + fragmentation +
+           phase_overlap;
   }
 };
 
@@ -37,6 +39,10 @@ struct OverheadParts {
 // bytes fragmentation applies to.
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
                               double embedded, double states_bytes, double activation_bytes,
-                              double stack_buffers = 0);
+                              double stack_buffers = 0, double loss_logits = -1,
+                              double phase_overlap = 0);
+// `loss_logits` >= 0 replaces the last stage's bf16 logits term with the loss memory of the
+// training stack (activations/stack_activations.hpp loss_memory); `phase_overlap` (<= 0) as in
+// memest_stage. Under megatron both keep their defaults and the terms are those of 1.1.
 
 }  // namespace memest

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "activations/activations.hpp"
+#include "activations/stack_activations.hpp"
 #include "core/error.hpp"
 #include "core/verdict.hpp"
 #include "model/model.hpp"
@@ -30,6 +31,36 @@ double microbatches_in_flight(const Plan& plan, int64_t i, bool cap) {
                                 : (p - static_cast<double>(i) - 1) * 2 + (v - 1) * p + 1;
   if (cap && plan.num_microbatches > 0) chunks = std::min(chunks, m * v);
   return plan.vpp == 1 ? chunks : chunks / v;
+}
+
+// The activation side of the training stacks beside Megatron, for one stage: the per-layer
+// terms the plan resolved once (plan/plan.hpp StackLayerTerms) over this stage's layers.
+struct StackActivationTerms {
+  double plain_layer = 0;    // one block keeping everything, one micro-batch
+  double layers_bytes = 0;   // the stage's blocks over the micro-batches in flight
+  double recompute = 0;      // the recomputation working set (once per stage)
+  double weight_copies = 0;  // autocast's bf16 copies of the linear weights
+};
+
+StackActivationTerms stack_activation_terms(const Plan& plan, double layers, double in_flight,
+                                            bool last, const LayerParams& layer,
+                                            const EdgeParams& edge) {
+  const StackLayerTerms& k = plan.stack_terms;
+  StackActivationTerms r;
+  r.plain_layer = k.plain_layer;
+  r.layers_bytes =
+      in_flight * (k.checkpointing
+                       ? every_nth_checkpointed_bytes(static_cast<int64_t>(layers),
+                                                      plan.stack.recompute_every, k.kept_layer,
+                                                      k.plain_layer)
+                       : layers * k.plain_layer);
+  r.recompute = k.recompute;
+  if (k.autocast) {
+    const double t = plan.layout.tp;
+    r.weight_copies =
+        autocast_weight_copies_bytes(layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0));
+  }
+  return r;
 }
 
 }  // namespace
@@ -70,16 +101,17 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   states.optimizer = ss.optimizer;
   // The training stack's buffers (0 under megatron).
   const double block = layer.sharded / t + layer.replicated;
+  const bool ddp = plan.dp > 1 || plan.stack.ddp_bucket_mib > 0;  // DDP-wrapped
   double framework_buffers = 0;
   switch (plan.framework) {
     case MEMEST_FRAMEWORK_FSDP:
       framework_buffers = plan.zero >= 2
                               ? fsdp_buffer_bytes(block, plan.zero, plan.pp, plan.precision.grad_bytes)
-                              : ddp_bucket_bytes(params, plan.precision.grad_bytes, plan.dp,
+                              : ddp_bucket_bytes(params, plan.precision.grad_bytes, ddp,
                                                  plan.stack.ddp_gradient_as_bucket_view == 1);
       break;
     case MEMEST_FRAMEWORK_PYTORCH:
-      framework_buffers = ddp_bucket_bytes(params, plan.precision.grad_bytes, plan.dp,
+      framework_buffers = ddp_bucket_bytes(params, plan.precision.grad_bytes, ddp,
                                            plan.stack.ddp_gradient_as_bucket_view == 1);
       break;
     case MEMEST_FRAMEWORK_DEEPSPEED: {
@@ -98,25 +130,74 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
 
   // Activations (Eq. 17 for the first stage, generalised per stage).
   const double in_flight = microbatches_in_flight(plan, i, cap);
-  double activations =
-      in_flight * layers * layer_activation_bytes(m, plan.coefficients, plan.layout);
+  const bool megatron = plan.framework == MEMEST_FRAMEWORK_MEGATRON;
+  double activations = 0;
+  double per_layer = 0;        // one layer, one micro-batch, as the offload stages it
+  StackActivationTerms st;     // the other stacks' terms (zero under megatron)
+  if (megatron) {
+    per_layer = layer_activation_bytes(m, plan.coefficients, plan.layout);
+    activations = in_flight * layers * per_layer;
+  } else {
+    st = stack_activation_terms(plan, layers, in_flight, last, layer, edge);
+    per_layer = st.plain_layer;
+    activations = st.layers_bytes + st.recompute;
+  }
+  if (plan.stack.fp8) {
+    // fp8 linears (activations/stack_activations.hpp): Transformer Engine under megatron and
+    // deepspeed, torchao's Float8Linear under fsdp and pytorch; only blocks that keep their
+    // activations change.
+    const Fp8Impl impl = (megatron || plan.framework == MEMEST_FRAMEWORK_DEEPSPEED)
+                             ? Fp8Impl::TransformerEngine
+                             : Fp8Impl::Torchao;
+    const double linear = layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0);
+    states.weights += fp8_weight_copies_bytes(impl, linear);
+    if (plan.layout.recompute == MEMEST_RECOMPUTE_NONE) {
+      activations += in_flight * layers * fp8_activation_delta(impl, m, plan.layout);
+    }
+  }
+  states.weights += st.weight_copies;
   double embedded = 0;
   if (first) {
     embedded = static_cast<double>(plan.pp);  // Eq. 13: p micro-batches
     if (cap && plan.num_microbatches > 0) embedded = std::min(embedded, static_cast<double>(plan.num_microbatches));
     activations += embedded * embedding_activation_bytes(m, plan.coefficients, plan.layout);
   }
-  if (last) activations += head_activation_bytes(m, plan.layout);  // Eq. 14, one micro-batch
+  double loss_logits = -1;  // the overhead model's bf16 logits (megatron + fused)
+  if (last) {
+    if (megatron && plan.loss == MEMEST_LOSS_FUSED) {
+      activations += head_activation_bytes(m, plan.layout);  // Eq. 14, one micro-batch
+    } else {
+      // Eq. 14's final-norm and output-layer inputs; the logits and the loss by the stack's
+      // loss (activations/stack_activations.hpp loss_memory), in the logits part
+      const ActivationLayout& x = plan.layout;
+      activations += 4 * x.seq_len * x.micro_batch / x.cp * static_cast<double>(m.hidden_size) /
+                     (x.sequence_parallel ? x.tp : 1.0);
+      loss_logits = plan.stack_terms.loss;
+    }
+  }
 
   // Activation offloading (torchtune/training/_activation_offloading.py OffloadActivations;
   // Megatron-Core cpu_offload): the layers' saved activations go to host memory; one layer's
   // activations of one micro-batch stay on the GPU as the staging buffer of the copy stream.
   double host_activations = 0, staging = 0;
   if (plan.stack.offload_activations) {
-    const double one_layer = layer_activation_bytes(m, plan.coefficients, plan.layout);
-    host_activations = in_flight * layers * one_layer;
-    staging = std::min(one_layer, host_activations);
+    host_activations = megatron ? in_flight * layers * per_layer : st.layers_bytes;
+    staging = std::min(per_layer, host_activations);
     activations -= host_activations;
+  }
+
+  // fsdp and pytorch without gradient accumulation: gradients appear during backward as the
+  // activations are freed (torch/optim/optimizer.py zero_grad(set_to_none=True) at every step;
+  // torchtune and torchtitan call it), so the forward-end set (activations and the loss) and
+  // the backward-end set (gradients and the block being recomputed) peak at different times.
+  double phase_overlap = 0;
+  const bool frees_gradients = plan.framework == MEMEST_FRAMEWORK_FSDP ||
+                               plan.framework == MEMEST_FRAMEWORK_PYTORCH;
+  if (frees_gradients && plan.pp == 1 && plan.num_microbatches <= 1 &&
+      !plan.stack.optimizer_in_backward) {
+    const double forward_end = activations - st.recompute + std::max(loss_logits, 0.0);
+    const double backward_end = states.gradients + st.recompute;
+    phase_overlap = -std::min(forward_end, backward_end);
   }
 
   memest_stage s;
@@ -131,8 +212,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.optimizer_bytes = states.optimizer;
   s.activations_bytes = activations;
   s.total_bytes = states.total() + activations;
-  const OverheadParts o = stage_overheads(plan, i, layers, in_flight, embedded, states.total(),
-                                         activations, framework_buffers + staging);
+  const OverheadParts o =
+      stage_overheads(plan, i, layers, in_flight, embedded, states.total(), activations,
+                      framework_buffers + staging, loss_logits, phase_overlap);
   s.context_bytes = o.context;
   s.comm_buffer_bytes = o.comm_buffers;
   s.logits_bytes = o.logits;
@@ -149,6 +231,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.framework_buffer_bytes = framework_buffers;
   s.master_weights_bytes = plan.stack.offload_optimizer ? 0.0 : ss.master;
   s.offload_staging_bytes = staging;
+  s.loss_bytes = std::max(loss_logits, 0.0);
+  s.recompute_bytes = st.recompute;
+  s.phase_overlap_bytes = o.phase_overlap;
   return s;
 }
 

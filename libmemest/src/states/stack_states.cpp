@@ -70,8 +70,8 @@ double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double g
   return bytes;
 }
 
-double ddp_bucket_bytes(double params, double grad_bytes, int64_t dp, bool bucket_view) {
-  if (dp <= 1 || bucket_view) return 0;
+double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view) {
+  if (!ddp || bucket_view) return 0;
   return params * grad_bytes;
 }
 

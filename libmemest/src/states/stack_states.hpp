@@ -74,8 +74,9 @@ double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double g
 // DDP (torch/nn/parallel/distributed.py, reducer.cpp): gradients are copied into flat buckets
 // (bucket_cap_mb 25 MiB, the first 1 MiB) that together hold every gradient: with
 // gradient_as_bucket_view=False (the default) a second copy of all gradients, params *
-// grad_bytes; with it, the buckets are the gradients: 0. Only when dp > 1.
-double ddp_bucket_bytes(double params, double grad_bytes, int64_t dp, bool bucket_view);
+// grad_bytes; with it, the buckets are the gradients: 0. `ddp`: the model is wrapped in DDP
+// (dp > 1, or one process with training.buckets.bucket_cap_mb given).
+double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view);
 
 // DeepSpeed (runtime/zero/config.py defaults; stage_1_and_2.py, stage3.py):
 //  stage 1/2: contiguous_gradients' ipg buffer of reduce_bucket_size elements (5e8) in the
