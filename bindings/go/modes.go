@@ -149,10 +149,13 @@ type Stage struct {
 	WeightsBytes, GradientsBytes, OptimizerBytes, ActivationsBytes, TotalBytes float64
 	// the training stack (1.2): torch.cuda's allocated and reserved peaks (reserved = the
 	// stage's peak), host memory of what is offloaded, paged (managed) optimizer memory, and
-	// the named parts inside the others (all 0 under megatron)
+	// the named parts inside the others
 	PeakAllocatedBytes, PeakReservedBytes, HostBytes, PagedBytes        float64
 	FrameworkBufferBytes, MasterWeightsBytes, LossBytes, RecomputeBytes float64
 	OffloadStagingBytes                                                 float64
+	// <= 0, in the stage's overheads: gradients allocated in backward as activations are freed
+	// (fsdp, pytorch without gradient accumulation)
+	PhaseOverlapBytes float64
 }
 
 // PretrainResult is memest_pretrain_result plus its stages.
@@ -212,7 +215,7 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 			HostBytes: float64(s.host_bytes), PagedBytes: float64(s.paged_bytes),
 			FrameworkBufferBytes: float64(s.framework_buffer_bytes), MasterWeightsBytes: float64(s.master_weights_bytes),
 			LossBytes: float64(s.loss_bytes), RecomputeBytes: float64(s.recompute_bytes),
-			OffloadStagingBytes: float64(s.offload_staging_bytes),
+			OffloadStagingBytes: float64(s.offload_staging_bytes), PhaseOverlapBytes: float64(s.phase_overlap_bytes),
 		})
 	}
 	return out, nil

@@ -64,6 +64,9 @@ func TestStackTypedEqualsJSON(t *testing.T) {
 				t.Errorf("stage %d %s: typed %v vs JSON %v", i, key, got, parts[key])
 			}
 		}
+		if s["overheads"].(map[string]any)["phase_overlap_bytes"].(float64) != ts.PhaseOverlapBytes {
+			t.Errorf("stage %d phase_overlap_bytes: typed %v", i, ts.PhaseOverlapBytes)
+		}
 		for key, got := range map[string]float64{"peak_allocated_bytes": ts.PeakAllocatedBytes,
 			"peak_reserved_bytes": ts.PeakReservedBytes, "host_bytes": ts.HostBytes} {
 			if s[key].(float64) != got {
