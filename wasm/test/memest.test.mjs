@@ -154,7 +154,8 @@ test('pretrainTable({messages: false}) agrees on every cell, leaving out only re
 test('enums() and verdictBands() are the library\'s tables (the C functions agree)', () => {
   const core = memest.core;
   const e = memest.enums();
-  const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method'];
+  const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
+    'framework', 'loss', 'optimizer'];
   assert.deepEqual(Object.keys(e), kinds);
   kinds.forEach((key, which) => {
     const n = core._memest_enum_count(which);
@@ -267,4 +268,38 @@ test('the OOM request through WASM equals the CLI\'s `memest request` (when MEME
   assert.equal(got.peak_verdict, want.peak_verdict);
   assert.deepEqual(got.suggestions, want.suggestions);
   assert.deepEqual(got.dominant_parts, want.dominant_parts);
+});
+
+// The training stack (README "Training stack"): the page's table and the JSON answer agree, and
+// a refused combination is a cell error naming its field (the page hides op_selective by it).
+const fsdp = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+  parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 3 },
+  training: { seq_len: 4096, micro_batch: 2, global_batch: 16, recompute: 'op_selective',
+              flash_attention: true, framework: 'fsdp', loss: 'unfused', offload: { activations: true } },
+};
+
+test('training stack: pretrainTable() equals request() for an FSDP request; its parts are reported', () => {
+  const d = memest.request(fsdp);
+  assert.equal(d.training.framework, 'fsdp');
+  assert.ok(d.peak_allocated_bytes > 0 && d.peak_allocated_bytes < d.peak_reserved_bytes);
+  assert.equal(d.peak_reserved_bytes, d.peak_bytes);
+  assert.ok(d.host_bytes > 0, 'offloaded activations');
+  assert.ok(d.stages[0].stack.framework_buffer_bytes > 0);
+  const [cell] = memest.pretrainTable(fsdp, [[8, 1, 1, 1, 2]]);
+  assert.equal(cell.ok, true);
+  assert.equal(cell.peak_bytes, d.peak_bytes);
+  const megatron = memest.request({ ...fsdp, training: { ...fsdp.training, framework: 'megatron',
+    recompute: 'selective', loss: 'auto', offload: {} } });
+  assert.notEqual(megatron.peak_bytes, d.peak_bytes);
+});
+
+test('training stack: op_selective under megatron is refused naming training.recompute, in a table cell too', () => {
+  const bad = { ...fsdp, training: { ...fsdp.training, framework: 'megatron', offload: {} } };
+  const d = memest.answer(bad);
+  assert.equal(d.ok, false);
+  assert.equal(d.error.field, 'training.recompute');
+  const [cell] = memest.pretrainTable(bad, [[8, 1, 1, 1, 2]]);
+  assert.equal(cell.ok, false);
+  assert.deepEqual(cell.error, d.error);
 });

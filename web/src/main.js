@@ -44,6 +44,8 @@ for (const tp of [1, 2, 4, 8]) {
     }
   }
 }
+/** The dtype names a request's param_dtype / grad_dtype take (README "JSON request"). */
+const DTYPES = ['bf16', 'fp16', 'fp32', 'fp8'];
 /** Milliseconds the table waits after the last input before it recomputes. */
 const GRID_DEBOUNCE_MS = 250;
 /** The fine-tuning estimate costs ~0.2-0.4 s in WebAssembly: computed once typing pauses. */
@@ -70,6 +72,9 @@ const FORM = {
   tp: 'tp', cp: 'cp', pp: 'pp', vpp: 'vpp', zero: 'zero', sp: 'sp', seq: 'seq', mbs: 'mbs',
   gbs: 'gbs', rc: 'recompute', fa: 'flash', top: 'search-top',
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
+  fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
+  rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
+  op: 'offload-params', oa: 'offload-activations',
 };
 
 let state = stateFromHash(location.hash);
@@ -116,7 +121,9 @@ function syncFields(s) {
 // ---- errors, inline ------------------------------------------------------------------------
 
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'zero', 'sp', 'seq', 'mbs',
-  'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'general'];
+  'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework', 'optimizer',
+  'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8', 'compile',
+  'offload-optimizer', 'offload-params', 'offload-activations', 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -343,9 +350,63 @@ function renderPretrain(r) {
     if (s.stage === r.peak_stage) tr.classList.add('peak-stage');
     return tr;
   }));
+  renderStack(r);
   renderParts(r);
   renderSuggestions(r);
   scheduleChart(r);
+}
+
+/** The training stack's named parts of a stage (the response's `stack` object), as a reader
+ *  says them; a part the library adds later shows under its own name. */
+const STACK_PART_NAMES = {
+  framework_buffer_bytes: 'framework buffers (FSDP / DDP / DeepSpeed)',
+  master_weights_bytes: 'fp32 master weights',
+  loss_bytes: 'loss temporaries',
+  recompute_bytes: 'recompute working set',
+  offload_staging_bytes: 'offload staging buffers',
+  paged_bytes: 'paged optimizer memory (outside the peak)',
+};
+
+/** Peak allocated vs reserved, host memory and the stack's named parts of the peak stage. */
+function renderStack(r) {
+  const figure = (v) => (typeof v === 'number' ? fmtGiB(v) : '—');
+  $('peak-allocated').textContent = figure(r.peak_allocated_bytes);
+  $('peak-reserved').textContent = figure(r.peak_reserved_bytes);
+  $('host-memory').textContent = figure(r.host_bytes);
+  const stage = r.stages.find((s) => s.stage === r.peak_stage) ?? r.stages[0];
+  const parts = Object.entries(stage?.stack ?? {}).filter(([, v]) => typeof v === 'number');
+  $('stack-parts').replaceChildren(...parts.map(([key, v]) => el('li', { dataset: { part: key } },
+    el('span', { className: 'part-name' }, STACK_PART_NAMES[key] ?? key.replace(/_bytes$/, '').replace(/_/g, ' ')),
+    el('span', { className: 'part-value' }, fmtGiB(v)))));
+}
+
+function clearStack() {
+  for (const id of ['peak-allocated', 'peak-reserved', 'host-memory']) $(id).textContent = '—';
+  $('stack-parts').replaceChildren();
+}
+
+/**
+ * Hides the recompute options the library refuses for the form's training stack (op_selective
+ * under megatron): each option is asked of the library (one cell of its table, the form's
+ * layout); only a refusal naming training.recompute hides it. The option the form holds stays
+ * shown, so that its refusal is read next to the field.
+ */
+function syncRecomputeOptions(problem) {
+  const base = problem ? null : pretrainRequest(state);
+  const cell = [state.gpus, state.tp, state.cp, state.pp, state.mbs].map(Number);
+  for (const option of $('recompute').options) {
+    let refused = false;
+    if (base) {
+      try {
+        const [c] = memest.pretrainTable({ ...base, training: { ...base.training, recompute: option.value } }, [cell]);
+        refused = c != null && !c.ok && c.error?.field === 'training.recompute';
+      } catch { /* a bad model or GPU: the form says why; keep every option */ }
+    }
+    const hide = refused && option.value !== state.rc;
+    option.hidden = hide;
+    option.disabled = hide;
+    option.dataset.refused = refused ? '1' : '';
+  }
 }
 
 function renderParts(r) {
@@ -399,6 +460,7 @@ function clearPretrain() {
   $('paper-verdict').dataset.verdict = '';
   for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
   $('stages-table').tBodies[0].replaceChildren();
+  clearStack();
   $('dominant-parts').replaceChildren();
   $('parts-title').textContent = 'Where the memory goes';
   $('suggestions').replaceChildren();
@@ -909,6 +971,7 @@ function update() {
     clearFinetune();
   }
   if (state.tab !== 'search') clearSearch();
+  if (state.tab !== 'finetune') syncRecomputeOptions(problem);
   if (state.tab === 'pretrain') runPretrain(problem);
   else if (state.tab === 'finetune') scheduleFinetune(problem);
   else runSearch(problem);
@@ -1011,6 +1074,14 @@ async function start() {
   renderBandLegend();
   const enums = memest.enums();
   $('recompute').replaceChildren(...enums.recompute.map((name) => new Option(name, name)));
+  // the training stack's choices: the library's names (its enums mode)
+  $('framework').replaceChildren(...enums.framework.map((name) => new Option(name, name)));
+  $('optimizer').replaceChildren(...enums.optimizer.map((name) => new Option(name, name)));
+  $('loss').replaceChildren(...enums.loss.map((name) => new Option(name, name)));
+  // the dtype names the JSON request reads (not an enumeration of the library); '' sends none
+  for (const id of ['param-dtype', 'grad-dtype']) {
+    $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));
+  }
   // the methods a request may name: "auto" (Algorithm 1) first; cpu_offload is only an answer
   const methods = enums.finetune_method.filter((m) => m !== 'cpu_offload');
   fillSelect($('ft-method'), [...methods.filter((m) => m === 'auto'), ...methods.filter((m) => m !== 'auto')]
