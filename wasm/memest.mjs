@@ -283,7 +283,7 @@ export class Memest {
     return this.loadPresets().gpus.map((g) => ({ ...g }));
   }
 
-  /** The library's version string, e.g. "1.1.0". @returns {string} */
+  /** The library's version string, e.g. "1.2.0". @returns {string} */
   version() {
     return this.core.UTF8ToString(this.core._memest_version_string());
   }

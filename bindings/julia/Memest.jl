@@ -31,7 +31,7 @@ end
 Base.showerror(io::IO, e::MemestError) =
     print(io, "MemestError(", e.code, ", field \"", e.field, "\"): ", e.message)
 
-"""The C library's version string, e.g. "1.1.0"."""
+"""The C library's version string, e.g. "1.2.0"."""
 version() = unsafe_string(ccall((:memest_version_string, libmemest), Cstring, ()))
 
 """MAJOR*10000 + MINOR*100 + PATCH."""

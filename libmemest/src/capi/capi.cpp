@@ -111,6 +111,9 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.grad_bytes = d.precision.grad_bytes;
   c.optimizer_bytes = d.precision.optimizer_bytes;
   c.uneven_pipeline = d.uneven_pipeline;
+  c.ep = d.ep;
+  c.etp = d.etp;
+  c.moe_capacity_factor = d.moe_capacity_factor;
   return c;
 }
 
@@ -120,6 +123,8 @@ memest_layout c_defaults(const memest::Layout& d) {
   c.micro_batch = d.micro_batch;
   c.recompute = d.recompute;
   c.zero = d.zero;
+  c.ep = d.ep;
+  c.etp = d.etp;
   return c;
 }
 
@@ -132,6 +137,7 @@ memest_search_request c_defaults(const memest::SearchRequest& d) {
   c.tp_within_node = d.tp_within_node;
   c.include_oom = d.include_oom;
   c.uneven_pipeline = d.uneven_pipeline;
+  c.max_ep = d.max_ep;
   return c;
 }
 
@@ -210,6 +216,9 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.activation_model = c.activation_model;
   r.precision = precision_of(c.param_bytes, c.grad_bytes, c.optimizer_bytes);
   r.uneven_pipeline = c.uneven_pipeline;
+  r.ep = c.ep;
+  r.etp = c.etp;
+  r.moe_capacity_factor = c.moe_capacity_factor;
   return r;
 }
 
@@ -243,6 +252,8 @@ std::vector<memest::Layout> read_layouts(const memest_layout* layouts, uint32_t 
     l.micro_batch = c.micro_batch;
     l.recompute = c.recompute;
     l.zero = c.zero;
+    l.ep = c.ep;
+    l.etp = c.etp;
     out.push_back(l);
   }
   return out;
@@ -262,6 +273,7 @@ memest::SearchRequest to_core(const memest_search_request* request) {
   r.layouts = read_layouts(c.layouts, c.layout_count);
   r.include_oom = c.include_oom;
   r.uneven_pipeline = c.uneven_pipeline;
+  r.max_ep = c.max_ep;
   return r;
 }
 

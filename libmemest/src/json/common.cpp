@@ -2,6 +2,7 @@
 #include "json/modes.hpp"
 
 #include "core/enums.hpp"
+#include "core/limits.hpp"
 #include "json/request.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
@@ -69,6 +70,9 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
     r.activation_model = *am;
   }
   read_precision(training, r.precision);
+  if (auto cf = training.number("moe_capacity_factor", 0, kMaxCapacityFactor)) {
+    r.moe_capacity_factor = *cf;
+  }
   return given;
 }
 

@@ -30,7 +30,8 @@ std::optional<int32_t> enum_field(const JsonFields& f, const char* key, memest_e
 // pretraining and the search, which pins what it is given).
 constexpr const char* kPretrainTraining[] = {
     "seq_len", "micro_batch", "global_batch", "recompute", "flash_attention",
-    "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes"};
+    "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes",
+    "moe_capacity_factor"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -38,13 +38,16 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   r.model = resolve_model(require_object_field(top, "model"), "model", false);
   r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
   JsonFields parallel(block(top, "parallel"), "parallel");
-  parallel.reject_unknown({"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline"});
+  parallel.reject_unknown(
+      {"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline", "ep", "etp"});
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
   r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
   r.tp = parallel.integer_or("tp", r.tp, -big, big);
   r.cp = parallel.integer_or("cp", r.cp, -big, big);
   r.pp = parallel.integer_or("pp", r.pp, -big, big);
   r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
+  r.ep = parallel.integer_or("ep", r.ep, -big, big);
+  r.etp = parallel.integer_or("etp", r.etp, -big, big);
   if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
   if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
   r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
@@ -70,6 +73,8 @@ ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
   if (to.pp != from.pp) parallel["pp"] = to.pp;
   if (to.vpp != from.vpp) parallel["vpp"] = to.vpp;
   if (to.zero != from.zero) parallel["zero"] = to.zero;
+  if (to.ep != from.ep) parallel["ep"] = to.ep;
+  if (to.etp != from.etp) parallel["etp"] = to.etp;
   if (to.sequence_parallel != from.sequence_parallel) parallel["sp"] = to.sequence_parallel == 1;
   if (to.micro_batch != from.micro_batch) training["micro_batch"] = to.micro_batch;
   if (to.recompute != from.recompute) training["recompute"] = recompute_name(to.recompute);
@@ -121,6 +126,17 @@ ojson pretrain_response(const PretrainRequest& r) {
                           {"overheads", overheads_json(s)},
                           {"overhead_bytes", s.overhead_bytes},
                           {"peak_bytes", s.peak_bytes}});
+    if (is_moe(r.model)) {
+      // The routed experts' share of the stage (included in the stage's totals above).
+      stage_list.back()["experts"] = {{"moe_layers", s.moe_layers},
+                                      {"parameters", s.expert_parameters},
+                                      {"weights_bytes", s.expert_weights_bytes},
+                                      {"gradients_bytes", s.expert_gradients_bytes},
+                                      {"optimizer_bytes", s.expert_optimizer_bytes},
+                                      {"activations_bytes", s.expert_activations_bytes},
+                                      {"dispatch_buffer_bytes", s.moe_dispatch_bytes}};
+    }
+    if (s.mtp_parameters > 0) stage_list.back()["mtp_parameters"] = s.mtp_parameters;
   }
   ojson j = {{"ok", true},
           {"mode", "pretrain"},
@@ -129,7 +145,8 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"layout",
            {{"gpus", r.gpus}, {"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}, {"vpp", r.vpp},
             {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero},
-            {"uneven_pipeline", r.uneven_pipeline == 1}}},
+            {"uneven_pipeline", r.uneven_pipeline == 1}, {"ep", res.ep}, {"etp", res.etp},
+            {"edp", res.edp}}},
           {"training",
            {{"seq_len", r.seq_len}, {"micro_batch", r.micro_batch},
             {"global_batch", r.global_batch}, {"num_microbatches", res.num_microbatches},
@@ -137,7 +154,8 @@ ojson pretrain_response(const PretrainRequest& r) {
             {"flash_attention", r.flash_attention == 1},
             {"activation_model", res.activation_model == MEMEST_ACTIVATIONS_GPT ? "gpt" : "llama"},
             {"param_bytes", r.precision.param_bytes}, {"grad_bytes", r.precision.grad_bytes},
-            {"optimizer_bytes", r.precision.optimizer_bytes}}},
+            {"optimizer_bytes", r.precision.optimizer_bytes},
+            {"moe_capacity_factor", r.moe_capacity_factor}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},
           {"peak_bytes", res.peak_bytes},

@@ -50,6 +50,23 @@ struct LayerParams {
 LayerParams dense_layer_params(const memest_model& m);
 // One layer with the MoE MLP: every routed expert, or with `active_only` the top-k a token uses.
 LayerParams moe_layer_params(const memest_model& m, bool active_only);
+// One MoE layer split the way Megatron-Core's expert-parallel folding holds it
+// (megatron/core/transformer/moe/moe_layer.py, experts.py): `base` (attention, shared experts,
+// router, norms) is held like a dense layer's parameters, sharded by tp or replicated;
+// `routed` (every routed expert's MLP, with its biases) is divided over ep x etp ranks.
+struct MoeLayerParts {
+  LayerParams base;
+  double routed = 0;
+};
+MoeLayerParts moe_layer_parts(const memest_model& m);
+// MoE layers among the layers with index in [begin, end) (0-based, may pass num_hidden_layers
+// for the multi-token-prediction modules).
+int64_t moe_layers_in(const memest_model& m, int64_t begin, int64_t end);
+// Parameters of one multi-token-prediction module besides its decoder layer: enorm, hnorm and
+// the shared head's norm (replicated), eh_proj 2h x h (sharded: a column-parallel linear in
+// megatron/core/transformer/multi_token_prediction.py).
+LayerParams mtp_extra_params(const memest_model& m);
+
 // The typical layer: an MoE layer for an MoE model, else the dense layer.
 LayerParams layer_params(const memest_model& m);
 

@@ -24,15 +24,21 @@ struct OverheadParts {
   double logits = 0;
   double activation_correction = 0;
   double fragmentation = 0;
+  double moe_dispatch = 0;  // part of comm_buffers
   double total() const {
     return context + comm_buffers + logits + activation_correction + fragmentation;
   }
 };
 
-// Overheads of stage i holding `layers` layers with `in_flight` micro-batches of activations,
-// `embedded` micro-batches of embedding activations (first stage), whose paper terms are
-// `states_bytes` and `activation_bytes`.
+// Overheads of stage i holding `layers` dense layers and `moe_layers` MoE layers with
+// `in_flight` micro-batches of activations, `embedded` micro-batches of embedding activations
+// (first stage), whose paper terms are `states_bytes` and `activation_bytes`.
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
-                              double embedded, double states_bytes, double activation_bytes);
+                              double embedded, double states_bytes, double activation_bytes,
+                              double moe_layers = 0);
+// The all-to-all receive buffers of one MoE layer on one GPU (dispatch: the R rows its
+// experts get; combine: the k expert outputs of its own tokens), live while the layer runs;
+// 0 without expert or expert-tensor parallelism (no all-to-all).
+double moe_dispatch_buffer_bytes(const Plan& plan);
 
 }  // namespace memest

@@ -34,6 +34,10 @@ struct Layout {
   int64_t micro_batch = 1;
   int32_t recompute = MEMEST_RECOMPUTE_NONE;
   int32_t zero = 1;  // the distributed optimizer over d*cp
+  // Expert parallelism (mixture-of-experts models only): experts split over ep ranks, each
+  // expert's MLP over etp ranks; 0 = the same as tp (Megatron-LM's default when
+  // --expert-tensor-parallel-size is not given, megatron/training/arguments.py).
+  int64_t ep = 1, etp = 0;
 };
 
 struct PretrainRequest {
@@ -51,11 +55,19 @@ struct PretrainRequest {
   int32_t activation_model = MEMEST_ACTIVATIONS_AUTO;
   Precision precision;
   int32_t uneven_pipeline = 0;
+  // Expert parallelism (see Layout) and the MoE token capacity: 0 = drop-less routing (every
+  // rank gets the average load, tokens*k/E per expert); > 0 = Megatron's
+  // --moe-expert-capacity-factor, the bound each expert's tokens are cut or padded to.
+  int64_t ep = 1, etp = 0;
+  double moe_capacity_factor = 0;
 
   void set_layout(const Layout& l) {
     tp = l.tp, cp = l.cp, pp = l.pp, vpp = l.vpp, micro_batch = l.micro_batch;
     recompute = l.recompute, zero = l.zero;
+    ep = l.ep, etp = l.etp;
   }
+  // The expert tensor-parallel size in effect (etp, or tp when 0).
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 struct SearchRequest {
@@ -66,6 +78,7 @@ struct SearchRequest {
   int64_t max_pp = 0;    // 0: no limit
   int64_t max_vpp = 4;
   int64_t max_micro_batch = 0;  // 0: no limit
+  int64_t max_ep = 0;           // 0: no limit (MoE models; a dense model enumerates ep = 1)
   int64_t micro_batch = 0;      // > 0: only this micro-batch (a pinned training.micro_batch)
   uint32_t recompute_mask = (1u << MEMEST_RECOMPUTE_COUNT) - 1;  // every option
   uint32_t zero_mask = 1u << 1;                                   // the distributed optimizer

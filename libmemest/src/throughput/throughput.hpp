@@ -33,6 +33,10 @@ struct Throughput {
 // Model FLOPs per token (3 passes) of a model at sequence length `seq_len`.
 double model_flops_per_token(const memest_model& m, double seq_len);
 
+// Seconds of one MoE layer's expert-parallel all-to-alls (dispatch + combine, forward and
+// backward) for one micro-batch on one GPU; 0 for a dense model or ep = 1.
+double moe_all_to_all_seconds(const Plan& plan);
+
 // Needs the number of micro-batches (a global batch); zeros when it is not known.
 Throughput estimate_throughput(const Plan& plan);
 
