@@ -19,7 +19,7 @@ struct PretrainOptions {
   GpuChoice gpu{"a100-40gb"};
   RunShape run;
   int64_t tp = 4, cp = 1, pp = 2, vpp = 1, micro_batch = 1;
-  int64_t ep = 1, etp = 0;
+  int64_t ep = 1, etp = 0, last_stage_layers = 0;
   double moe_capacity_factor = 0;
   int zero = 1;
   bool uneven = false;
@@ -43,6 +43,9 @@ void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
       ->capture_default_str();
   add_integer(cmd, "--etp", o.etp, "Expert tensor-parallel size (0 = the same as --tp)")
       ->capture_default_str();
+  add_integer(cmd, "--last-stage-layers", o.last_stage_layers,
+              "Layers of the last pipeline stage; the others split the rest (0: automatic)")
+      ->capture_default_str();
   cmd.add_option("--moe-capacity-factor", o.moe_capacity_factor,
                  "MoE expert capacity factor (0 = drop-less routing)")
       ->capture_default_str();
@@ -60,7 +63,7 @@ ojson pretrain_request(const PretrainOptions& o) {
           {"parallel",
            {{"gpus", o.run.gpus}, {"tp", o.tp}, {"cp", o.cp}, {"pp", o.pp}, {"vpp", o.vpp},
             {"sp", !o.run.no_sp}, {"zero", o.zero}, {"uneven_pipeline", o.uneven},
-            {"ep", o.ep}, {"etp", o.etp}}},
+            {"ep", o.ep}, {"etp", o.etp}, {"last_stage_layers", o.last_stage_layers}}},
           {"training", training}};
 }
 

@@ -404,6 +404,9 @@ typedef struct memest_pretrain_request {
   int64_t etp;                /* expert tensor-parallel size; 0 (default) = the same as tp */
   double moe_capacity_factor; /* 0 (default): drop-less routing (average load); > 0: each
                                  expert's tokens are cut or padded to this factor */
+  int64_t last_stage_layers;  /* > 0: the last stage holds exactly this many layers, the other
+                                 pp - 1 stages split the rest evenly (Megatron-LM's
+                                 --decoder-last-pipeline-num-layers); 0 (default): as above */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

@@ -94,6 +94,7 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
   if (r.global_batch <= 0 || !(r.gpu.peak_bf16_tflops > 0) || max == 0) return out;
   SearchRequest search;
   search.base = r;
+  search.base.last_stage_layers = 0;  // the search splits the layers its own way
   search.zero_mask = (1u << 1) | (1u << 3);
   search.uneven_pipeline = r.uneven_pipeline;
   SearchOutcome found;
@@ -105,6 +106,7 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
   for (const memest_search_entry& e : found.entries) {
     if (out.size() == max) break;
     Suggestion s{describe(e), r};
+    s.request.last_stage_layers = 0;
     // etp as the tp in effect is written as 0 ("same as tp"), as a request gives it; a dense
     // model keeps ep = 1, etp = 0.
     const int64_t etp = e.ep == 1 && e.etp == 1 && !is_moe(r.model) ? 0

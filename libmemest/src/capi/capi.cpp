@@ -114,6 +114,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.ep = d.ep;
   c.etp = d.etp;
   c.moe_capacity_factor = d.moe_capacity_factor;
+  c.last_stage_layers = d.last_stage_layers;
   return c;
 }
 
@@ -219,6 +220,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.ep = c.ep;
   r.etp = c.etp;
   r.moe_capacity_factor = c.moe_capacity_factor;
+  r.last_stage_layers = c.last_stage_layers;
   return r;
 }
 

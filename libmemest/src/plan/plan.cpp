@@ -93,7 +93,16 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   out.dp = r.gpus / (r.tp * r.cp * r.pp);
   if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
   if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
-  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers)) {
+  if (r.last_stage_layers > 0) {
+    // Megatron-LM's --decoder-last-pipeline-num-layers: the last stage holds the given layers,
+    // the others split the rest evenly (no interleaving).
+    const int64_t rest = m.num_hidden_layers - r.last_stage_layers;
+    if (r.pp < 2 || r.vpp > 1 || rest < r.pp - 1 || rest % (r.pp - 1) != 0) {
+      return LayoutIssue::LastStageLayers;
+    }
+    out.layers.first = out.layers.middle = rest / (r.pp - 1);
+    out.layers.last = r.last_stage_layers;
+  } else if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers)) {
     return LayoutIssue::LayersNotDivisible;
   }
   if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
@@ -152,6 +161,7 @@ const char* layout_issue_name(LayoutIssue issue) {
     case LayoutIssue::ExpertGpus: return "expert_gpus";
     case LayoutIssue::EtpFfn: return "etp_ffn";
     case LayoutIssue::MoeNeedsSp: return "moe_needs_sp";
+    case LayoutIssue::LastStageLayers: return "last_stage_layers";
   }
   return "unknown";
 }
@@ -222,6 +232,12 @@ namespace {
     case LayoutIssue::MoeNeedsSp:
       fail("parallel.sp", "a mixture-of-experts model with tp > 1 needs sequence parallelism "
                           "(Megatron-Core refuses MoE training with TP and no SP)");
+    case LayoutIssue::LastStageLayers:
+      fail("parallel.last_stage_layers",
+           "last_stage_layers=" + str(r.last_stage_layers) + " needs pp >= 2 without vpp, and " +
+               "leaves num_hidden_layers - last_stage_layers = " +
+               str(m.num_hidden_layers - r.last_stage_layers) +
+               " layers that the other pp - 1 = " + str(r.pp - 1) + " stages must split evenly");
     case LayoutIssue::None:
       break;
   }
@@ -252,6 +268,7 @@ void validate_fields(const PretrainRequest& r) {
   check_range("training.global_batch", r.global_batch, 0, kMaxGlobalBatch);
   validate_zero(r.zero, "parallel.zero");
   validate_expert_fields(r.model, r.ep, r.etp, "parallel");
+  check_range("parallel.last_stage_layers", r.last_stage_layers, 0, r.model.num_hidden_layers);
   if (!std::isfinite(r.moe_capacity_factor) || r.moe_capacity_factor < 0 ||
       r.moe_capacity_factor > kMaxCapacityFactor) {
     fail("training.moe_capacity_factor",

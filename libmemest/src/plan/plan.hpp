@@ -68,6 +68,7 @@ enum class LayoutIssue {
   ExpertGpus,     // etp * ep * pp does not divide the GPUs (no integer expert data-parallel size)
   EtpFfn,         // etp does not divide moe_intermediate_size
   MoeNeedsSp,     // MoE with tp > 1 and no sequence parallelism
+  LastStageLayers,  // last_stage_layers leaves a rest the other stages cannot split evenly
 };
 struct LayoutCheck {
   StageLayers layers;

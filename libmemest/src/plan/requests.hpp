@@ -60,6 +60,10 @@ struct PretrainRequest {
   // --moe-expert-capacity-factor, the bound each expert's tokens are cut or padded to.
   int64_t ep = 1, etp = 0;
   double moe_capacity_factor = 0;
+  // > 0: the last pipeline stage holds exactly this many layers and the other pp - 1 stages
+  // split the rest evenly (Megatron-LM's --decoder-last-pipeline-num-layers; DeepSeek-V3's
+  // 61 layers over 16 stages); 0: the split above (uneven_pipeline).
+  int64_t last_stage_layers = 0;
 
   void set_layout(const Layout& l) {
     tp = l.tp, cp = l.cp, pp = l.pp, vpp = l.vpp, micro_batch = l.micro_batch;

@@ -36,6 +36,7 @@ memest_prune_reason prune_reason(LayoutIssue issue) {
     case LayoutIssue::ExpertGpus: return MEMEST_PRUNE_EXPERT_GPUS;
     case LayoutIssue::EtpFfn: return MEMEST_PRUNE_ETP_FFN;
     case LayoutIssue::MoeNeedsSp: return MEMEST_PRUNE_MOE_SP;
+    case LayoutIssue::LastStageLayers: return MEMEST_PRUNE_LAYERS;
     default: return MEMEST_PRUNE_GPUS;  // SequenceTooLong is refused before the search
   }
 }
