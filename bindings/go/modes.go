@@ -45,6 +45,11 @@ type PretrainRequest struct {
 	ActivationModel                       int
 	ParamBytes, GradBytes, OptimizerBytes float64
 	UnevenPipeline                        bool // lighter first and last stages when pp does not divide the layers
+	// Expert parallelism (mixture-of-experts models): EP experts' ranks, ETP expert tensor
+	// parallel (0 = TP), MoeCapacityFactor (0 = drop-less); LastStageLayers (0 = automatic).
+	EP, ETP           int64
+	MoeCapacityFactor float64
+	LastStageLayers   int64
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -56,6 +61,8 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.recompute, c.flash_attention, c.activation_model = C.int32_t(r.Recompute), boolInt(r.FlashAttention), C.int32_t(r.ActivationModel)
 	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
 	c.uneven_pipeline = boolInt(r.UnevenPipeline)
+	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
+	c.last_stage_layers = C.int64_t(r.LastStageLayers)
 	return c
 }
 
@@ -71,6 +78,8 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		FlashAttention: c.flash_attention != 0, ActivationModel: int(c.activation_model),
 		ParamBytes: float64(c.param_bytes), GradBytes: float64(c.grad_bytes),
 		OptimizerBytes: float64(c.optimizer_bytes), UnevenPipeline: c.uneven_pipeline != 0,
+		EP: int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
+		LastStageLayers: int64(c.last_stage_layers),
 	}
 }
 
@@ -80,6 +89,11 @@ type Stage struct {
 	Layers                                                                     int64
 	MicrobatchesInFlight, Parameters                                           float64
 	WeightsBytes, GradientsBytes, OptimizerBytes, ActivationsBytes, TotalBytes float64
+	// The routed experts' share (mixture-of-experts models; included in the totals above).
+	MoeLayers                                                      int64
+	ExpertParameters, ExpertWeightsBytes, ExpertGradientsBytes     float64
+	ExpertOptimizerBytes, ExpertActivationsBytes, MoeDispatchBytes float64
+	MTPParameters                                                  float64
 }
 
 // PretrainResult is memest_pretrain_result plus its stages.
@@ -91,6 +105,7 @@ type PretrainResult struct {
 	CapacityBytes, UsageFraction float64
 	Verdict                      string // "fits", "tight", "oom", "unknown"
 	Stages                       []Stage
+	EP, ETP, EDP                 int64 // expert parallel, expert tensor parallel, expert data parallel
 }
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
@@ -117,6 +132,7 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 		PeakBytes: float64(res.peak_bytes), PeakStage: int(res.peak_stage),
 		CapacityBytes: float64(res.capacity_bytes), UsageFraction: float64(res.usage_fraction),
 		Verdict: verdictName(res.verdict),
+		EP:      int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
 	}
 	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
 		s := stages[i]
@@ -126,6 +142,10 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 			WeightsBytes: float64(s.weights_bytes), GradientsBytes: float64(s.gradients_bytes),
 			OptimizerBytes: float64(s.optimizer_bytes), ActivationsBytes: float64(s.activations_bytes),
 			TotalBytes: float64(s.total_bytes),
+			MoeLayers:  int64(s.moe_layers), ExpertParameters: float64(s.expert_parameters),
+			ExpertWeightsBytes: float64(s.expert_weights_bytes), ExpertGradientsBytes: float64(s.expert_gradients_bytes),
+			ExpertOptimizerBytes: float64(s.expert_optimizer_bytes), ExpertActivationsBytes: float64(s.expert_activations_bytes),
+			MoeDispatchBytes: float64(s.moe_dispatch_bytes), MTPParameters: float64(s.mtp_parameters),
 		})
 	}
 	return out, nil

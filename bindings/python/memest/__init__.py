@@ -180,8 +180,10 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              global_batch: Optional[int] = None, recompute: Optional[str] = None,
              flash_attention: Optional[bool] = None, activation_model: Optional[str] = None,
              param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
-             optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None
-             ) -> PretrainResult:
+             optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None,
+             ep: Optional[int] = None, etp: Optional[int] = None,
+             moe_capacity_factor: Optional[float] = None,
+             last_stage_layers: Optional[int] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -189,16 +191,22 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     dtypes: "bf16" | "fp16" | "fp32" | "fp8"; optimizer: "adam" | "adamw" | "sgd_momentum" | "sgd".
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
     peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
-    stages[i].*_bytes.
+    stages[i].*_bytes. Mixture-of-experts models: ep (expert parallel), etp (expert tensor
+    parallel, 0 = tp), moe_capacity_factor (0 = drop-less); each stage then has `.experts`
+    (moe_layers, parameters, weights/gradients/optimizer/activations bytes, dispatch buffers)
+    and the layout ep, etp, edp. last_stage_layers: the last stage's layers, the others split
+    the rest (Megatron's --decoder-last-pipeline-num-layers).
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
-        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero),
+        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero, ep=ep,
+                             etp=etp, last_stage_layers=last_stage_layers),
         "training": _section(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
                              recompute=recompute, flash_attention=flash_attention,
                              activation_model=activation_model, param_dtype=param_dtype,
                              grad_dtype=grad_dtype, optimizer=optimizer,
-                             optimizer_bytes=optimizer_bytes),
+                             optimizer_bytes=optimizer_bytes,
+                             moe_capacity_factor=moe_capacity_factor),
     }
     return request(req)  # type: ignore[return-value]
 
@@ -267,7 +275,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            include_oom: Optional[bool] = None, uneven_pipeline: Optional[bool] = None,
            sp: Optional[bool] = None, flash_attention: Optional[bool] = None,
            param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
-           optimizer: Optional[str] = None) -> SearchResult:
+           optimizer: Optional[str] = None, max_ep: Optional[int] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
@@ -285,7 +293,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
                            tp_within_node=tp_within_node, include_oom=include_oom,
-                           uneven_pipeline=uneven_pipeline),
+                           uneven_pipeline=uneven_pipeline, max_ep=max_ep),
     }
     return request(req)  # type: ignore[return-value]
 

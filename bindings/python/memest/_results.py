@@ -197,6 +197,9 @@ class Stage(Record):
     overheads: _Field[Optional[Record]] = _Field(optional=True)
     overhead_bytes: _Field[Optional[float]] = _Field(optional=True)
     peak_bytes: _Field[Optional[float]] = _Field(optional=True)
+    # A mixture-of-experts model: the routed experts' share of the stage (in the totals above).
+    experts: _Field[Optional[Record]] = _Field(optional=True)
+    mtp_parameters: _Field[Optional[float]] = _Field(optional=True)
 
 
 class Part(Record):

@@ -58,8 +58,10 @@ int64_t shared_expert_width(const memest_model& m) {
 
 void require_dense(const memest_model& m, const std::string& field, const char* mode) {
   if (is_bare_count(m)) return;
-  const std::string later = " " + std::string(mode) + " estimates are not available yet";
-  const std::string states = "; the model_states mode counts its parameters";
+  const std::string later = " " + std::string(mode) + " estimates are not available";
+  const std::string states =
+      "; the pretrain and search modes estimate it (expert parallelism), model_states counts "
+      "its parameters";
   if (is_moe(m)) {
     fail(field, "mixture-of-experts" + later + " (" + std::to_string(m.num_experts) +
                     " routed experts per MoE layer)" + states,
