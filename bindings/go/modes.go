@@ -94,6 +94,11 @@ type PretrainRequest struct {
 	DDPBucketMiB, DSReduceBucketSize, DSAllgatherBucketSize, DSPrefetchBucketSize float64
 	DSMaxLiveParameters, DSParamPersistenceThreshold                              float64
 	DDPGradientAsBucketView                                                       bool
+	// Expert parallelism (mixture-of-experts models): EP experts' ranks, ETP expert tensor
+	// parallel (0 = TP), MoeCapacityFactor (0 = drop-less); LastStageLayers (0 = automatic).
+	EP, ETP           int64
+	MoeCapacityFactor float64
+	LastStageLayers   int64
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -112,6 +117,8 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.ds_allgather_bucket_size, c.ds_prefetch_bucket_size = C.double(r.DSAllgatherBucketSize), C.double(r.DSPrefetchBucketSize)
 	c.ds_max_live_parameters, c.ds_param_persistence_threshold = C.double(r.DSMaxLiveParameters), C.double(r.DSParamPersistenceThreshold)
 	c.ddp_gradient_as_bucket_view = boolInt(r.DDPGradientAsBucketView)
+	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
+	c.last_stage_layers = C.int64_t(r.LastStageLayers)
 	return c
 }
 
@@ -138,6 +145,8 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DSMaxLiveParameters:         float64(c.ds_max_live_parameters),
 		DSParamPersistenceThreshold: float64(c.ds_param_persistence_threshold),
 		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
+		EP: int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
+		LastStageLayers: int64(c.last_stage_layers),
 	}
 }
 
@@ -156,6 +165,11 @@ type Stage struct {
 	// <= 0, in the stage's overheads: gradients allocated in backward as activations are freed
 	// (fsdp, pytorch without gradient accumulation)
 	PhaseOverlapBytes float64
+	// The routed experts' share (mixture-of-experts models; included in the totals above).
+	MoeLayers                                                      int64
+	ExpertParameters, ExpertWeightsBytes, ExpertGradientsBytes     float64
+	ExpertOptimizerBytes, ExpertActivationsBytes, MoeDispatchBytes float64
+	MTPParameters                                                  float64
 }
 
 // PretrainResult is memest_pretrain_result plus its stages.
@@ -171,6 +185,7 @@ type PretrainResult struct {
 	PeakAllocatedBytes, PeakReservedBytes, HostBytes float64
 	Framework, Loss                                  string  // the names used (loss "auto" resolved)
 	OptimizerBytesPerParameter                       float64 // K used (derived or given)
+	EP, ETP, EDP                 int64 // expert parallel, expert tensor parallel, expert data parallel
 }
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
@@ -202,6 +217,7 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 		Framework:                  C.GoString(C.memest_enum_name(C.MEMEST_ENUM_FRAMEWORK, res.framework)),
 		Loss:                       C.GoString(C.memest_enum_name(C.MEMEST_ENUM_LOSS, res.loss)),
 		OptimizerBytesPerParameter: float64(res.optimizer_bytes_per_parameter),
+		EP:      int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
 	}
 	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
 		s := stages[i]
@@ -216,6 +232,10 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 			FrameworkBufferBytes: float64(s.framework_buffer_bytes), MasterWeightsBytes: float64(s.master_weights_bytes),
 			LossBytes: float64(s.loss_bytes), RecomputeBytes: float64(s.recompute_bytes),
 			OffloadStagingBytes: float64(s.offload_staging_bytes), PhaseOverlapBytes: float64(s.phase_overlap_bytes),
+			MoeLayers:  int64(s.moe_layers), ExpertParameters: float64(s.expert_parameters),
+			ExpertWeightsBytes: float64(s.expert_weights_bytes), ExpertGradientsBytes: float64(s.expert_gradients_bytes),
+			ExpertOptimizerBytes: float64(s.expert_optimizer_bytes), ExpertActivationsBytes: float64(s.expert_activations_bytes),
+			MoeDispatchBytes: float64(s.moe_dispatch_bytes), MTPParameters: float64(s.mtp_parameters),
 		})
 	}
 	return out, nil

@@ -52,6 +52,24 @@ test('request() reproduces the 4D paper (Llama-3.1-8B, 8 x A100 40GB, tp 4 pp 2:
   assert.ok(Math.abs(s0.weights_bytes + s0.gradients_bytes + s0.optimizer_bytes + s0.activations_bytes - s0.total_bytes) < 1);
 });
 
+test('request() estimates a mixture-of-experts model with expert parallelism (ep, etp, edp, experts per stage)', () => {
+  // Mixtral 8x7B, TP1 PP4 EP8 on 32 GPUs: edp = 32 / (1*8*4) = 1; 8 MoE layers per stage,
+  // 8 experts of 3*4096*14336 over ep*etp = 8 GPUs.
+  const r = memest.request({ mode: 'pretrain', model: 'mixtral-8x7b', gpu: 'h100-80gb',
+    parallel: { gpus: 32, pp: 4, ep: 8 }, training: { seq_len: 4096 } });
+  assert.equal(r.layout.ep, 8);
+  assert.equal(r.layout.etp, 1);
+  assert.equal(r.layout.edp, 1);
+  assert.equal(r.stages[0].experts.moe_layers, 8);
+  assert.equal(r.stages[0].experts.parameters, 8 * 3 * 4096 * 14336);
+  assert.ok(r.model.active_parameters < r.model.num_parameters);
+  const cells = memest.pretrainTable({ mode: 'pretrain', model: 'mixtral-8x7b', gpu: 'h100-80gb',
+    parallel: { ep: 8 }, training: { seq_len: 4096 } }, [[32, 1, 1, 4, 1], [16, 1, 1, 4, 1]]);
+  assert.equal(cells[0].ok, true);
+  assert.equal(cells[0].peak_bytes, r.peak_bytes);
+  assert.equal(cells[1].ok, false);  // etp*ep*pp = 32 does not divide 16 GPUs
+});
+
 test('request() accepts JSON text as well as objects, with identical answers', () => {
   assert.deepEqual(memest.request(JSON.stringify(paper)), memest.request(paper));
 });

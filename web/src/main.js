@@ -70,6 +70,7 @@ function gridGpus(text) {
 const FORM = {
   m: 'model-preset', cfg: 'model-config', g: 'gpu-preset', mem: 'gpu-memory', gp: 'gpu-profile', gpus: 'gpus',
   tp: 'tp', cp: 'cp', pp: 'pp', vpp: 'vpp', zero: 'zero', sp: 'sp', seq: 'seq', mbs: 'mbs',
+  ep: 'ep', etp: 'etp',
   gbs: 'gbs', rc: 'recompute', fa: 'flash', top: 'search-top',
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
@@ -120,10 +121,10 @@ function syncFields(s) {
 
 // ---- errors, inline ------------------------------------------------------------------------
 
-const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'zero', 'sp', 'seq', 'mbs',
-  'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework', 'optimizer',
-  'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8', 'compile',
-  'offload-optimizer', 'offload-params', 'offload-activations', 'general'];
+const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
+  'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
+  'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
+  'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -331,9 +332,13 @@ function renderPretrain(r) {
     ? `${percent(r.usage_fraction)} of capacity: ${words(r.verdict)} by the paper's bands (fits ${bandText(paperBands, 'fits')})`
     : '';
   const m = r.model;
-  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters · ` +
-    `dp ${r.layout.dp} · ${r.training.activation_model} activation model` +
+  const moe = m.active_parameters != null && m.active_parameters !== m.num_parameters;
+  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters` +
+    (moe ? ` (${(m.active_parameters / 1e9).toFixed(2)} B active per token)` : '') + ' · ' +
+    `dp ${r.layout.dp}` + (moe ? ` · ep ${r.layout.ep}, etp ${r.layout.etp}, edp ${r.layout.edp}` : '') +
+    ` · ${r.training.activation_model} activation model` +
     (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : '');
+  renderExperts(r);
 
   const tbody = $('stages-table').tBodies[0];
   tbody.replaceChildren(...r.stages.map((s) => {
@@ -409,6 +414,22 @@ function syncRecomputeOptions(problem) {
   }
 }
 
+/** A mixture-of-experts model: the routed experts' share of each stage (in the table's totals),
+ *  as the library reports it (stage.experts). Hidden for a dense model. */
+function renderExperts(r) {
+  const box = $('experts-line');
+  const stages = r.stages.filter((s) => s.experts);
+  box.hidden = stages.length === 0;
+  box.replaceChildren(...stages.map((s) => {
+    const e = s.experts;
+    const states = e.weights_bytes + e.gradients_bytes + e.optimizer_bytes;
+    return el('li', { dataset: { stage: String(s.stage) } },
+      `Stage ${s.stage}: ${e.moe_layers} MoE layers, ${(e.parameters / 1e9).toFixed(3)} B expert parameters, ` +
+      `${gib(states)} GiB expert states, ${gib(e.activations_bytes)} GiB expert activations, ` +
+      `${gib(e.dispatch_buffer_bytes)} GiB all-to-all buffers`);
+  }));
+}
+
 function renderParts(r) {
   const parts = r.dominant_parts ?? [];
   $('parts-title').textContent = parts.length
@@ -461,6 +482,8 @@ function clearPretrain() {
   for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
   $('stages-table').tBodies[0].replaceChildren();
   clearStack();
+  $('experts-line').replaceChildren();
+  $('experts-line').hidden = true;
   $('dominant-parts').replaceChildren();
   $('parts-title').textContent = 'Where the memory goes';
   $('suggestions').replaceChildren();
@@ -927,6 +950,11 @@ function flattenLayout(layout) {
 function applyLayout(l) {
   const set = { parallel: {}, training: {} };
   for (const k of ['tp', 'cp', 'pp', 'vpp', 'zero', 'gpus', 'sp']) if (l[k] != null) set.parallel[k] = l[k];
+  // expert parallelism: only where the search varied it (ep > 1, or experts not split by tp)
+  if (l.ep != null && (l.ep > 1 || l.etp !== l.tp)) {
+    set.parallel.ep = l.ep;
+    set.parallel.etp = l.etp === l.tp ? 0 : l.etp;
+  }
   for (const k of ['micro_batch', 'recompute']) if (l[k] != null) set.training[k] = l[k];
   const { state: next } = applySet(state, set);
   selectTab('pretrain');

@@ -5,6 +5,8 @@
 export const DEFAULTS = Object.freeze({
   m: 'llama-3.1-8b', cfg: '', g: 'a100-40gb', mem: '40', gp: '',
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
+  // expert parallelism (mixture-of-experts models): ep, etp (0 = the same as tp)
+  ep: '1', etp: '0',
   seq: '8192', mbs: '1', gbs: '1024', rc: 'none', fa: '1',
   tab: 'pretrain', top: '10',
   // fine-tuning (LLMem): method, batch per GPU (fixed methods), tp (DP+TP), gradient checkpointing
@@ -184,6 +186,7 @@ export function pretrainRequest(state) {
     parallel: {
       gpus: num(state.gpus), tp: num(state.tp), cp: num(state.cp), pp: num(state.pp),
       vpp: num(state.vpp), sp: state.sp === '1', zero: num(state.zero),
+      ep: num(state.ep), etp: num(state.etp),
     },
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
@@ -228,6 +231,7 @@ export function searchRequest(state) {
 const STATE_OF_FIELD = {
   'parallel.gpus': 'gpus', 'parallel.tp': 'tp', 'parallel.cp': 'cp', 'parallel.pp': 'pp',
   'parallel.vpp': 'vpp', 'parallel.zero': 'zero', 'parallel.sp': 'sp',
+  'parallel.ep': 'ep', 'parallel.etp': 'etp',
   'training.seq_len': 'seq', 'training.micro_batch': 'mbs', 'training.global_batch': 'gbs',
   'training.recompute': 'rc', 'training.flash_attention': 'fa',
   'finetune.method': 'fm', 'finetune.batch': 'fb', 'finetune.tp': 'ftp',

@@ -206,7 +206,10 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              recompute_every: Optional[int] = None, loss: Optional[str] = None,
              fp8: Optional[bool] = None, compile: Optional[bool] = None,  # noqa: A002
              offload: Optional[Mapping[str, bool]] = None,
-             buckets: Optional[Mapping[str, Any]] = None) -> PretrainResult:
+             buckets: Optional[Mapping[str, Any]] = None,
+             ep: Optional[int] = None, etp: Optional[int] = None,
+             moe_capacity_factor: Optional[float] = None,
+             last_stage_layers: Optional[int] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -227,15 +230,22 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
     peak_allocated_bytes / peak_reserved_bytes / host_bytes, stages[i].*_bytes and
     stages[i].stack (framework_buffer_bytes, master_weights_bytes, loss_bytes, ...).
+    Mixture-of-experts models: ep (expert parallel), etp (expert tensor
+    parallel, 0 = tp), moe_capacity_factor (0 = drop-less); each stage then has `.experts`
+    (moe_layers, parameters, weights/gradients/optimizer/activations bytes, dispatch buffers)
+    and the layout ep, etp, edp. last_stage_layers: the last stage's layers, the others split
+    the rest (Megatron's --decoder-last-pipeline-num-layers).
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
-        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero),
+        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero, ep=ep,
+                             etp=etp, last_stage_layers=last_stage_layers),
         "training": _section(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
                              recompute=recompute, flash_attention=flash_attention,
                              activation_model=activation_model, param_dtype=param_dtype,
                              grad_dtype=grad_dtype, optimizer=optimizer,
                              optimizer_bytes=optimizer_bytes,
+                             moe_capacity_factor=moe_capacity_factor,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
                                       compile, offload, buckets)),
     }
@@ -311,7 +321,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            recompute_every: Optional[int] = None, loss: Optional[str] = None,
            fp8: Optional[bool] = None, compile: Optional[bool] = None,  # noqa: A002
            offload: Optional[Mapping[str, bool]] = None,
-           buckets: Optional[Mapping[str, Any]] = None) -> SearchResult:
+           buckets: Optional[Mapping[str, Any]] = None,
+           max_ep: Optional[int] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
@@ -334,7 +345,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
                            tp_within_node=tp_within_node, include_oom=include_oom,
-                           uneven_pipeline=uneven_pipeline),
+                           uneven_pipeline=uneven_pipeline, max_ep=max_ep),
     }
     return request(req)  # type: ignore[return-value]
 

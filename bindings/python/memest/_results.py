@@ -216,6 +216,9 @@ class Stage(Record):
     peak_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
     host_bytes: _Field[Optional[float]] = _Field(optional=True)
     stack: _Field[Optional[StackParts]] = _Field(wrap=StackParts, optional=True)
+    # A mixture-of-experts model: the routed experts' share of the stage (in the totals above).
+    experts: _Field[Optional[Record]] = _Field(optional=True)
+    mtp_parameters: _Field[Optional[float]] = _Field(optional=True)
 
 
 class Part(Record):

@@ -62,6 +62,18 @@ public class MemestTest {
     check(jsonNumber(json, "estimate_bytes") == p.result().getEstimate_bytes(), "typed == JSON estimate");
     check(jsonNumber(json, "peak_bytes") == p.result().getPeak_bytes(), "typed == JSON peak");
 
+    // Mixtral 8x7B as Megatron-LM's example runs it: TP1, PP4, EP8 on 32 GPUs (edp 1); 8 MoE
+    // layers per stage, 8 experts of 3*4096*14336 each over ep*etp = 8 GPUs.
+    PretrainRequest moe = Memest.pretrainRequest("mixtral-8x7b", "h100-80gb");
+    moe.setGpus(32); moe.setTp(1); moe.setPp(4); moe.setEp(8); moe.setSeq_len(4096);
+    Memest.Pretrain mp = Memest.pretrain(moe);
+    check(mp.result().getEp() == 8 && mp.result().getEtp() == 1 && mp.result().getEdp() == 1, "ep/etp/edp");
+    check(mp.stages().get(0).getMoe_layers() == 8, "8 MoE layers on stage 0");
+    check(mp.stages().get(0).getExpert_parameters() == 8.0 * 3 * 4096 * 14336, "expert parameters");
+    check(!mp.verdict().equals("oom"), "the published Mixtral layout fits");
+    moe.setEp(3);
+    expectError(() -> Memest.pretrain(moe), "invalid_argument", "parallel.ep");
+
     // bad input: the exception names the field
     r.setTp(3);
     expectError(() -> Memest.pretrain(r), "invalid_argument", "parallel.tp");
