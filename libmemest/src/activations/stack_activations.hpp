@@ -156,6 +156,10 @@ struct EagerBlockOptions {
   double lora_rank = 0;
   bool lora_dropout = false;  // lora_dropout > 0 (nn.Dropout; peft and torchtune use
                               // nn.Identity for 0)
+  double adapter_bytes = 2;   // bytes per adapter weight: peft casts adapters to fp32 by default
+                              // (autocast_adapter_dtype=True) and then casts each adapter's
+                              // input to fp32 (_cast_input_dtype): 4
+  bool dense_mlp = false;     // an MoE model's dense layer (moe_first_dense_layers, ...)
 };
 
 enum LoraTarget : unsigned {
@@ -171,8 +175,9 @@ enum LoraTarget : unsigned {
 
 struct EagerBlockBytes {
   double norms = 0;      // both RMSNorms with what the linears after them save
-  double attention = 0;  // Q, K, V as SDPA saves them, the output, the logsumexp
-  double mlp = 0;        // gate/up outputs, activation output, product (or fc1/act for GELU)
+  double attention = 0;  // Q, K, V as SDPA saves them, the output, the logsumexp; QK-norms
+  double mlp = 0;        // gate/up outputs, activation output, product (or fc1/act for GELU);
+                         // for an MoE layer the router and the routed (and shared) experts
   double total() const { return norms + attention + mlp; }
 };
 // Bytes one block saves for backward without checkpointing, per GPU per micro-batch.
@@ -190,11 +195,32 @@ struct EagerBlockBytes {
 EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
                                   const EagerBlockOptions& o);
 
-// Bytes of the bf16 copies autocast makes of every linear weight (fp32 parameters): each mm
-// saves its bf16 weight for backward, so the copies of all linears of the stage live from the
-// forward to their layer's backward. Per GPU per stage, not per micro-batch.
-// `linear_params`: parameters of the linear layers on this GPU (weights of q/k/v/o, MLP, and
-// the LM head when the stage has it; not the embedding, which autocast does not cast).
+// The last stage's eager head without the loss, bytes per GPU per micro-batch: the final
+// RMSNorm (as the block's norms) with its output saved by a trainable LM head, and the int64
+// token ids a trainable embedding saves (EmbeddingBackward keeps its indices, 8 B per token).
+// With lora both are frozen: the norm keeps only its upcast and rsqrt.
+double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
+                        const EagerBlockOptions& o);
+
+// Hugging Face's DynamicCache when checkpointing wraps the decoder layers from outside
+// (torch.distributed's checkpoint_wrapper, not model.gradient_checkpointing_enable(), which
+// turns use_cache off): use_cache follows config.use_cache (true), each attention layer's
+// cache update concatenates K and V onto an empty tensor (a copy), and the checkpoint keeps
+// the cache object alive through the layer's kwargs until that layer's backward. Without
+// checkpointing the cache dies with the model's output before backward. Bytes per GPU per
+// micro-batch for `checkpointed_layers` layers: K and V, k*d each per token, bf16; under
+// autocast both fp32 (rotary follows the fp32 cos/sin, and the cache's empty tensors take K's
+// dtype, so torch.cat promotes the bf16 V too).
+double hf_cache_copies_bytes(const memest_model& m, const ActivationLayout& x,
+                             double checkpointed_layers, bool autocast);
+
+// Bytes of the bf16 copies autocast makes of linear weights (fp32 parameters): autocast's cache
+// holds every cast weight until the autocast region exits (after the loss's forward); after
+// that a copy lives on only where a saved tensor holds it, i.e. the mm saved its bf16 weight
+// for backward: the layers that are not checkpointed and the LM head (a checkpointed layer's
+// forward saves nothing). Per GPU per stage, not per micro-batch. `linear_params`: parameters
+// of those linear layers on this GPU (q/k/v/o, MLP, the LM head; never the embedding, which
+// autocast does not cast).
 double autocast_weight_copies_bytes(double linear_params);
 
 // ---------------------------------------------------------------------------------------------
