@@ -392,6 +392,23 @@ TEST_CASE("eager head and Hugging Face's cache copies under an outside checkpoin
   CHECK(memest::hf_cache_copies_bytes(m, layout(1, false), 32, true) == 2147483648.0);
 }
 
+TEST_CASE("eager blocks: a frozen embedding spares the first block's norm and masks") {
+  // LoRA on all seven linears with dropout: the first attention norm's 4h + 4 = 16388 B and
+  // the q, k, v dropout masks 3 * 4096 = 12288 B go: -28676 B per token * 8192 = -234913792.
+  // Without dropout only the norm: -16388 * 8192 = -134250496. Full fine-tuning: 0.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  CHECK(memest::eager_first_block_delta(m, layout(1, false), o) == 0.0);
+  o.lora = true;
+  o.lora_targets = memest::kLoraAll;
+  o.lora_rank = 16;
+  o.lora_dropout = true;
+  o.adapter_bytes = 4;
+  CHECK(memest::eager_first_block_delta(m, layout(1, false), o) == -234913792.0);
+  o.lora_dropout = false;
+  CHECK(memest::eager_first_block_delta(m, layout(1, false), o) == -134250496.0);
+}
+
 TEST_CASE("fp8: torchao saves high-precision inputs, Transformer Engine fp8 copies") {
   const memest_model m = llama8b();
   CHECK(memest::fp8_activation_delta(memest::Fp8Impl::Torchao, m, layout(1, false)) == 0.0);

@@ -384,6 +384,27 @@ double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
   return norm + head_input + ids;
 }
 
+double eager_first_block_delta(const memest_model& m, const ActivationLayout& x,
+                               const EagerBlockOptions& o) {
+  if (!o.lora) return 0.0;
+  const double n = tokens_per_gpu(x);
+  const bool sp = x.sequence_parallel && x.tp > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double in_bytes = o.autocast ? 4.0 : 2.0;
+  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
+  // The norm's own saved tensors as eager_block_bytes counts them for a frozen scale.
+  double norm = fused_norm ? in_bytes * n * h + 4 * n : 4 * n * h + 4 * n;
+  norm /= sp ? x.tp : 1.0;
+  double masks = 0;
+  if (o.lora_dropout) {
+    const unsigned qkv = m.fused_qkv ? kLoraQ : (kLoraQ | kLoraK | kLoraV);
+    for (unsigned b = 1; b <= kLoraDown; b <<= 1) {
+      if ((qkv & b) && (o.lora_targets & b)) masks += n * h;  // bool mask, 1 B per element
+    }
+  }
+  return -(norm + masks);
+}
+
 double hf_cache_copies_bytes(const memest_model& m, const ActivationLayout& x,
                              double checkpointed_layers, bool autocast) {
   const double n = tokens_per_gpu(x);

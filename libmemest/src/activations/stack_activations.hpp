@@ -202,6 +202,13 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
 double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
                         const EagerBlockOptions& o);
 
+// Change of the FIRST block's saved bytes (first stage) when the embedding is frozen (lora):
+// its input does not require grad, so the attention norm (frozen scale, input without grad)
+// saves nothing, and dropout on the adapters' inputs keeps no mask (no NativeDropoutBackward
+// is recorded for an input without grad). Negative or 0; per GPU per micro-batch.
+double eager_first_block_delta(const memest_model& m, const ActivationLayout& x,
+                               const EagerBlockOptions& o);
+
 // Hugging Face's DynamicCache when checkpointing wraps the decoder layers from outside
 // (torch.distributed's checkpoint_wrapper, not model.gradient_checkpointing_enable(), which
 // turns use_cache off): use_cache follows config.use_cache (true), each attention layer's
