@@ -119,10 +119,11 @@ struct RecomputeWorkingSet {
                          // MLP's intermediate gradients at the MLP backward's peak
   double total() const { return rebuilt + gradients; }
 };
-// One-off addition per stage, bytes per GPU (one micro-batch: the one whose backward runs),
-// at the stage's backward peak. full_layer: one layer's activations without checkpointing;
-// kept_layer: what the checkpointed layer keeps (full: its input; op_selective: the saved set,
-// reused by the recomputation). residual_bytes as above.
+// One-off addition per stage (any stage), bytes per GPU, once (one micro-batch: the one whose
+// backward runs), at the stage's backward peak. full_layer: one layer's activations without
+// checkpointing (layer_activation_bytes, or eager_block_bytes(...).total()); kept_layer: what
+// the checkpointed layer keeps and the recomputation reuses (full: its input;
+// op_selective: OpSelectiveLayer::reused_by_recompute). residual_bytes as above.
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
                                           double residual_bytes = 2);
@@ -238,7 +239,8 @@ enum class Fp8Impl {
   Torchao,            // torchao float8/float8_linear.py (tensorwise, dynamic scaling)
   TransformerEngine,  // Transformer Engine's Linear / LayerNormLinear / LayerNormMLP
 };
-// Persistent fp8 weight copies, bytes per GPU for `linear_params` parameters of fp8 linears.
+// Persistent fp8 weight copies, bytes per GPU for `linear_params` parameters of fp8 linears on
+// the stage (per stage, not per micro-batch).
 // torchao: 0 (casts are made per matmul and freed; FSDP2's fp8 all-gather changes the
 // unsharded parameters, a state-side term). Transformer Engine: 2 bytes per parameter (the fp8
 // weight and its fp8 transpose, cached across the micro-batches of a step).
@@ -246,8 +248,10 @@ double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params);
 // Change of one block's saved activations, bytes per GPU per micro-batch (negative: less).
 // torchao (eager): 0, Float8Linear saves its high-precision input and weight and re-casts in
 // backward. Transformer Engine: the linears' inputs that only a linear keeps are saved in fp8
-// (the two norm outputs and the SwiGLU/GELU output: -1 byte per element) and the projection
-// keeps an fp8 copy of the attention output beside the bf16 one core attention keeps (+1).
+// (the two norm outputs without SP and the SwiGLU/GELU output: -1 byte per element) and the
+// projection keeps an fp8 copy of the attention output beside the bf16 one core attention
+// keeps (+1). Add per layer to Megatron's layer_activation_bytes (any stage). Read from the
+// code, not yet checked against a measurement.
 double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x);
 
 }  // namespace memest
