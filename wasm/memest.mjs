@@ -79,10 +79,13 @@ export class MemestError extends Error {
  * @property {string[]} status            "ok", "invalid_argument", ... (index: memest_status)
  * @property {string[]} family            "llama", "gpt"
  * @property {string[]} verdict           "fits", "tight", "oom", "unknown"
- * @property {string[]} recompute         "none", "selective", "full"
+ * @property {string[]} recompute         "none", "selective", "full", "op_selective"
  * @property {string[]} activation_model  "auto", "llama", "gpt"
  * @property {string[]} prune_reason      "oom", "tp_heads", ...
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
+ * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch"
+ * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused"
+ * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...
  */
 
 /**
