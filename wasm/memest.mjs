@@ -85,7 +85,7 @@ export class MemestError extends Error {
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
  * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch"
  * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused"
- * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", ...
+ * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...
  */
 
 /**
