@@ -16,7 +16,6 @@
 #include <memest/memest.h>
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
