@@ -85,7 +85,7 @@ export class MemestError extends Error {
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
  * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch"
  * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused"
- * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...
+ * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", ...
  */
 
 /**
@@ -182,7 +182,7 @@ export class Memest {
   /**
    * Estimates a whole table of pretraining layouts in one call (~100x faster than one
    * request() per cell). `base` is a pretrain request, read as the pretrain mode reads it, whose
-   * model, gpu, parallel.{vpp, sp, zero, uneven_pipeline} and training block apply to every
+   * model, gpu, parallel.{vpp, sp, zero, uneven_pipeline, ep, etp, last_stage_layers} and training block apply to every
    * cell; each cell gives [gpus, tp, cp, pp, micro_batch] (the base's own are ignored).
    * Throws a {@link MemestError} when the base model or GPU is bad; a bad cell is
    * {ok: false, error} in its place. With `{messages: false}`, a cell whose layout the library's

@@ -19,6 +19,8 @@ struct PretrainOptions {
   GpuChoice gpu{"a100-40gb"};
   RunShape run;
   int64_t tp = 4, cp = 1, pp = 2, vpp = 1, micro_batch = 1;
+  int64_t ep = 1, etp = 0, last_stage_layers = 0;
+  double moe_capacity_factor = 0;
   int zero = 1;
   bool uneven = false;
   std::string recompute = "none", activation_model = "auto";
@@ -38,6 +40,16 @@ void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
   add_integer(cmd, "-b,--mbs,--micro-batch", o.micro_batch, "Micro-batch size")->capture_default_str();
+  add_integer(cmd, "--ep", o.ep, "Expert-parallel size (mixture-of-experts models)")
+      ->capture_default_str();
+  add_integer(cmd, "--etp", o.etp, "Expert tensor-parallel size (0 = the same as --tp)")
+      ->capture_default_str();
+  add_integer(cmd, "--last-stage-layers", o.last_stage_layers,
+              "Layers of the last pipeline stage; the others split the rest (0: automatic)")
+      ->capture_default_str();
+  cmd.add_option("--moe-capacity-factor", o.moe_capacity_factor,
+                 "MoE expert capacity factor (0 = drop-less routing)")
+      ->capture_default_str();
 }
 
 ojson pretrain_request(const PretrainOptions& o) {
@@ -46,12 +58,14 @@ ojson pretrain_request(const PretrainOptions& o) {
                     {"flash_attention", !o.run.no_flash}, {"activation_model", o.activation_model}};
   put_precision(o.precision, training);
   put_stack(o.stack, training);
+  if (o.moe_capacity_factor != 0) training["moe_capacity_factor"] = o.moe_capacity_factor;
   return {{"mode", "pretrain"},
           {"model", model_value(o.model)},
           {"gpu", gpu_value(o.gpu)},
           {"parallel",
            {{"gpus", o.run.gpus}, {"tp", o.tp}, {"cp", o.cp}, {"pp", o.pp}, {"vpp", o.vpp},
-            {"sp", !o.run.no_sp}, {"zero", o.zero}, {"uneven_pipeline", o.uneven}}},
+            {"sp", !o.run.no_sp}, {"zero", o.zero}, {"uneven_pipeline", o.uneven},
+            {"ep", o.ep}, {"etp", o.etp}, {"last_stage_layers", o.last_stage_layers}}},
           {"training", training}};
 }
 

@@ -103,6 +103,15 @@ std::string pretrain_table(const ojson& r) {
                      gib(g["memory_bytes"].get<double>()), l["dp"].get<int64_t>(),
                      l["tp"].get<int64_t>(), l["cp"].get<int64_t>(), l["pp"].get<int64_t>(),
                      l["vpp"].get<int64_t>(), on_off(l["sp"].get<bool>()), l["zero"].get<int>());
+  const double total_params = m["num_parameters"].get<double>();
+  const double active_params = m.value("active_parameters", total_params);
+  if (active_params != total_params) {
+    // A mixture-of-experts model: the expert-parallel folding and the active share.
+    out += fmt::format("experts: ep {} | etp {} | edp {} | {:.2f} B active per token of {:.2f} B\n",
+                       l.value("ep", ojson(1)).get<int64_t>(), l.value("etp", ojson(1)).get<int64_t>(),
+                       l.value("edp", ojson(1)).get<int64_t>(), active_params / 1e9,
+                       total_params / 1e9);
+  }
   std::string batch = fmt::format("micro-batch {}", t["micro_batch"].get<int64_t>());
   if (t["global_batch"].get<int64_t>() > 0) {
     batch += fmt::format(" | global batch {} ({} micro-batches)", t["global_batch"].get<int64_t>(),
@@ -124,6 +133,20 @@ std::string pretrain_table(const ojson& r) {
                        gib(s["activations_bytes"].get<double>()),
                        gib(s["total_bytes"].get<double>()), gib(s["overhead_bytes"].get<double>()),
                        gib(s["peak_bytes"].get<double>()));
+  }
+  if (!r["stages"].empty() && r["stages"][0].contains("experts")) {
+    // The routed experts' share of every stage (included in the columns above).
+    out += fmt::format("\n{:>5} {:>10} {:>15} {:>14} {:>18} {:>16}\n", "stage", "MoE layers",
+                       "expert params", "expert states", "expert activations", "dispatch buffers");
+    for (const ojson& s : r["stages"]) {
+      const ojson& e = s["experts"];
+      out += fmt::format("{:>5} {:>10} {:>13.3f} B {:>14} {:>18} {:>16}\n", s["stage"].get<int>(),
+                         e["moe_layers"].get<int64_t>(), e["parameters"].get<double>() / 1e9,
+                         gib(e["weights_bytes"].get<double>() + e["gradients_bytes"].get<double>() +
+                             e["optimizer_bytes"].get<double>()),
+                         gib(e["activations_bytes"].get<double>()),
+                         gib(e["dispatch_buffer_bytes"].get<double>()));
+    }
   }
   const ojson& o = r["overheads"];
   out += fmt::format("\nestimate (4D paper Eq. 18, first stage): {} of {} = {:.1f} %\n",
@@ -250,18 +273,22 @@ std::string search_rows_wide(const ojson& results) {
 }
 
 // The columns that matter to choose a layout, 76 characters a line.
-std::string search_rows_compact(const ojson& results) {
-  std::string out = fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>5} {:>11} {:>8}\n",
+std::string search_rows_compact(const ojson& results, bool moe) {
+  std::string out = fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>5} {:>11} {:>8}",
                                 "rank", "tp", "cp", "pp", "vpp", "mbs", "recompute", "zero",
                                 "peak GiB", "fit", "TFLOP/s/GPU", "step s");
+  out += moe ? fmt::format(" {:>4} {:>4}\n", "ep", "etp") : "\n";
   for (const ojson& e : results) {
     const ojson& l = e["layout"];
-    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>5} {:>11.1f} {:>8.2f}\n",
+    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>5} {:>11.1f} {:>8.2f}",
                        e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
                        l["pp"].get<int64_t>(), l["vpp"].get<int64_t>(), l["micro_batch"].get<int64_t>(),
                        l["recompute"].get<std::string>(), l["zero"].get<int>(),
                        e["peak_bytes"].get<double>() / kGiB, e["peak_verdict"].get<std::string>(),
                        e["tflops_per_gpu"].get<double>(), e["step_seconds"].get<double>());
+    out += moe ? fmt::format(" {:>4} {:>4}\n", l.value("ep", ojson(1)).get<int64_t>(),
+                             l.value("etp", ojson(1)).get<int64_t>())
+               : "\n";
   }
   return out + "(--wide adds dp, the estimate, tokens/s, the pipeline bubble and the reason)\n";
 }
@@ -271,7 +298,9 @@ std::string search_rows_compact(const ojson& results) {
 std::string search_table(const ojson& r, bool wide) {
   const std::string out = search_header(r);
   if (r["results"].empty()) return out + r["message"].get<std::string>() + "\n";
-  return out + (wide ? search_rows_wide(r["results"]) : search_rows_compact(r["results"]));
+  const ojson& m = r["model"];
+  const bool moe = m.value("active_parameters", m["num_parameters"]) != m["num_parameters"];
+  return out + (wide ? search_rows_wide(r["results"]) : search_rows_compact(r["results"], moe));
 }
 
 std::string search_csv(const ojson& r) {

@@ -15,6 +15,7 @@ struct SearchOptions {
   GpuChoice gpu{"a100-40gb"};
   RunShape run{64};
   int64_t top = 10, max_tp = 0, max_cp = 0, max_pp = 0, max_vpp = 4, max_micro_batch = 0;
+  int64_t max_ep = 0;
   std::vector<std::string> recompute{"none", "selective", "full"};
   std::vector<int> zero{1};
   bool tp_across_nodes = false, include_oom = false, even_pipeline = false;
@@ -33,6 +34,9 @@ void add_bound_options(CLI::App& cmd, SearchOptions& o) {
   add_integer(cmd, "--max-pp", o.max_pp, "Largest pp (0: no limit)")->capture_default_str();
   add_integer(cmd, "--max-vpp", o.max_vpp, "Largest interleaving factor")->capture_default_str();
   add_integer(cmd, "--max-mbs", o.max_micro_batch, "Largest micro-batch (0: no limit)")
+      ->capture_default_str();
+  add_integer(cmd, "--max-ep", o.max_ep,
+              "Largest expert-parallel size (mixture-of-experts models; 0: no limit)")
       ->capture_default_str();
 }
 
@@ -63,7 +67,8 @@ ojson search_section(const SearchOptions& o) {
           {"zero", o.zero},
           {"tp_within_node", !o.tp_across_nodes},
           {"include_oom", o.include_oom},
-          {"uneven_pipeline", !o.even_pipeline}};
+          {"uneven_pipeline", !o.even_pipeline},
+          {"max_ep", o.max_ep}};
 }
 
 ojson search_request(const SearchOptions& o) {

@@ -127,6 +127,9 @@ const (
 	EnumActivationModel = Enum(C.MEMEST_ENUM_ACTIVATION_MODEL)
 	EnumPruneReason     = Enum(C.MEMEST_ENUM_PRUNE_REASON)
 	EnumFinetuneMethod  = Enum(C.MEMEST_ENUM_FINETUNE_METHOD)
+	EnumFramework       = Enum(C.MEMEST_ENUM_FRAMEWORK)
+	EnumLoss            = Enum(C.MEMEST_ENUM_LOSS)
+	EnumOptimizer       = Enum(C.MEMEST_ENUM_OPTIMIZER)
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table
@@ -329,6 +332,15 @@ func CustomGPU(memoryBytes float64, gpusPerNode int) *GPU {
 
 func (g *GPU) Name() string         { return C.GoString(&g.c.name[0]) }
 func (g *GPU) MemoryBytes() float64 { return float64(g.c.memory_bytes) }
+
+// PCIeGBps is the host <-> GPU bandwidth offload transfers use (GB/s per GPU); FP8 is 1 when
+// the GPU has fp8 tensor cores (a training.fp8 request needs it), 0 when not.
+func (g *GPU) PCIeGBps() float64 { return float64(g.c.pcie_gbps) }
+func (g *GPU) FP8() float64      { return float64(g.c.fp8) }
+
+// SetPCIeGBps and SetFP8 change them (a custom GPU; the library checks the values).
+func (g *GPU) SetPCIeGBps(gbps float64) { g.c.pcie_gbps = C.double(gbps) }
+func (g *GPU) SetFP8(fp8 float64)       { g.c.fp8 = C.double(fp8) }
 
 // cGPU is a copy of g in C memory (see cModel), or nil. Free it with C.free.
 func cGPU(g *GPU) *C.memest_gpu {

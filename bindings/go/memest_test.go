@@ -361,3 +361,27 @@ func ExampleRequest() {
 	fmt.Println(string(b))
 	// Output: "unknown"
 }
+
+// Mixtral 8x7B as Megatron-LM's example runs it: TP1, PP4, EP8 on 32 GPUs (edp 1); 8 MoE
+// layers per stage, 8 experts of 3*4096*14336 each over ep*etp = 8 GPUs.
+func TestPretrainExpertParallel(t *testing.T) {
+	r := memest.NewPretrainRequest(mustModel(t, "mixtral-8x7b"), mustGPU(t, "h100-80gb"))
+	r.GPUs, r.TP, r.PP, r.EP, r.SeqLen = 32, 1, 4, 8, 4096
+	res, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.EP != 8 || res.ETP != 1 || res.EDP != 1 {
+		t.Fatalf("ep/etp/edp = %d/%d/%d", res.EP, res.ETP, res.EDP)
+	}
+	if res.Stages[0].MoeLayers != 8 || res.Stages[0].ExpertParameters != 8*3*4096*14336 {
+		t.Fatalf("stage 0 experts: %d layers, %g parameters", res.Stages[0].MoeLayers, res.Stages[0].ExpertParameters)
+	}
+	if res.Verdict == "oom" {
+		t.Fatalf("the published layout is predicted not to fit")
+	}
+	r.EP = 3
+	if _, err := memest.Pretrain(r); err == nil {
+		t.Fatal("ep 3 does not divide 8 experts: expected an error")
+	}
+}

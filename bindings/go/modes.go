@@ -13,7 +13,41 @@ const (
 	RecomputeNone      = int(C.MEMEST_RECOMPUTE_NONE)
 	RecomputeSelective = int(C.MEMEST_RECOMPUTE_SELECTIVE)
 	RecomputeFull      = int(C.MEMEST_RECOMPUTE_FULL)
+	// RecomputeOpSelective is torchtitan's per-op policy (fsdp, deepspeed, pytorch only).
+	RecomputeOpSelective = int(C.MEMEST_RECOMPUTE_OP_SELECTIVE)
 )
+
+// Training stacks (memest_framework; their names: EnumNames(EnumFramework)).
+const (
+	FrameworkMegatron  = int(C.MEMEST_FRAMEWORK_MEGATRON)
+	FrameworkFSDP      = int(C.MEMEST_FRAMEWORK_FSDP)
+	FrameworkDeepSpeed = int(C.MEMEST_FRAMEWORK_DEEPSPEED)
+	FrameworkPyTorch   = int(C.MEMEST_FRAMEWORK_PYTORCH)
+)
+
+// Losses (memest_loss; their names: EnumNames(EnumLoss)).
+const (
+	LossAuto        = int(C.MEMEST_LOSS_AUTO)
+	LossFused       = int(C.MEMEST_LOSS_FUSED)
+	LossUnfused     = int(C.MEMEST_LOSS_UNFUSED)
+	LossChunked     = int(C.MEMEST_LOSS_CHUNKED)
+	LossLinearFused = int(C.MEMEST_LOSS_LINEAR_FUSED)
+)
+
+// Optimizers (memest_optimizer; their names: EnumNames(EnumOptimizer)).
+const (
+	OptimizerAdam           = int(C.MEMEST_OPTIMIZER_ADAM)
+	OptimizerAdamW          = int(C.MEMEST_OPTIMIZER_ADAMW)
+	OptimizerAdamW8bit      = int(C.MEMEST_OPTIMIZER_ADAMW_8BIT)
+	OptimizerPagedAdamW8bit = int(C.MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT)
+	OptimizerSGDMomentum    = int(C.MEMEST_OPTIMIZER_SGD_MOMENTUM)
+	OptimizerSGD            = int(C.MEMEST_OPTIMIZER_SGD)
+)
+
+// OptimizerBytesDerive as PretrainRequest.OptimizerBytes asks the library to derive the
+// optimizer's bytes per parameter from Optimizer, Framework and ParamBytes (as JSON requests do
+// unless they give optimizer_bytes); the typed default stays 12 (Adam with an fp32 master).
+const OptimizerBytesDerive = float64(C.MEMEST_OPTIMIZER_BYTES_DERIVE)
 
 // Fine-tuning methods (memest_finetune_method; their names: EnumNames(EnumFinetuneMethod)).
 const (
@@ -45,6 +79,26 @@ type PretrainRequest struct {
 	ActivationModel                       int
 	ParamBytes, GradBytes, OptimizerBytes float64
 	UnevenPipeline                        bool // lighter first and last stages when pp does not divide the layers
+	// The training stack (appended in 1.2; README "Training stack"): the library checks each
+	// value and combination and names the field of a refused one ("training.recompute").
+	Framework           int   // FrameworkMegatron (default), FrameworkFSDP, ...
+	Optimizer           int   // OptimizerAdam (default), ...: decides K when OptimizerBytes < 0
+	OptimizerInBackward bool  // torchtune's per-parameter step during backward (fsdp, pytorch)
+	RecomputeEvery      int64 // one block in N checkpointed (default 1)
+	Loss                int   // LossAuto (default: by framework), ...
+	FP8, Compile        bool
+	OffloadOptimizer    bool // optimizer states and fp32 masters in host memory
+	OffloadParams       bool // sharded parameters in host memory (fsdp zero 2/3, deepspeed zero 3)
+	OffloadActivations  bool // saved activations in host memory, one layer staged
+	// framework buckets; 0 = the framework's documented default
+	DDPBucketMiB, DSReduceBucketSize, DSAllgatherBucketSize, DSPrefetchBucketSize float64
+	DSMaxLiveParameters, DSParamPersistenceThreshold                              float64
+	DDPGradientAsBucketView                                                       bool
+	// Expert parallelism (mixture-of-experts models): EP experts' ranks, ETP expert tensor
+	// parallel (0 = TP), MoeCapacityFactor (0 = drop-less); LastStageLayers (0 = automatic).
+	EP, ETP           int64
+	MoeCapacityFactor float64
+	LastStageLayers   int64
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -56,6 +110,15 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.recompute, c.flash_attention, c.activation_model = C.int32_t(r.Recompute), boolInt(r.FlashAttention), C.int32_t(r.ActivationModel)
 	c.param_bytes, c.grad_bytes, c.optimizer_bytes = C.double(r.ParamBytes), C.double(r.GradBytes), C.double(r.OptimizerBytes)
 	c.uneven_pipeline = boolInt(r.UnevenPipeline)
+	c.framework, c.optimizer, c.optimizer_in_backward = C.int32_t(r.Framework), C.int32_t(r.Optimizer), boolInt(r.OptimizerInBackward)
+	c.recompute_every, c.loss, c.fp8, c.compile = C.int64_t(r.RecomputeEvery), C.int32_t(r.Loss), boolInt(r.FP8), boolInt(r.Compile)
+	c.offload_optimizer, c.offload_params, c.offload_activations = boolInt(r.OffloadOptimizer), boolInt(r.OffloadParams), boolInt(r.OffloadActivations)
+	c.ddp_bucket_mib, c.ds_reduce_bucket_size = C.double(r.DDPBucketMiB), C.double(r.DSReduceBucketSize)
+	c.ds_allgather_bucket_size, c.ds_prefetch_bucket_size = C.double(r.DSAllgatherBucketSize), C.double(r.DSPrefetchBucketSize)
+	c.ds_max_live_parameters, c.ds_param_persistence_threshold = C.double(r.DSMaxLiveParameters), C.double(r.DSParamPersistenceThreshold)
+	c.ddp_gradient_as_bucket_view = boolInt(r.DDPGradientAsBucketView)
+	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
+	c.last_stage_layers = C.int64_t(r.LastStageLayers)
 	return c
 }
 
@@ -71,6 +134,19 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		FlashAttention: c.flash_attention != 0, ActivationModel: int(c.activation_model),
 		ParamBytes: float64(c.param_bytes), GradBytes: float64(c.grad_bytes),
 		OptimizerBytes: float64(c.optimizer_bytes), UnevenPipeline: c.uneven_pipeline != 0,
+		Framework: int(c.framework), Optimizer: int(c.optimizer),
+		OptimizerInBackward: c.optimizer_in_backward != 0, RecomputeEvery: int64(c.recompute_every),
+		Loss: int(c.loss), FP8: c.fp8 != 0, Compile: c.compile != 0,
+		OffloadOptimizer: c.offload_optimizer != 0, OffloadParams: c.offload_params != 0,
+		OffloadActivations: c.offload_activations != 0,
+		DDPBucketMiB:       float64(c.ddp_bucket_mib), DSReduceBucketSize: float64(c.ds_reduce_bucket_size),
+		DSAllgatherBucketSize:       float64(c.ds_allgather_bucket_size),
+		DSPrefetchBucketSize:        float64(c.ds_prefetch_bucket_size),
+		DSMaxLiveParameters:         float64(c.ds_max_live_parameters),
+		DSParamPersistenceThreshold: float64(c.ds_param_persistence_threshold),
+		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
+		EP: int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
+		LastStageLayers: int64(c.last_stage_layers),
 	}
 }
 
@@ -80,6 +156,20 @@ type Stage struct {
 	Layers                                                                     int64
 	MicrobatchesInFlight, Parameters                                           float64
 	WeightsBytes, GradientsBytes, OptimizerBytes, ActivationsBytes, TotalBytes float64
+	// the training stack (1.2): torch.cuda's allocated and reserved peaks (reserved = the
+	// stage's peak), host memory of what is offloaded, paged (managed) optimizer memory, and
+	// the named parts inside the others
+	PeakAllocatedBytes, PeakReservedBytes, HostBytes, PagedBytes        float64
+	FrameworkBufferBytes, MasterWeightsBytes, LossBytes, RecomputeBytes float64
+	OffloadStagingBytes                                                 float64
+	// <= 0, in the stage's overheads: gradients allocated in backward as activations are freed
+	// (fsdp, pytorch without gradient accumulation)
+	PhaseOverlapBytes float64
+	// The routed experts' share (mixture-of-experts models; included in the totals above).
+	MoeLayers                                                      int64
+	ExpertParameters, ExpertWeightsBytes, ExpertGradientsBytes     float64
+	ExpertOptimizerBytes, ExpertActivationsBytes, MoeDispatchBytes float64
+	MTPParameters                                                  float64
 }
 
 // PretrainResult is memest_pretrain_result plus its stages.
@@ -91,6 +181,11 @@ type PretrainResult struct {
 	CapacityBytes, UsageFraction float64
 	Verdict                      string // "fits", "tight", "oom", "unknown"
 	Stages                       []Stage
+	// the training stack (1.2), of the peak stage
+	PeakAllocatedBytes, PeakReservedBytes, HostBytes float64
+	Framework, Loss                                  string  // the names used (loss "auto" resolved)
+	OptimizerBytesPerParameter                       float64 // K used (derived or given)
+	EP, ETP, EDP                 int64 // expert parallel, expert tensor parallel, expert data parallel
 }
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
@@ -116,7 +211,13 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 		NumMicrobatches: int64(res.num_microbatches), EstimateBytes: float64(res.estimate_bytes),
 		PeakBytes: float64(res.peak_bytes), PeakStage: int(res.peak_stage),
 		CapacityBytes: float64(res.capacity_bytes), UsageFraction: float64(res.usage_fraction),
-		Verdict: verdictName(res.verdict),
+		Verdict:            verdictName(res.verdict),
+		PeakAllocatedBytes: float64(res.peak_allocated_bytes), PeakReservedBytes: float64(res.peak_reserved_bytes),
+		HostBytes:                  float64(res.host_bytes),
+		Framework:                  C.GoString(C.memest_enum_name(C.MEMEST_ENUM_FRAMEWORK, res.framework)),
+		Loss:                       C.GoString(C.memest_enum_name(C.MEMEST_ENUM_LOSS, res.loss)),
+		OptimizerBytesPerParameter: float64(res.optimizer_bytes_per_parameter),
+		EP:      int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
 	}
 	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
 		s := stages[i]
@@ -125,7 +226,16 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 			MicrobatchesInFlight: float64(s.microbatches_in_flight), Parameters: float64(s.parameters),
 			WeightsBytes: float64(s.weights_bytes), GradientsBytes: float64(s.gradients_bytes),
 			OptimizerBytes: float64(s.optimizer_bytes), ActivationsBytes: float64(s.activations_bytes),
-			TotalBytes: float64(s.total_bytes),
+			TotalBytes:         float64(s.total_bytes),
+			PeakAllocatedBytes: float64(s.peak_allocated_bytes), PeakReservedBytes: float64(s.peak_reserved_bytes),
+			HostBytes: float64(s.host_bytes), PagedBytes: float64(s.paged_bytes),
+			FrameworkBufferBytes: float64(s.framework_buffer_bytes), MasterWeightsBytes: float64(s.master_weights_bytes),
+			LossBytes: float64(s.loss_bytes), RecomputeBytes: float64(s.recompute_bytes),
+			OffloadStagingBytes: float64(s.offload_staging_bytes), PhaseOverlapBytes: float64(s.phase_overlap_bytes),
+			MoeLayers:  int64(s.moe_layers), ExpertParameters: float64(s.expert_parameters),
+			ExpertWeightsBytes: float64(s.expert_weights_bytes), ExpertGradientsBytes: float64(s.expert_gradients_bytes),
+			ExpertOptimizerBytes: float64(s.expert_optimizer_bytes), ExpertActivationsBytes: float64(s.expert_activations_bytes),
+			MoeDispatchBytes: float64(s.moe_dispatch_bytes), MTPParameters: float64(s.mtp_parameters),
 		})
 	}
 	return out, nil

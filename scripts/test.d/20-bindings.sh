@@ -58,7 +58,8 @@ MEMEST_CMAKE_BUILD_DIR="$B/release" $PY -m pip wheel --no-build-isolation --no-d
   -q -w "$B/wheel" bindings/python
 $PY -m venv --system-site-packages "$B/venv"
 "$B/venv/bin/python" -m pip install -q --no-index --no-deps "$B"/wheel/memest-*.whl
-(cd "$B" && "$B/venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$ROOT/bindings/python/tests")
+# MEMEST_CLI: the training-stack tests compare the binding with `memest pretrain` too
+(cd "$B" && MEMEST_CLI="$CLI" "$B/venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$ROOT/bindings/python/tests")
 
 echo "-- Python: the README's install from the repository root, and its example"
 # As a user runs them from a plain checkout: a fresh venv that sees Debian's pybind11

@@ -176,6 +176,35 @@ void BM_Search405BFsdp(benchmark::State& state) {
 }
 BENCHMARK(BM_Search405BFsdp)->Unit(benchmark::kMillisecond);
 
+// The full search of a mixture-of-experts model: DeepSeek-V3 on 2048 H100-80GB GPUs, sequence
+// 4096, 15360 sequences per step (the report's batch), ZeRO 1; expert parallelism enumerated
+// (ep over the divisors of 2048 that divide 256 experts, etp = tp or 1).
+void BM_SearchDeepSeekV3(benchmark::State& state) {
+  CRequest base("deepseek-v3", "h100-80gb");
+  base.r.gpus = 2048;
+  base.r.seq_len = 4096;
+  base.r.global_batch = 15360;
+  memest_search_request r;
+  memest_search_request_init(&r, sizeof r);
+  r.base = &base.r;
+  memest_search_result res;
+  res.struct_size = sizeof res;
+  memest_search_entry top[10];
+  for (auto _ : state) {
+    if (memest_search(&r, &res, top, sizeof top[0], 10, nullptr, 0) != MEMEST_OK) std::abort();
+    benchmark::DoNotOptimize(top[0].tflops_per_gpu);
+  }
+  state.counters["candidates"] = static_cast<double>(res.candidates);
+  state.counters["evaluated"] = static_cast<double>(res.evaluated);
+  state.counters["fit"] = static_cast<double>(res.ranked);
+  state.SetLabel(res.count ? "best: tp " + std::to_string(top[0].tp) + " pp " +
+                                 std::to_string(top[0].pp) + " ep " + std::to_string(top[0].ep) +
+                                 " etp " + std::to_string(top[0].etp) + " mbs " +
+                                 std::to_string(top[0].micro_batch)
+                           : "no layout fits");
+}
+BENCHMARK(BM_SearchDeepSeekV3)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -16,6 +16,7 @@
 #include <memest/memest.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +167,11 @@ static void typed_pretrain(void) {
   CHECK(strcmp(memest_last_error_field(), "request.struct_size") == 0);
   old.struct_size = sizeof old + 8;
   CHECK(memest_pretrain(&old, &out, stages, sizeof(memest_stage), 2) == MEMEST_ERR_STRUCT_SIZE);
-  CHECK(memest_pretrain(&r, &out, stages, offsetof(memest_stage, peak_bytes), 2) == MEMEST_ERR_STRUCT_SIZE);
+  /* a stage element larger than this version's, or smaller than the first (1.0) layout, which
+   * ends with peak_bytes (sizeof - 8 is a valid older layout since fields were appended in 1.2) */
+  CHECK(memest_pretrain(&r, &out, stages, sizeof(memest_stage) + 8, 2) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memest_pretrain(&r, &out, stages, (uint32_t)offsetof(memest_stage, peak_bytes), 2) ==
+        MEMEST_ERR_STRUCT_SIZE);
   copy = untouched;
   untouched.struct_size = 0; /* a result whose size the caller forgot */
   copy.struct_size = 0;

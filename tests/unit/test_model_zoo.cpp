@@ -447,7 +447,7 @@ TEST_CASE("JSON: every model reports num_parameters and active_parameters; MoE f
   CHECK(back.body["model"]["active_parameters"] == mj["active_parameters"]);
 }
 
-TEST_CASE("Pretraining, the search and fine-tuning refuse MoE and MLA models (not estimated as dense)") {
+TEST_CASE("Fine-tuning refuses MoE models (LLMem has no MoE); pretraining and the search answer") {
   const std::string mixtral = R"({"model_type": "mixtral", "hidden_size": 4096,
     "intermediate_size": 14336, "num_attention_heads": 32, "num_experts_per_tok": 2,
     "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
@@ -456,20 +456,28 @@ TEST_CASE("Pretraining, the search and fine-tuning refuse MoE and MLA models (no
     CAPTURE(mode);
     std::string req = std::string(R"({"mode": ")") + mode + R"(", "gpu": "h100-80gb", "model": )" +
                       mixtral;
-    if (std::string(mode) == "search") {
+    if (std::string(mode) != "finetune") {
       req += R"(, "parallel": {"gpus": 8}, "training": {"global_batch": 64})";
     }
     const test::Answer a = test::request(req + "}");
+    if (std::string(mode) != "finetune") {
+      CHECK(a.status == MEMEST_OK);
+      continue;
+    }
     CHECK(a.status == MEMEST_ERR_UNSUPPORTED);
     CHECK(a.body["error"]["field"] == "model");
     CHECK(a.body["error"]["message"].get<std::string>().find("mixture-of-experts") !=
           std::string::npos);
   }
-  // The typed API says the same.
+  // The typed API answers pretraining, with the expert part of every stage.
   memest_test::Pretrain p("llama-3.1-8b", "h100-80gb");
   p.model.num_experts = 8;
   p.model.num_experts_per_tok = 2;
   memest_pretrain_result res = memest_test::sized<memest_pretrain_result>();
-  CHECK(p.run(res, nullptr, 0) == MEMEST_ERR_UNSUPPORTED);
-  CHECK(std::string(memest_last_error_field()) == "model");
+  memest_stage stage = memest_test::sized<memest_stage>();
+  REQUIRE(p.run(res, &stage, 1) == MEMEST_OK);
+  CHECK(stage.moe_layers == 32);
+  CHECK(stage.expert_parameters > 0);
+  CHECK(res.ep == 1);
+  CHECK(res.edp == 1);
 }

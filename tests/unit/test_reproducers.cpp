@@ -376,15 +376,27 @@ TEST_CASE("non-finite scan: several hundred valid requests, no null in any respo
     REQUIRE(memest_model_from_preset(id.c_str(), &m) == MEMEST_OK);
     const int64_t max_seq = m.learned_position_rows > 0 ? m.max_position_embeddings : 1 << 20;
     const int64_t seq = std::min<int64_t>(2048, max_seq);
-    // Mixture-of-experts, latent attention and multi-token prediction: model states only; the
-    // other modes refuse them (unsupported, naming the model) until their memory is modelled.
+    // Mixture-of-experts, latent attention and multi-token prediction: model states, pretraining
+    // (with expert parallelism where the experts divide) and a small search; fine-tuning
+    // refuses them (LLMem models dense decoders only).
     const bool dense = m.num_experts == 0 && m.kv_lora_rank == 0 && m.mtp_layers == 0;
     if (!dense) {
       for (const std::string& gpu : gpus) {
         scan(json{{"mode", "model_states"}, {"model", id}, {"gpu", gpu},
                   {"parallel", {{"gpus", 64}, {"zero", static_cast<int>(answered % 4)}}}});
       }
-      const Answer refused = ask(json{{"mode", "pretrain"}, {"model", id}, {"gpu", "h100-80gb"},
+      const int64_t ep = m.num_experts > 0 && m.num_experts % 8 == 0 ? 8 : 1;
+      scan(json{{"mode", "pretrain"}, {"model", id}, {"gpu", "h100-80gb"},
+                {"parallel", {{"gpus", 64}, {"ep", ep}, {"pp", 1}}},
+                {"training", {{"seq_len", seq}, {"global_batch", 64}, {"recompute", "full"}}}});
+      scan(json{{"mode", "pretrain"}, {"model", id}, {"gpu", "h100-80gb"},
+                {"parallel", {{"gpus", 64}, {"tp", 2}, {"ep", ep}}},
+                {"training", {{"seq_len", seq}, {"moe_capacity_factor", m.num_experts > 0 ? 1.25 : 0}}}});
+      scan(json{{"mode", "search"}, {"model", id}, {"gpu", "h100-80gb"}, {"parallel", {{"gpus", 64}}},
+                {"training", {{"seq_len", seq}, {"global_batch", 512}}},
+                {"search", {{"max_tp", 8}, {"max_pp", 4}, {"max_vpp", 1}, {"max_micro_batch", 2},
+                            {"include_oom", true}}}});
+      const Answer refused = ask(json{{"mode", "finetune"}, {"model", id}, {"gpu", "h100-80gb"},
                                       {"parallel", {{"gpus", 8}}}});
       CHECK(refused.status == MEMEST_ERR_UNSUPPORTED);
       CHECK(refused.body["error"]["field"] == "model");

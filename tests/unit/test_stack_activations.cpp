@@ -321,6 +321,94 @@ TEST_CASE("eager blocks: LoRA saves only what the adapters and the gradient flow
   CHECK(r.total() == 1343553536.0);
 }
 
+TEST_CASE("eager blocks: peft's fp32 adapters cast their inputs, dropout keeps a mask") {
+  // All seven targets, r = 16, dropout, adapters fp32 (peft's autocast_adapter_dtype): each
+  // adapter saves its own fp32 dropout output (4 B) and bool mask (1 B) per input element.
+  // Norms: 2 * (4h + 4) = 32776 + attention norm 3 * 5h = 61440 + MLP norm 2 * 5h = 40960 =
+  // 135176 B. Attention 20608 + o_proj's 5 * 4096 = 20480 + four fp32 lora_A outputs 4 * 4*16 =
+  // 256: 41344 B. MLP 114688 - 28672 (product unsaved) + down's 5 * 14336 = 71680 + three
+  // lora_A outputs 192 = 157888 B. Total 334408 B per token * 8192 = 2739470336.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  o.lora = true;
+  o.lora_targets = memest::kLoraAll;
+  o.lora_rank = 16;
+  o.lora_dropout = true;
+  o.adapter_bytes = 4;
+  const auto r = memest::eager_block_bytes(m, layout(1, false), o);
+  CHECK(r.norms == 135176.0 * 8192);
+  CHECK(r.attention == 41344.0 * 8192);
+  CHECK(r.mlp == 157888.0 * 8192);
+  CHECK(r.total() == 2739470336.0);
+}
+
+TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") {
+  // h = 1024, a = 16, k = 4, d = 64, 32 experts, top-4, expert width 512, s = 2048, b = 4:
+  // N = 8192. Norms 2 * (8h + 4) = 16392 B. Attention: Q 2048 + K, V 2*2*256 = 1024 + output
+  // 2048 + logsumexp 64 = 5184, q_norm per head (4 + 2)*1024 + 4*16 = 6208, k_norm 6*256 + 4*4 =
+  // 1552: 12944 B. MoE: router softmax fp32 4*32 + topk indices 8*4 = 160; per slot the gathered
+  // input 2048 + expert SwiGLU 4*2*512 = 4096 + expert output 2048 + indices 4*8 + weight 2 =
+  // 8226, four slots 32904: 33064 B. Total 62400 B per token * 8192 = 511180800.
+  memest_model m = memest::default_model();
+  m.hidden_size = 1024;
+  m.num_hidden_layers = 8;
+  m.num_attention_heads = 16;
+  m.num_key_value_heads = 4;
+  m.head_dim = 64;
+  m.intermediate_size = 3072;
+  m.vocab_size = 32000;
+  m.gated_mlp = 1;
+  m.qk_norm = 1;
+  m.num_experts = 32;
+  m.num_experts_per_tok = 4;
+  m.moe_intermediate_size = 512;
+  m.moe_layer_step = 1;
+  memest::ActivationLayout x = layout(1, false);
+  x.seq_len = 2048;
+  x.micro_batch = 4;
+  memest::EagerBlockOptions o;
+  auto r = memest::eager_block_bytes(m, x, o);
+  CHECK(r.norms == 16392.0 * 8192);
+  CHECK(r.attention == 12944.0 * 8192);
+  CHECK(r.mlp == 33064.0 * 8192);
+  CHECK(r.total() == 511180800.0);
+  // Its dense layer (dense_mlp): 4 * 2 * 3072 = 24576 B of MLP.
+  o.dense_mlp = true;
+  CHECK(memest::eager_block_bytes(m, x, o).mlp == 24576.0 * 8192);
+}
+
+TEST_CASE("eager head and Hugging Face's cache copies under an outside checkpoint wrapper") {
+  // Final LlamaRMSNorm (4 + 2)*4096 + 4 = 24580, its output saved by the LM head 8192, token
+  // ids 8: 32780 B per token * 8192 = 268533760. LoRA (frozen norm, head, embedding): 4h + 4 =
+  // 16388 B * 8192 = 134250496.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  CHECK(memest::eager_head_bytes(m, layout(1, false), o) == 268533760.0);
+  o.lora = true;
+  CHECK(memest::eager_head_bytes(m, layout(1, false), o) == 134250496.0);
+  // K and V copies, k*d = 1024 each per token: bf16 4096 B per token per layer; 32 layers *
+  // 8192 tokens = 1073741824; autocast (both fp32) 2147483648.
+  CHECK(memest::hf_cache_copies_bytes(m, layout(1, false), 32, false) == 1073741824.0);
+  CHECK(memest::hf_cache_copies_bytes(m, layout(1, false), 32, true) == 2147483648.0);
+}
+
+TEST_CASE("eager blocks: a frozen embedding spares the first block's norm and masks") {
+  // LoRA on all seven linears with dropout: the first attention norm's 4h + 4 = 16388 B and
+  // the q, k, v dropout masks 3 * 4096 = 12288 B go: -28676 B per token * 8192 = -234913792.
+  // Without dropout only the norm: -16388 * 8192 = -134250496. Full fine-tuning: 0.
+  const memest_model m = llama8b();
+  memest::EagerBlockOptions o;
+  CHECK(memest::eager_first_block_delta(m, layout(1, false), o) == 0.0);
+  o.lora = true;
+  o.lora_targets = memest::kLoraAll;
+  o.lora_rank = 16;
+  o.lora_dropout = true;
+  o.adapter_bytes = 4;
+  CHECK(memest::eager_first_block_delta(m, layout(1, false), o) == -234913792.0);
+  o.lora_dropout = false;
+  CHECK(memest::eager_first_block_delta(m, layout(1, false), o) == -134250496.0);
+}
+
 TEST_CASE("fp8: torchao saves high-precision inputs, Transformer Engine fp8 copies") {
   const memest_model m = llama8b();
   CHECK(memest::fp8_activation_delta(memest::Fp8Impl::Torchao, m, layout(1, false)) == 0.0);

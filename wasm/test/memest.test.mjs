@@ -52,6 +52,24 @@ test('request() reproduces the 4D paper (Llama-3.1-8B, 8 x A100 40GB, tp 4 pp 2:
   assert.ok(Math.abs(s0.weights_bytes + s0.gradients_bytes + s0.optimizer_bytes + s0.activations_bytes - s0.total_bytes) < 1);
 });
 
+test('request() estimates a mixture-of-experts model with expert parallelism (ep, etp, edp, experts per stage)', () => {
+  // Mixtral 8x7B, TP1 PP4 EP8 on 32 GPUs: edp = 32 / (1*8*4) = 1; 8 MoE layers per stage,
+  // 8 experts of 3*4096*14336 over ep*etp = 8 GPUs.
+  const r = memest.request({ mode: 'pretrain', model: 'mixtral-8x7b', gpu: 'h100-80gb',
+    parallel: { gpus: 32, pp: 4, ep: 8 }, training: { seq_len: 4096 } });
+  assert.equal(r.layout.ep, 8);
+  assert.equal(r.layout.etp, 1);
+  assert.equal(r.layout.edp, 1);
+  assert.equal(r.stages[0].experts.moe_layers, 8);
+  assert.equal(r.stages[0].experts.parameters, 8 * 3 * 4096 * 14336);
+  assert.ok(r.model.active_parameters < r.model.num_parameters);
+  const cells = memest.pretrainTable({ mode: 'pretrain', model: 'mixtral-8x7b', gpu: 'h100-80gb',
+    parallel: { ep: 8 }, training: { seq_len: 4096 } }, [[32, 1, 1, 4, 1], [16, 1, 1, 4, 1]]);
+  assert.equal(cells[0].ok, true);
+  assert.equal(cells[0].peak_bytes, r.peak_bytes);
+  assert.equal(cells[1].ok, false);  // etp*ep*pp = 32 does not divide 16 GPUs
+});
+
 test('request() accepts JSON text as well as objects, with identical answers', () => {
   assert.deepEqual(memest.request(JSON.stringify(paper)), memest.request(paper));
 });
@@ -268,4 +286,38 @@ test('the OOM request through WASM equals the CLI\'s `memest request` (when MEME
   assert.equal(got.peak_verdict, want.peak_verdict);
   assert.deepEqual(got.suggestions, want.suggestions);
   assert.deepEqual(got.dominant_parts, want.dominant_parts);
+});
+
+// The training stack (README "Training stack"): the page's table and the JSON answer agree, and
+// a refused combination is a cell error naming its field (the page hides op_selective by it).
+const fsdp = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+  parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 3 },
+  training: { seq_len: 4096, micro_batch: 2, global_batch: 16, recompute: 'op_selective',
+              flash_attention: true, framework: 'fsdp', loss: 'unfused', offload: { activations: true } },
+};
+
+test('training stack: pretrainTable() equals request() for an FSDP request; its parts are reported', () => {
+  const d = memest.request(fsdp);
+  assert.equal(d.training.framework, 'fsdp');
+  assert.ok(d.peak_allocated_bytes > 0 && d.peak_allocated_bytes < d.peak_reserved_bytes);
+  assert.equal(d.peak_reserved_bytes, d.peak_bytes);
+  assert.ok(d.host_bytes > 0, 'offloaded activations');
+  assert.ok(d.stages[0].stack.framework_buffer_bytes > 0);
+  const [cell] = memest.pretrainTable(fsdp, [[8, 1, 1, 1, 2]]);
+  assert.equal(cell.ok, true);
+  assert.equal(cell.peak_bytes, d.peak_bytes);
+  const megatron = memest.request({ ...fsdp, training: { ...fsdp.training, framework: 'megatron',
+    recompute: 'selective', loss: 'auto', offload: {} } });
+  assert.notEqual(megatron.peak_bytes, d.peak_bytes);
+});
+
+test('training stack: op_selective under megatron is refused naming training.recompute, in a table cell too', () => {
+  const bad = { ...fsdp, training: { ...fsdp.training, framework: 'megatron', offload: {} } };
+  const d = memest.answer(bad);
+  assert.equal(d.ok, false);
+  assert.equal(d.error.field, 'training.recompute');
+  const [cell] = memest.pretrainTable(bad, [[8, 1, 1, 1, 2]]);
+  assert.equal(cell.ok, false);
+  assert.deepEqual(cell.error, d.error);
 });

@@ -44,6 +44,8 @@ for (const tp of [1, 2, 4, 8]) {
     }
   }
 }
+/** The dtype names a request's param_dtype / grad_dtype take (README "JSON request"). */
+const DTYPES = ['bf16', 'fp16', 'fp32', 'fp8'];
 /** Milliseconds the table waits after the last input before it recomputes. */
 const GRID_DEBOUNCE_MS = 250;
 /** The fine-tuning estimate costs ~0.2-0.4 s in WebAssembly: computed once typing pauses. */
@@ -68,8 +70,12 @@ function gridGpus(text) {
 const FORM = {
   m: 'model-preset', cfg: 'model-config', g: 'gpu-preset', mem: 'gpu-memory', gp: 'gpu-profile', gpus: 'gpus',
   tp: 'tp', cp: 'cp', pp: 'pp', vpp: 'vpp', zero: 'zero', sp: 'sp', seq: 'seq', mbs: 'mbs',
+  ep: 'ep', etp: 'etp',
   gbs: 'gbs', rc: 'recompute', fa: 'flash', top: 'search-top',
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
+  fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
+  rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
+  op: 'offload-params', oa: 'offload-activations',
 };
 
 let state = stateFromHash(location.hash);
@@ -115,8 +121,10 @@ function syncFields(s) {
 
 // ---- errors, inline ------------------------------------------------------------------------
 
-const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'zero', 'sp', 'seq', 'mbs',
-  'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'general'];
+const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
+  'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
+  'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
+  'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -324,9 +332,13 @@ function renderPretrain(r) {
     ? `${percent(r.usage_fraction)} of capacity: ${words(r.verdict)} by the paper's bands (fits ${bandText(paperBands, 'fits')})`
     : '';
   const m = r.model;
-  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters · ` +
-    `dp ${r.layout.dp} · ${r.training.activation_model} activation model` +
+  const moe = m.active_parameters != null && m.active_parameters !== m.num_parameters;
+  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters` +
+    (moe ? ` (${(m.active_parameters / 1e9).toFixed(2)} B active per token)` : '') + ' · ' +
+    `dp ${r.layout.dp}` + (moe ? ` · ep ${r.layout.ep}, etp ${r.layout.etp}, edp ${r.layout.edp}` : '') +
+    ` · ${r.training.activation_model} activation model` +
     (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : '');
+  renderExperts(r);
 
   const tbody = $('stages-table').tBodies[0];
   tbody.replaceChildren(...r.stages.map((s) => {
@@ -343,9 +355,79 @@ function renderPretrain(r) {
     if (s.stage === r.peak_stage) tr.classList.add('peak-stage');
     return tr;
   }));
+  renderStack(r);
   renderParts(r);
   renderSuggestions(r);
   scheduleChart(r);
+}
+
+/** The training stack's named parts of a stage (the response's `stack` object), as a reader
+ *  says them; a part the library adds later shows under its own name. */
+const STACK_PART_NAMES = {
+  framework_buffer_bytes: 'framework buffers (FSDP / DDP / DeepSpeed)',
+  master_weights_bytes: 'fp32 master weights',
+  loss_bytes: 'loss temporaries',
+  recompute_bytes: 'recompute working set',
+  offload_staging_bytes: 'offload staging buffers',
+  paged_bytes: 'paged optimizer memory (outside the peak)',
+};
+
+/** Peak allocated vs reserved, host memory and the stack's named parts of the peak stage. */
+function renderStack(r) {
+  const figure = (v) => (typeof v === 'number' ? fmtGiB(v) : '—');
+  $('peak-allocated').textContent = figure(r.peak_allocated_bytes);
+  $('peak-reserved').textContent = figure(r.peak_reserved_bytes);
+  $('host-memory').textContent = figure(r.host_bytes);
+  const stage = r.stages.find((s) => s.stage === r.peak_stage) ?? r.stages[0];
+  const parts = Object.entries(stage?.stack ?? {}).filter(([, v]) => typeof v === 'number');
+  $('stack-parts').replaceChildren(...parts.map(([key, v]) => el('li', { dataset: { part: key } },
+    el('span', { className: 'part-name' }, STACK_PART_NAMES[key] ?? key.replace(/_bytes$/, '').replace(/_/g, ' ')),
+    el('span', { className: 'part-value' }, fmtGiB(v)))));
+}
+
+function clearStack() {
+  for (const id of ['peak-allocated', 'peak-reserved', 'host-memory']) $(id).textContent = '—';
+  $('stack-parts').replaceChildren();
+}
+
+/**
+ * Hides the recompute options the library refuses for the form's training stack (op_selective
+ * under megatron): each option is asked of the library (one cell of its table, the form's
+ * layout); only a refusal naming training.recompute hides it. The option the form holds stays
+ * shown, so that its refusal is read next to the field.
+ */
+function syncRecomputeOptions(problem) {
+  const base = problem ? null : pretrainRequest(state);
+  const cell = [state.gpus, state.tp, state.cp, state.pp, state.mbs].map(Number);
+  for (const option of $('recompute').options) {
+    let refused = false;
+    if (base) {
+      try {
+        const [c] = memest.pretrainTable({ ...base, training: { ...base.training, recompute: option.value } }, [cell]);
+        refused = c != null && !c.ok && c.error?.field === 'training.recompute';
+      } catch { /* a bad model or GPU: the form says why; keep every option */ }
+    }
+    const hide = refused && option.value !== state.rc;
+    option.hidden = hide;
+    option.disabled = hide;
+    option.dataset.refused = refused ? '1' : '';
+  }
+}
+
+/** A mixture-of-experts model: the routed experts' share of each stage (in the table's totals),
+ *  as the library reports it (stage.experts). Hidden for a dense model. */
+function renderExperts(r) {
+  const box = $('experts-line');
+  const stages = r.stages.filter((s) => s.experts);
+  box.hidden = stages.length === 0;
+  box.replaceChildren(...stages.map((s) => {
+    const e = s.experts;
+    const states = e.weights_bytes + e.gradients_bytes + e.optimizer_bytes;
+    return el('li', { dataset: { stage: String(s.stage) } },
+      `Stage ${s.stage}: ${e.moe_layers} MoE layers, ${(e.parameters / 1e9).toFixed(3)} B expert parameters, ` +
+      `${gib(states)} GiB expert states, ${gib(e.activations_bytes)} GiB expert activations, ` +
+      `${gib(e.dispatch_buffer_bytes)} GiB all-to-all buffers`);
+  }));
 }
 
 function renderParts(r) {
@@ -399,6 +481,9 @@ function clearPretrain() {
   $('paper-verdict').dataset.verdict = '';
   for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
   $('stages-table').tBodies[0].replaceChildren();
+  clearStack();
+  $('experts-line').replaceChildren();
+  $('experts-line').hidden = true;
   $('dominant-parts').replaceChildren();
   $('parts-title').textContent = 'Where the memory goes';
   $('suggestions').replaceChildren();
@@ -865,6 +950,11 @@ function flattenLayout(layout) {
 function applyLayout(l) {
   const set = { parallel: {}, training: {} };
   for (const k of ['tp', 'cp', 'pp', 'vpp', 'zero', 'gpus', 'sp']) if (l[k] != null) set.parallel[k] = l[k];
+  // expert parallelism: only where the search varied it (ep > 1, or experts not split by tp)
+  if (l.ep != null && (l.ep > 1 || l.etp !== l.tp)) {
+    set.parallel.ep = l.ep;
+    set.parallel.etp = l.etp === l.tp ? 0 : l.etp;
+  }
   for (const k of ['micro_batch', 'recompute']) if (l[k] != null) set.training[k] = l[k];
   const { state: next } = applySet(state, set);
   selectTab('pretrain');
@@ -909,6 +999,7 @@ function update() {
     clearFinetune();
   }
   if (state.tab !== 'search') clearSearch();
+  if (state.tab !== 'finetune') syncRecomputeOptions(problem);
   if (state.tab === 'pretrain') runPretrain(problem);
   else if (state.tab === 'finetune') scheduleFinetune(problem);
   else runSearch(problem);
@@ -1011,6 +1102,14 @@ async function start() {
   renderBandLegend();
   const enums = memest.enums();
   $('recompute').replaceChildren(...enums.recompute.map((name) => new Option(name, name)));
+  // the training stack's choices: the library's names (its enums mode)
+  $('framework').replaceChildren(...enums.framework.map((name) => new Option(name, name)));
+  $('optimizer').replaceChildren(...enums.optimizer.map((name) => new Option(name, name)));
+  $('loss').replaceChildren(...enums.loss.map((name) => new Option(name, name)));
+  // the dtype names the JSON request reads (not an enumeration of the library); '' sends none
+  for (const id of ['param-dtype', 'grad-dtype']) {
+    $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));
+  }
   // the methods a request may name: "auto" (Algorithm 1) first; cpu_offload is only an answer
   const methods = enums.finetune_method.filter((m) => m !== 'cpu_offload');
   fillSelect($('ft-method'), [...methods.filter((m) => m === 'auto'), ...methods.filter((m) => m !== 'auto')]

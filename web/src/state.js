@@ -5,10 +5,18 @@
 export const DEFAULTS = Object.freeze({
   m: 'llama-3.1-8b', cfg: '', g: 'a100-40gb', mem: '40', gp: '',
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
+  // expert parallelism (mixture-of-experts models): ep, etp (0 = the same as tp)
+  ep: '1', etp: '0',
   seq: '8192', mbs: '1', gbs: '1024', rc: 'none', fa: '1',
   tab: 'pretrain', top: '10',
   // fine-tuning (LLMem): method, batch per GPU (fixed methods), tp (DP+TP), gradient checkpointing
   fm: 'auto', fb: '1', ftp: '2', fgc: '1',
+  // the training stack (README "Training stack"): framework, stored dtypes ('' = the library's
+  // default), optimizer, optimizer in backward, recompute every N blocks, loss, fp8, compile,
+  // offload of the optimizer / parameters / activations. These defaults are the library's own,
+  // and a request carries a field only when the form differs from them.
+  fw: 'megatron', pd: '', gd: '', opt: 'adam', oib: '0', rce: '1', loss: 'auto', fp8: '0',
+  cmp: '0', oo: '0', op: '0', oa: '0',
 });
 
 /** Reads a state from a URL's hash (#m=...&tp=...): unknown keys ignored, defaults filled. */
@@ -143,6 +151,32 @@ export function gpuOf(state) {
   return { memory_gib: num(state.mem) };
 }
 
+/** The training-stack fields of the training block (README "Training stack"), those the form
+ *  sets away from the defaults: the library checks every value and combination. */
+export function stackFields(state) {
+  const out = {};
+  const text = (key, field) => {
+    const v = state[key] ?? DEFAULTS[key];
+    if (v !== DEFAULTS[key] && v !== '') out[field] = v;
+  };
+  const flag = (key) => (state[key] ?? DEFAULTS[key]) === '1';
+  text('fw', 'framework');
+  text('pd', 'param_dtype');
+  text('gd', 'grad_dtype');
+  text('opt', 'optimizer');
+  if (flag('oib')) out.optimizer_in_backward = true;
+  if ((state.rce ?? DEFAULTS.rce) !== DEFAULTS.rce) out.recompute_every = num(state.rce);
+  text('loss', 'loss');
+  if (flag('fp8')) out.fp8 = true;
+  if (flag('cmp')) out.compile = true;
+  const offload = {};
+  if (flag('oo')) offload.optimizer = true;
+  if (flag('op')) offload.params = true;
+  if (flag('oa')) offload.activations = true;
+  if (Object.keys(offload).length) out.offload = offload;
+  return out;
+}
+
 /** The pretrain request of the form, exactly as `memest request` takes it. */
 export function pretrainRequest(state) {
   return {
@@ -152,10 +186,11 @@ export function pretrainRequest(state) {
     parallel: {
       gpus: num(state.gpus), tp: num(state.tp), cp: num(state.cp), pp: num(state.pp),
       vpp: num(state.vpp), sp: state.sp === '1', zero: num(state.zero),
+      ep: num(state.ep), etp: num(state.etp),
     },
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
-      recompute: state.rc, flash_attention: state.fa === '1',
+      recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
     },
   };
 }
@@ -186,7 +221,7 @@ export function searchRequest(state) {
     parallel: { gpus: num(state.gpus), sp: state.sp === '1' },
     training: {
       seq_len: num(state.seq), global_batch: num(state.gbs),
-      recompute: state.rc, flash_attention: state.fa === '1',
+      recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
     },
     search: { top: num(state.top) },
   };
@@ -196,10 +231,16 @@ export function searchRequest(state) {
 const STATE_OF_FIELD = {
   'parallel.gpus': 'gpus', 'parallel.tp': 'tp', 'parallel.cp': 'cp', 'parallel.pp': 'pp',
   'parallel.vpp': 'vpp', 'parallel.zero': 'zero', 'parallel.sp': 'sp',
+  'parallel.ep': 'ep', 'parallel.etp': 'etp',
   'training.seq_len': 'seq', 'training.micro_batch': 'mbs', 'training.global_batch': 'gbs',
   'training.recompute': 'rc', 'training.flash_attention': 'fa',
   'finetune.method': 'fm', 'finetune.batch': 'fb', 'finetune.tp': 'ftp',
   'finetune.gradient_checkpointing': 'fgc',
+  'training.framework': 'fw', 'training.param_dtype': 'pd', 'training.grad_dtype': 'gd',
+  'training.optimizer': 'opt', 'training.optimizer_in_backward': 'oib',
+  'training.recompute_every': 'rce', 'training.loss': 'loss', 'training.fp8': 'fp8',
+  'training.compile': 'cmp', 'training.offload.optimizer': 'oo', 'training.offload.params': 'op',
+  'training.offload.activations': 'oa',
 };
 
 /**
@@ -223,7 +264,12 @@ export function applySet(state, set) {
 }
 
 /** The error slot (and input) of each state key, where it differs from the key. */
-const SLOT_OF_STATE = { rc: 'recompute', fa: 'flash', fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc' };
+const SLOT_OF_STATE = {
+  rc: 'recompute', fa: 'flash', fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
+  fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
+  rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
+  op: 'offload-params', oa: 'offload-activations',
+};
 
 /** Which form control (and error slot) a request field belongs to. */
 export function inputForField(field) {
@@ -233,6 +279,7 @@ export function inputForField(field) {
   if (field === 'model' || field.startsWith('model.')) return 'model';
   if (field === 'gpu' || field.startsWith('gpu.')) return 'gpu';
   if (field.startsWith('parallel.')) return 'gpus';
+  if (field.startsWith('training.offload')) return 'offload-optimizer';
   if (field.startsWith('training.')) return 'seq';
   if (field.startsWith('finetune.')) return 'ft-method';
   return 'general';

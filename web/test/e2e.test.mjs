@@ -296,6 +296,25 @@ test('a configuration typed into the form equals the CLI', async () => {
   assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict);
 });
 
+test('a mixture-of-experts model with expert parallelism: active vs total parameters and each stage\'s expert share, as the CLI', async () => {
+  // Mixtral 8x7B as Megatron-LM's example runs it: TP1, PP4, EP8 on 32 H100-80GB.
+  await show('#m=mixtral-8x7b&g=h100-80gb&gpus=32&tp=1&cp=1&pp=4&vpp=1&ep=8&etp=0&seq=4096&mbs=1&gbs=256');
+  const want = cli({ mode: 'pretrain', model: 'mixtral-8x7b', gpu: 'h100-80gb',
+    parallel: { gpus: 32, tp: 1, cp: 1, pp: 4, vpp: 1, sp: true, zero: 1, ep: 8, etp: 0 },
+    training: { seq_len: 4096, micro_batch: 1, global_batch: 256, recompute: 'none', flash_attention: true } });
+  assert.equal(await page.textContent('#estimate'), `${g2(want.estimate_bytes)} GiB`);
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict);
+  const line = await page.textContent('#model-line');
+  assert.ok(line.includes(`${(want.model.active_parameters / 1e9).toFixed(2)} B active per token`), line);
+  assert.ok(line.includes('ep 8, etp 1, edp 1'), line);
+  const e = want.stages[0].experts;
+  const first = await page.textContent('#experts-line li[data-stage="0"]');
+  assert.ok(first.includes(`${e.moe_layers} MoE layers, ${(e.parameters / 1e9).toFixed(3)} B expert parameters`), first);
+  // a dense model hides the expert share
+  await show('#');
+  assert.equal(await page.isHidden('#experts-line'), true);
+});
+
 test('band colours: the verdict badge and the table\'s cells are green / yellow / red by the peak verdict', async () => {
   const colours = {};
   for (const req of [...cases.map((c) => c.request), OOM, TIGHT]) {

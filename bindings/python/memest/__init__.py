@@ -37,7 +37,7 @@ from ._errors import (FieldTypeError, InternalError, InvalidArgumentError, Memes
                       UnknownPresetError, UnsupportedError)
 from ._results import (FinetuneMethod, FinetuneResult, GpuPreset, ModelPreset, ModelStatesResult,
                        Part, PretrainResult, Record, Result, SearchResult, SearchRow, Stage,
-                       Suggestion, _result, verdict_words)
+                       StackParts, Suggestion, _result, verdict_words)
 
 __version__: str = _native.version_string()
 """The C library's version (memest_version_string)."""
@@ -54,7 +54,8 @@ __all__ = [
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
-    "Record", "Result", "PretrainResult", "Stage", "ModelStatesResult", "FinetuneResult",
+    "Record", "Result", "PretrainResult", "Stage", "StackParts", "ModelStatesResult",
+    "FinetuneResult",
     "FinetuneMethod", "SearchResult", "SearchRow", "Part", "Suggestion", "ModelPreset", "GpuPreset",
 ]
 
@@ -66,8 +67,9 @@ def version_number() -> int:
 
 def enums() -> Dict[str, List[str]]:
     """The library's enumerations, each a list of names indexed by value ("status", "family",
-    "verdict", "recompute", "activation_model", "prune_reason", "finetune_method"): the names
-    requests and responses use (memest_enum_count, memest_enum_name)."""
+    "verdict", "recompute", "activation_model", "prune_reason", "finetune_method", "framework",
+    "loss", "optimizer"): the names requests and responses use (memest_enum_count,
+    memest_enum_name)."""
     return {k: list(v) for k, v in _native.enums().items()}
 
 
@@ -98,6 +100,25 @@ def _model(model: ModelSpec) -> Any:
 
 def _section(**values: Any) -> Dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _block(value: Any) -> Any:
+    """A nested block of the training section (offload, buckets) as given: a mapping becomes a
+    dict; anything else is sent as it is, for the library to refuse naming the field."""
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
+           recompute_every: Optional[int], loss: Optional[str], fp8: Optional[bool],
+           compile: Optional[bool], offload: Optional[Mapping[str, bool]],  # noqa: A002
+           buckets: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The training-stack fields of the training block (README "Training stack"), by their JSON
+    names; None leaves a field out (the library's default). The library checks every value and
+    combination."""
+    return _section(framework=framework, optimizer_in_backward=optimizer_in_backward,
+                    recompute_every=recompute_every, loss=loss, fp8=fp8, compile=compile,
+                    offload=None if offload is None else _block(offload),
+                    buckets=None if buckets is None else _block(buckets))
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -181,38 +202,52 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              flash_attention: Optional[bool] = None, activation_model: Optional[str] = None,
              param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
              optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None,
-             framework: Optional[str] = None, loss: Optional[str] = None,
-             recompute_every: Optional[int] = None, fp8: Optional[bool] = None,
-             compile: Optional[bool] = None, optimizer_in_backward: Optional[bool] = None,
+             framework: Optional[str] = None, optimizer_in_backward: Optional[bool] = None,
+             recompute_every: Optional[int] = None, loss: Optional[str] = None,
+             fp8: Optional[bool] = None, compile: Optional[bool] = None,  # noqa: A002
              offload: Optional[Mapping[str, bool]] = None,
-             buckets: Optional[Mapping[str, Any]] = None
-             ) -> PretrainResult:
+             buckets: Optional[Mapping[str, Any]] = None,
+             ep: Optional[int] = None, etp: Optional[int] = None,
+             moe_capacity_factor: Optional[float] = None,
+             last_stage_layers: Optional[int] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
-    recompute: "none" | "selective" | "full"; activation_model: "auto" | "llama" | "gpt";
-    dtypes: "bf16" | "fp16" | "fp32" | "fp8"; optimizer: "adam" | "adamw" | "sgd_momentum" | "sgd".
-    The training stack (README "Training stack"; names: enum_names("framework"), ...):
-    framework: "megatron" (default) | "fsdp" | "deepspeed" | "pytorch"; loss: "auto" | "fused" |
-    "unfused" | "chunked" | "linear_fused"; recompute also "op_selective"; recompute_every;
-    fp8; compile; optimizer_in_backward; offload: {"optimizer", "params", "activations"};
-    buckets: {"bucket_cap_mb", "gradient_as_bucket_view", "reduce_bucket_size", ...}.
+    Names come from the library (enums()): recompute (enums()["recompute"]: "none",
+    "selective", "full", "op_selective"), activation_model, optimizer (enums()["optimizer"]);
+    dtypes: "bf16" | "fp16" | "fp32" | "fp8".
+
+    The training stack (README "Training stack"): framework (enums()["framework"]: "megatron"
+    by default, "fsdp", "deepspeed", "pytorch"), loss (enums()["loss"]), optimizer_in_backward,
+    recompute_every (one block in N checkpointed), fp8, compile, offload ({"optimizer": True,
+    "params": True, "activations": True}) and buckets ({"bucket_cap_mb": 25,
+    "gradient_as_bucket_view": True, "reduce_bucket_size": 5e8, ...: the JSON names}). The
+    optimizer state bytes are derived from optimizer, framework and param_dtype unless
+    optimizer_bytes is given. A combination the library refuses (op_selective under megatron)
+    raises InvalidArgumentError naming the field ("training.recompute").
+
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
     peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
-    stages[i].*_bytes, peak_allocated_bytes, peak_reserved_bytes, host_bytes.
+    peak_allocated_bytes / peak_reserved_bytes / host_bytes, stages[i].*_bytes and
+    stages[i].stack (framework_buffer_bytes, master_weights_bytes, loss_bytes, ...).
+    Mixture-of-experts models: ep (expert parallel), etp (expert tensor
+    parallel, 0 = tp), moe_capacity_factor (0 = drop-less); each stage then has `.experts`
+    (moe_layers, parameters, weights/gradients/optimizer/activations bytes, dispatch buffers)
+    and the layout ep, etp, edp. last_stage_layers: the last stage's layers, the others split
+    the rest (Megatron's --decoder-last-pipeline-num-layers).
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
-        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero),
+        "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero, ep=ep,
+                             etp=etp, last_stage_layers=last_stage_layers),
         "training": _section(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
                              recompute=recompute, flash_attention=flash_attention,
                              activation_model=activation_model, param_dtype=param_dtype,
                              grad_dtype=grad_dtype, optimizer=optimizer,
-                             optimizer_bytes=optimizer_bytes, framework=framework, loss=loss,
-                             recompute_every=recompute_every, fp8=fp8, compile=compile,
-                             optimizer_in_backward=optimizer_in_backward,
-                             offload=dict(offload) if offload is not None else None,
-                             buckets=dict(buckets) if buckets is not None else None),
+                             optimizer_bytes=optimizer_bytes,
+                             moe_capacity_factor=moe_capacity_factor,
+                             **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
+                                      compile, offload, buckets)),
     }
     return request(req)  # type: ignore[return-value]
 
@@ -281,25 +316,36 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            include_oom: Optional[bool] = None, uneven_pipeline: Optional[bool] = None,
            sp: Optional[bool] = None, flash_attention: Optional[bool] = None,
            param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
-           optimizer: Optional[str] = None) -> SearchResult:
+           optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None,
+           framework: Optional[str] = None, optimizer_in_backward: Optional[bool] = None,
+           recompute_every: Optional[int] = None, loss: Optional[str] = None,
+           fp8: Optional[bool] = None, compile: Optional[bool] = None,  # noqa: A002
+           offload: Optional[Mapping[str, bool]] = None,
+           buckets: Optional[Mapping[str, Any]] = None,
+           max_ep: Optional[int] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
     `zero` options, or ranks exactly `layouts` ([{"tp": 2, "pp": 2, "micro_batch": 1}, ...]).
     The result is a sequence of its rows, best first (s[0], s[:3], len(s), iteration): each has
     layout, peak_bytes, peak_verdict, tflops_per_gpu, tokens_per_s and a reason; s["pruned"]
-    counts what was dropped and why. s.to_dataframe() gives a table with flat columns."""
+    counts what was dropped and why. s.to_dataframe() gives a table with flat columns.
+    The training-stack arguments (framework, loss, offload, ...) are pretrain()'s; the search
+    enumerates "op_selective" only when `recompute` lists it."""
     req = {
         "mode": "search", "model": _model(model), "gpu": gpu,
         "parallel": _section(gpus=gpus, sp=sp),
         "training": _section(seq_len=seq_len, global_batch=global_batch,
                              flash_attention=flash_attention, param_dtype=param_dtype,
-                             grad_dtype=grad_dtype, optimizer=optimizer),
+                             grad_dtype=grad_dtype, optimizer=optimizer,
+                             optimizer_bytes=optimizer_bytes,
+                             **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
+                                      compile, offload, buckets)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
                            tp_within_node=tp_within_node, include_oom=include_oom,
-                           uneven_pipeline=uneven_pipeline),
+                           uneven_pipeline=uneven_pipeline, max_ep=max_ep),
     }
     return request(req)  # type: ignore[return-value]
 

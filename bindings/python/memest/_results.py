@@ -182,6 +182,20 @@ class Record:
         return f"{type(self).__name__}({body})"
 
 
+class StackParts(Record):
+    """The training stack's named parts of one stage: each is also inside the part its memest.h
+    comment names (framework buffers and offload staging in the communication buffers, master
+    weights in the optimizer states, ...), except paged_bytes (CUDA managed memory of paged
+    optimizers), which is outside peak_bytes. Megatron's fp32 master weights are reported here
+    too."""
+    framework_buffer_bytes: _Field[float] = _Field()
+    master_weights_bytes: _Field[float] = _Field()
+    loss_bytes: _Field[float] = _Field()
+    recompute_bytes: _Field[float] = _Field()
+    offload_staging_bytes: _Field[float] = _Field()
+    paged_bytes: _Field[float] = _Field()
+
+
 class Stage(Record):
     """One pipeline stage (one GPU of that stage) of a pretraining estimate: the papers' terms
     (total_bytes), the overhead model's additions (overheads, overhead_bytes) and peak_bytes."""
@@ -197,6 +211,14 @@ class Stage(Record):
     overheads: _Field[Optional[Record]] = _Field(optional=True)
     overhead_bytes: _Field[Optional[float]] = _Field(optional=True)
     peak_bytes: _Field[Optional[float]] = _Field(optional=True)
+    # the training stack (README "Training stack")
+    peak_allocated_bytes: _Field[Optional[float]] = _Field(optional=True)
+    peak_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
+    host_bytes: _Field[Optional[float]] = _Field(optional=True)
+    stack: _Field[Optional[StackParts]] = _Field(wrap=StackParts, optional=True)
+    # A mixture-of-experts model: the routed experts' share of the stage (in the totals above).
+    experts: _Field[Optional[Record]] = _Field(optional=True)
+    mtp_parameters: _Field[Optional[float]] = _Field(optional=True)
 
 
 class Part(Record):
@@ -300,7 +322,8 @@ class PretrainResult(Result):
     paper_peak_bytes: _Field[Optional[float]] = _Field(optional=True)
     overheads: _Field[Optional[Record]] = _Field(optional=True)
     stages: _Field[List[Stage]] = _Field(wrap=Stage)
-    # the training stack (library 1.2): allocator peaks and host memory of the peak stage
+    # the training stack: torch.cuda.max_memory_allocated's and max_memory_reserved's peaks (the
+    # reserved one is peak_bytes) and the host memory per GPU process of what is offloaded
     peak_allocated_bytes: _Field[Optional[float]] = _Field(optional=True)
     peak_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
     host_bytes: _Field[Optional[float]] = _Field(optional=True)
@@ -322,9 +345,9 @@ class PretrainResult(Result):
 
     def to_rows(self) -> List[Dict[str, Any]]:
         """One flat dict per pipeline stage: the run (model, gpus, tp, cp, pp, vpp, dp, sp, zero,
-        seq_len, micro_batch, global_batch, recompute, capacity_bytes, peak_verdict, verdict),
-        then the stage's fields with its overheads spread out; is_peak_stage marks the stage
-        that sets the peak. Whole byte counts are ints."""
+        seq_len, micro_batch, global_batch, recompute, framework, capacity_bytes, peak_verdict,
+        verdict), then the stage's fields with its overheads and training-stack parts spread
+        out; is_peak_stage marks the stage that sets the peak. Whole byte counts are ints."""
         d = self._data
         lay = d.get("layout", {})
         tr = d.get("training", {})
@@ -332,7 +355,7 @@ class PretrainResult(Result):
         for k in ("gpus", "tp", "cp", "pp", "vpp", "dp", "sp", "zero"):
             if k in lay:
                 run[k] = lay[k]
-        for k in ("seq_len", "micro_batch", "global_batch", "recompute"):
+        for k in ("seq_len", "micro_batch", "global_batch", "recompute", "framework"):
             if k in tr:
                 run[k] = tr[k]
         run.update(capacity_bytes=d.get("capacity_bytes"), peak_verdict=d.get("peak_verdict"),
@@ -368,6 +391,11 @@ class PretrainResult(Result):
         else:
             lines.append(f"peak {_gib(d.get('peak_bytes'))}; the paper's estimate {_gib(d.get('estimate_bytes'))} "
                          "(no capacity given)")
+        tr = d.get("training") or {}
+        if tr.get("framework", "megatron") != "megatron" and "peak_allocated_bytes" in d:
+            lines.append(f"{tr['framework']}: allocated {_gib(d.get('peak_allocated_bytes'))}, "
+                         f"reserved {_gib(d.get('peak_reserved_bytes'))}, "
+                         f"host {_gib(d.get('host_bytes'))}")
         parts = self.dominant_parts[:4]
         if parts:
             lines.append("largest parts: " + ", ".join(

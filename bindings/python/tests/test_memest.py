@@ -298,3 +298,24 @@ def test_threads_get_their_own_errors():
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         out = list(pool.map(run, range(32)))
     assert out == ["fits" if i % 2 == 0 else "parallel.tp" for i in range(32)]
+
+
+def test_pretrain_expert_parallelism():
+    # Mixtral 8x7B as Megatron-LM's example runs it: TP1, PP4, EP8 on 32 GPUs; edp = 32/(1*8*4).
+    r = memest.pretrain("mixtral-8x7b", "h100-80gb", gpus=32, pp=4, ep=8, seq_len=4096)
+    assert r.layout.ep == 8 and r.layout.etp == 1 and r.layout.edp == 1
+    assert r.model.active_parameters < r.model.num_parameters
+    # 8 MoE layers per stage, each 8 experts of 3*4096*14336 over ep*etp = 8 GPUs.
+    assert r.stages[0].experts.moe_layers == 8
+    assert r.stages[0].experts.parameters == 8 * 3 * 4096 * 14336
+    assert r.peak_verdict != "oom"
+    same = memest.request({"mode": "pretrain", "model": "mixtral-8x7b", "gpu": "h100-80gb",
+                           "parallel": {"gpus": 32, "pp": 4, "ep": 8},
+                           "training": {"seq_len": 4096}})
+    assert same == r
+    with pytest.raises(memest.InvalidArgumentError) as e:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, ep=2)
+    assert e.value.field == "parallel.ep"
+    s = memest.search("mixtral-8x7b", "h100-80gb", gpus=64, seq_len=4096, global_batch=256,
+                      max_vpp=1, max_ep=4)
+    assert all(row.layout.ep <= 4 for row in s)

@@ -63,7 +63,7 @@ extern "C" {
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
 
-/** Returns the library's version as a static string such as "1.1.0". Never NULL. */
+/** Returns the library's version as a static string such as "1.2.0". Never NULL. */
 MEMEST_API const char *memest_version_string(void);
 
 /* ======================================================================== */
@@ -471,6 +471,15 @@ typedef struct memest_pretrain_request {
   double ds_max_live_parameters;      /* stage3_max_live_parameters, elements (1e9) */
   double ds_param_persistence_threshold; /* stage3_param_persistence_threshold (1e5) */
   int32_t ddp_gradient_as_bucket_view; /* 1: DDP buckets are views of the gradients (no copy) */
+  /* appended in 1.2: expert parallelism (mixture-of-experts models; Megatron-Core folding:
+     expert layers run on etp x ep x edp x pp of the same GPUs, edp = gpus / (etp*ep*pp)) */
+  int64_t ep;                 /* expert-parallel size, default 1; must divide num_experts */
+  int64_t etp;                /* expert tensor-parallel size; 0 (default) = the same as tp */
+  double moe_capacity_factor; /* 0 (default): drop-less routing (average load); > 0: each
+                                 expert's tokens are cut or padded to this factor */
+  int64_t last_stage_layers;  /* > 0: the last stage holds exactly this many layers, the other
+                                 pp - 1 stages split the rest evenly (Megatron-LM's
+                                 --decoder-last-pipeline-num-layers); 0 (default): as above */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -513,6 +522,15 @@ typedef struct memest_stage {
                                   are freed (zero_grad(set_to_none=True)), so the smaller of the
                                   forward-end set (activations + loss) and the backward-end set
                                   (gradients + recompute working set) is not alive at the peak */
+  /* appended in 1.2: the expert part of this stage (included in the totals above) */
+  int64_t moe_layers;              /* of `layers`, those with routed experts */
+  double expert_parameters;        /* routed-expert parameters on one GPU (over ep x etp) */
+  double expert_weights_bytes;     /* their weights, gradients and optimizer states (sharded */
+  double expert_gradients_bytes;   /* by ZeRO over the expert data-parallel group edp) */
+  double expert_optimizer_bytes;
+  double expert_activations_bytes; /* router, dispatched tokens, expert MLPs, combine */
+  double moe_dispatch_bytes;       /* all-to-all dispatch/combine buffers (in comm_buffer_bytes) */
+  double mtp_parameters;           /* multi-token-prediction modules held here (last stage) */
 } memest_stage;
 
 typedef struct memest_pretrain_result {
@@ -539,6 +557,9 @@ typedef struct memest_pretrain_result {
   int32_t framework;           /* memest_framework used */
   int32_t loss;                /* memest_loss used (AUTO resolved) */
   double optimizer_bytes_per_parameter; /* K used (derived or given) */
+  int64_t ep;                /* expert-parallel size (1 for a dense model) */
+  int64_t etp;               /* expert tensor-parallel size in effect */
+  int64_t edp;               /* expert data-parallel size: gpus / (etp*ep*pp) (dense: dp*cp) */
 } memest_pretrain_result;
 
 /** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
@@ -571,6 +592,9 @@ typedef struct memest_layout {
   int64_t micro_batch;
   int32_t recompute;          /* memest_recompute */
   int32_t zero;               /* 0..3 */
+  /* appended in 1.2 */
+  int64_t ep;                 /* expert-parallel size, default 1 */
+  int64_t etp;                /* expert tensor-parallel size, 0 (default) = tp */
 } memest_layout;
 
 /** Why candidate layouts were dropped; counts are in memest_search_result.pruned. */
@@ -593,7 +617,11 @@ typedef enum memest_prune_reason {
   MEMEST_PRUNE_FRAMEWORK = 13,          /* the training stack cannot run this layout (pytorch
                                            with tp/cp/pp > 1, DeepSpeed's pipeline with ZeRO
                                            2/3, ...: plan/stack.cpp); appended in 1.2 */
-  MEMEST_PRUNE_REASON_COUNT = 14        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
+  MEMEST_PRUNE_EP_EXPERTS = 14,         /* ep does not divide num_experts (1.2) */
+  MEMEST_PRUNE_EXPERT_GPUS = 15,        /* etp*ep*pp does not divide the GPUs (1.2) */
+  MEMEST_PRUNE_ETP_FFN = 16,            /* etp does not divide moe_intermediate_size (1.2) */
+  MEMEST_PRUNE_MOE_SP = 17,             /* MoE with tp > 1 needs sequence parallelism (1.2) */
+  MEMEST_PRUNE_REASON_COUNT = 18        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
                                            is the library's */
 } memest_prune_reason;
 
@@ -627,6 +655,10 @@ typedef struct memest_search_request {
   int32_t include_oom;           /* 1: rank predicted-OOM layouts too (after those that fit) */
   int32_t uneven_pipeline;       /* default 1: allow lighter first/last stages (see the pretrain
                                     request); 0: pp*vpp must divide the layers */
+  /* appended in 1.2 */
+  int64_t max_ep;                /* 0: no limit; a mixture-of-experts model's search enumerates
+                                    ep over the divisors of the GPUs dividing num_experts and
+                                    etp in {tp, 1}; a dense model only ep = 1 */
 } memest_search_request;
 
 typedef struct memest_search_entry {
@@ -654,6 +686,10 @@ typedef struct memest_search_entry {
   int64_t last_stage_layers;  /* hold ceil(layers / pp)) */
   /* appended in 1.1 */
   int32_t peak_verdict;       /* memest_verdict on peak_bytes (MEMEST_PEAK_FITS_FRACTION) */
+  /* appended in 1.2 */
+  int64_t ep;                 /* expert-parallel size */
+  int64_t etp;                /* expert tensor-parallel size in effect */
+  int64_t edp;                /* expert data-parallel size */
 } memest_search_entry;
 
 typedef struct memest_search_result {

@@ -15,14 +15,35 @@ ActivationCoefficients activation_coefficients(const memest_model& m,
   const double kv = static_cast<double>(m.num_key_value_heads) * d / h;  // k/a when d = h/a
   const double f = static_cast<double>(m.intermediate_size) / h;
   ActivationCoefficients k;
+  // Q, K + V and the attention output (the projection's input), in units of sbh bytes.
+  double attention = 2 * q + 4 * kv + 2 * q;
+  double lowrank = 0;  // multi-head latent attention's compressed tensors, not split by t
+  if (is_mla(m)) {
+    // Multi-head latent attention (HF modeling_deepseek_v3.py DeepseekV3Attention;
+    // megatron/core/transformer/multi_latent_attention.py): the heads keep Q and K of
+    // d_nope + d_rope and V and the attention output of v_head_dim, split by heads (t); the
+    // compressed q (q_a_proj output and its normed copy, q_b_proj's input), the compressed kv
+    // with the shared rope key (kv_a_proj_with_mqa output) and its normed copy (kv_b_proj's
+    // input) are computed on the sequence-parallel shard: 2 bytes each.
+    const double a = static_cast<double>(m.num_attention_heads);
+    const double qk = a * static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim) / h;
+    const double v = a * static_cast<double>(m.v_head_dim) / h;
+    attention = 2 * qk + 2 * qk + 2 * v + 2 * v;
+    const double rq = static_cast<double>(m.q_lora_rank) / h;
+    const double rkv = static_cast<double>(m.kv_lora_rank) / h;
+    const double rope = static_cast<double>(m.qk_rope_head_dim) / h;
+    lowrank = 2 * rq + 2 * rq + 2 * (rkv + rope) + 2 * rkv;
+  }
   if (which == MEMEST_ACTIVATIONS_LLAMA) {
-    k.replicated = 8;                              // X, FFN input, two RMSNorm inputs
-    k.sharded = 2 * q + 4 * kv + 2 * q + 8 * f;    // Q, K+V, attention output, SwiGLU
+    k.replicated = 8 + lowrank;                    // X, FFN input, two RMSNorm inputs
+    k.mlp = 8;                                     // SwiGLU: four h_ffn-wide tensors
+    k.sharded = attention + k.mlp * f;             // Q, K+V, attention output, SwiGLU
     k.scores = 2;                                  // softmax output (no dropout)
     k.embedding = 8;                               // Eq. 13
   } else {
-    k.replicated = 10;                             // LN inputs, block inputs, dropout masks
-    k.sharded = 2 * q + 4 * kv + 2 * q + 4 * f;    // Q, K+V, projection input, GeLU + fc2
+    k.replicated = 10 + lowrank;                   // LN inputs, block inputs, dropout masks
+    k.mlp = 4;                                     // GeLU input + fc2 input
+    k.sharded = attention + k.mlp * f;             // Q, K+V, projection input, GeLU + fc2
     k.scores = 5;                                  // softmax, dropout mask, dropout output
     k.embedding = 1;                               // embedding dropout mask
   }
@@ -40,6 +61,54 @@ double layer_activation_bytes(const memest_model& m, const ActivationCoefficient
              x.micro_batch / (x.tp * x.cp);
   }
   return bytes;
+}
+
+double mlp_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                            const ActivationLayout& x) {
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) return 0;
+  return x.seq_len * x.micro_batch / x.cp * k.mlp * static_cast<double>(m.intermediate_size) /
+         x.tp;
+}
+
+MoeActivationParts moe_activation_parts(const memest_model& m, const ActivationLayout& x,
+                                        double etp, double capacity_factor) {
+  MoeActivationParts p;
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) return p;
+  const double h = static_cast<double>(m.hidden_size);
+  const double e = static_cast<double>(m.num_experts);
+  const double k = static_cast<double>(m.num_experts_per_tok);
+  const double fe = static_cast<double>(expert_width(m));
+  const double fs = static_cast<double>(shared_expert_width(m));
+  const double per_width = m.gated_mlp ? 6.0 : 4.0;  // fc1 output (2f | f) + activation output
+  const double load = capacity_factor > 0 ? capacity_factor : 1.0;
+  // Tokens entering the layer on one GPU: the sequence-parallel shard of the micro-batch.
+  const double tokens = x.seq_len * x.micro_batch / (x.cp * (x.sequence_parallel ? x.tp : 1.0));
+  // moe/router.py + moe/moe_utils.py (topk_routing_with_score_function): the softmax or
+  // sigmoid scores are computed in fp32 and saved for backward (T x E x 4); the routing map
+  // is a T x E bool tensor (1 byte each).
+  p.router = tokens * e * (4 + 1);
+  // moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher) permutes every token into k copies
+  // (moe/moe_utils.py permute), sends them over the ep group and gathers them over the etp
+  // group; the grouped expert MLP (moe/experts.py) keeps these rows as its fc1 input.
+  const double rows = load * tokens * k * etp;
+  p.dispatch = rows * h * 2;
+  // moe/experts.py: fc1 output (gate and up halves, f_e / etp wide each) and the activation's
+  // output (fc2's input), 2 bytes each.
+  p.experts = rows * per_width * fe / etp;
+  // moe/moe_utils.py unpermute: the k expert outputs of each token come back and are weighted
+  // by their probabilities; the product keeps the outputs (2 bytes) and the fp32 probs.
+  p.combine = load * tokens * k * (2 * h + 4);
+  // moe/shared_experts.py: the shared experts run like a dense MLP (column/row-parallel,
+  // their input all-gathered under SP, that input already counted as the MLP input).
+  const double sb_c = x.seq_len * x.micro_batch / x.cp;
+  p.shared = sb_c * static_cast<double>(m.num_shared_experts) * per_width * fs / x.tp;
+  return p;
+}
+
+double moe_layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                                  const ActivationLayout& x, double etp, double capacity_factor) {
+  return layer_activation_bytes(m, k, x) - mlp_activation_bytes(m, k, x) +
+         moe_activation_parts(m, x, etp, capacity_factor).total();
 }
 
 double embedding_activation_bytes(const memest_model& m, const ActivationCoefficients& k,

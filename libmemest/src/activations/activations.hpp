@@ -33,6 +33,7 @@ struct ActivationCoefficients {
   double sharded = 0;
   double scores = 0;
   double embedding = 0;
+  double mlp = 0;  // bytes per token per unit of FFN width inside `sharded` (Llama 8, GPT 4)
 };
 
 ActivationCoefficients activation_coefficients(const memest_model& m,
@@ -51,6 +52,33 @@ struct ActivationLayout {
 // Bytes for one transformer layer, one micro-batch, one GPU.
 double layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                               const ActivationLayout& x);
+// The dense MLP's share of layer_activation_bytes (0 under full recomputation).
+double mlp_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                            const ActivationLayout& x);
+
+// What one MoE layer keeps for backward for one micro-batch on one GPU beyond its attention
+// part, under Megatron-Core's all-to-all token dispatcher
+// (megatron/core/transformer/moe/token_dispatcher.py). T = s*b/(c * (SP ? t : 1)) tokens enter
+// the layer on a GPU; each goes to k experts; an expert-parallel rank's experts receive
+// R = load * T * k * etp rows (the etp ranks of an expert all see its rows), where `load` is
+// 1 for drop-less routing (the average load, which the balancing loss drives towards) or the
+// capacity factor when one is given (each expert's rows are cut or padded to it).
+struct MoeActivationParts {
+  double router = 0;    // fp32 scores + routing map, T x E x (4 + 1)
+  double dispatch = 0;  // permuted tokens, the experts' fc1 input: R x h x 2
+  double experts = 0;   // fc1 output and activation output: R x (6 | 4) x f_e / etp
+  double combine = 0;   // unpermute keeps the expert outputs and probs: load T k (2h + 4)
+  double shared = 0;    // shared experts' fc1 + activation outputs: T' x n_s (6 | 4) f_s / t
+  double routed() const { return router + dispatch + experts + combine; }
+  double total() const { return routed() + shared; }
+};
+MoeActivationParts moe_activation_parts(const memest_model& m, const ActivationLayout& x,
+                                        double etp, double capacity_factor);
+// Bytes for one MoE layer, one micro-batch, one GPU: the layer formula without its dense MLP,
+// plus the MoE parts (full recomputation keeps only the layer input, as for a dense layer).
+double moe_layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                                  const ActivationLayout& x, double etp, double capacity_factor);
+
 // Bytes the embedding keeps per micro-batch in flight (first stage).
 double embedding_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                                   const ActivationLayout& x);

@@ -234,13 +234,14 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   const double f = static_cast<double>(m.intermediate_size);
   const double r_bytes = o.autocast ? 4.0 : 2.0;  // residual stream: fp32 params under autocast
   const double seq_div = sp ? t : 1.0;            // the norms run on the sequence shard
+  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
 
   // What the linears after a norm save of its output: bf16 models save the one output tensor
   // (full sequence: with SP the DTensor all-gather's output is what the mm saves). Under
   // autocast each linear casts its input itself (the autocast cache holds only leaf tensors),
   // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
   const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
-  const double mlp_consumers = m.gated_mlp ? 2.0 : 1.0;
+  const double mlp_consumers = m.gated_mlp && !m.fused_gate_up ? 2.0 : 1.0;
   const unsigned tg = o.lora ? o.lora_targets : 0u;
   auto adapted = [&](unsigned bits) {
     double c = 0;
@@ -250,38 +251,43 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     return c;
   };
   const double attn_adapted = adapted(m.fused_qkv ? kLoraQ : (kLoraQ | kLoraK | kLoraV));
-  const double mlp_adapted = adapted(m.gated_mlp ? (kLoraGate | kLoraUp) : kLoraUp);
-  // What the consumers of a tensor of `width` elements per token save of it, given `plain`
-  // bytes when every consumer is a trainable linear (bf16: one shared tensor).
+  const double mlp_adapted =
+      adapted(m.gated_mlp && !m.fused_gate_up ? (kLoraGate | kLoraUp) : kLoraUp);
+  // What `count` adapters reading a tensor of `width` elements per token save of it: the tensor
+  // itself, once, when nothing changes it (bf16 adapters, no dropout); else each adapter its
+  // own input: fp32 adapters get x.to(fp32) (peft _cast_input_dtype), dropout writes a new
+  // tensor and keeps a bool mask (1 B); under autocast lora_A saves its own bf16 cast.
   auto lora_inputs = [&](double count, double width) {
     if (count == 0) return 0.0;
-    if (o.lora_dropout) return count * 3 * n * width;  // dropout output + bool mask, each
-    if (o.autocast) return count * 2 * n * width;      // one bf16 cast each
-    return 2 * n * width;                              // the tensor itself, shared
+    const double mask = o.lora_dropout ? 1.0 : 0.0;
+    if (o.autocast) return count * (2 + mask) * n * width;
+    if (o.lora_dropout || o.adapter_bytes != 2) {
+      return count * (o.adapter_bytes + mask) * n * width;
+    }
+    return 2 * n * width;
+  };
+  // An RMSNorm's own saved tensors for `rows` rows of `width` elements per token (a per-head
+  // norm has a rows of d); the input is `in_bytes` wide.
+  auto norm_own = [&](double width, double rows, double in_bytes) {
+    if (fused_norm) {
+      // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor:
+      // the fp32 upcast and the normalised tensor are pointwise and read only by pointwise ops
+      // in backward, so they are recomputed from the saved input; the mean of squares is a
+      // reduction (saved, per row); the output is read by the weight-gradient mms (saved).
+      return in_bytes * n * width + 4 * n * rows;
+    }
+    // HF LlamaRMSNorm (modeling_llama.py): x.to(float32) is saved by pow and by the rsqrt
+    // product (4 B; a no-op on an fp32 input, which is then the tensor saved); weight * normed
+    // saves normed in the input's dtype (not when the scale is frozen: guard_for below); rsqrt
+    // saves its per-row result.
+    const double normed = o.lora ? 0.0 : in_bytes;
+    return (4 + normed) * n * width + 4 * n * rows;
   };
   auto norm_bytes = [&](double consumers, double adapted_consumers) {
     const double casts = (o.autocast && !o.compiled) ? consumers : 1.0;
     const double linear_inputs =
         o.lora ? lora_inputs(adapted_consumers, h) : casts * 2 * n * h;
-    double own;
-    if (o.compiled || o.block == EagerBlock::Torchtitan) {
-      // Fused kernel (_fused_rms_norm in derivatives.yaml: saves input and rstd), or inductor:
-      // the fp32 upcast and the normalised tensor are pointwise and read only by pointwise ops
-      // in backward, so they are recomputed from the saved input; the mean of squares is a
-      // reduction (saved, per token); the output is read by the weight-gradient mms (saved).
-      own = r_bytes * n * h / seq_div + 4 * n / seq_div;
-    } else if (o.autocast) {
-      // HF LlamaRMSNorm on an fp32 residual: .to(float32) is a no-op, pow and the rsqrt product
-      // save the residual itself (4h), weight * normed saves normed (4h, not when the scale is
-      // frozen); rsqrt's result is per token (4).
-      own = ((o.lora ? 0 : 4) + 4) * n * h / seq_div + 4 * n / seq_div;
-    } else {
-      // HF LlamaRMSNorm on bf16: the fp32 upcast (saved by pow and the product, 4h), the bf16
-      // normalised tensor (saved by weight * ., 2h, not when the scale is frozen), rsqrt's
-      // per-token fp32 result.
-      own = (4 + (o.lora ? 0 : 2)) * n * h / seq_div + 4 * n / seq_div;
-    }
-    return own + linear_inputs;
+    return norm_own(h, 1, r_bytes) / seq_div + linear_inputs;
   };
   EagerBlockBytes r;
   r.norms = norm_bytes(attn_consumers, attn_adapted) + norm_bytes(mlp_consumers, mlp_adapted);
@@ -299,6 +305,13 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     r.attention += 2 * a * x.seq_len * x.seq_len * x.micro_batch / (t * x.cp);  // softmax out
     r.attention -= 4 * n * a / t;
   }
+  // QK-norms (Qwen3 q_norm/k_norm per head, OLMo 2 full width) on the q/k projections' bf16
+  // outputs, before rotary; their outputs feed rotary, which saves nothing.
+  if (m.qk_norm != 0) {
+    const bool per_head = m.qk_norm == 1;
+    r.attention += norm_own(a * dh / t, per_head ? a / t : 1.0, 2.0) +
+                   norm_own(kv * dh / t, per_head ? kv / t : 1.0, 2.0);
+  }
 
   // MLP: gated eager saves gate (SiLU input), SiLU output and up (Mul's operands), the product
   // (down_proj's input): 4 tensors of h_ffn. Compiled (torch/_functorch/partitioners.py with
@@ -307,22 +320,97 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // (ban_recompute_materialized_backward: the product is saved); the SiLU output, read only by
   // pointwise ops, is recomputed: 3 tensors, Megatron's fused-SwiGLU count. GELU MLP: fc1
   // output and GELU output (fc2's saved input) both ways.
-  if (m.gated_mlp) {
-    r.mlp = (o.compiled ? 3.0 : 4.0) * 2 * n * f / t;
+  const double act_tensors = m.gated_mlp ? (o.compiled ? 3.0 : 4.0) : 2.0;
+  if (is_moe(m) && !o.dense_mlp) {
+    // Hugging Face's sparse MoE block (modeling_qwen3_moe.py, modeling_mixtral.py,
+    // modeling_qwen2_moe.py): the router's fp32 softmax result (E per token, saved by softmax)
+    // and topk's int64 indices (k); then per expert a gather of its tokens (a copy, 2h, saved by
+    // the expert's linears; the gather keeps int64 indices), the expert MLP as above on it, the
+    // expert output (2h) and the routing weight saved by their product, int64 indices kept by
+    // the weight lookup (2) and by index_add_ (1). k slots per token. Not tensor-parallel.
+    const double e = static_cast<double>(m.num_experts);
+    const double k = static_cast<double>(m.num_experts_per_tok);
+    const double fe = static_cast<double>(expert_width(m));
+    const double e_act = m.gated_mlp ? 4.0 : 2.0;
+    r.mlp = n * (4 * e + 8 * k) + n * k * (2 * h + e_act * 2 * fe + 2 * h + 4 * 8 + 2);
+    if (m.num_shared_experts > 0) {
+      const double fs = static_cast<double>(shared_expert_width(m)) *
+                        static_cast<double>(m.num_shared_experts);
+      r.mlp += e_act * 2 * n * fs;
+      // sigmoid(gate(x)) * shared_out saves the bf16 sigmoid result and the shared output.
+      if (m.shared_expert_gate) r.mlp += n * (2 + 2 * h);
+    }
   } else {
-    r.mlp = 2.0 * 2 * n * f / t;
+    r.mlp = act_tensors * 2 * n * f / t;
   }
   if (o.lora) {
     // The down projection's input (the product / the GELU output) is saved only for an
-    // adapter on it; the attention output stays saved by SDPA, an adapted o_proj with dropout
-    // adds its own copy. Every adapter keeps its r-wide lora_A output for lora_B (2r).
-    r.mlp -= 2 * n * f / t;
-    r.mlp += lora_inputs(adapted(kLoraDown), f / t);
-    if (o.lora_dropout) r.attention += adapted(kLoraO) * 3 * n * a * dh / t;
-    r.attention += (attn_adapted + adapted(kLoraO)) * 2 * n * o.lora_rank;
-    r.mlp += (mlp_adapted + adapted(kLoraDown)) * 2 * n * o.lora_rank;
+    // adapter on it; the attention output stays saved by SDPA, an adapted o_proj saves its own
+    // input copy when its input changes (fp32 adapters, dropout). Every adapter keeps its
+    // r-wide lora_A output for lora_B.
+    const double ab = o.autocast ? 2.0 : o.adapter_bytes;
+    if (!(is_moe(m) && !o.dense_mlp)) {
+      r.mlp -= 2 * n * f / t;
+      r.mlp += lora_inputs(adapted(kLoraDown), f / t);
+      r.mlp += (mlp_adapted + adapted(kLoraDown)) * ab * n * o.lora_rank;
+    }
+    const double o_adapted = adapted(kLoraO);
+    if (o_adapted > 0 && (o.lora_dropout || o.autocast || o.adapter_bytes != 2)) {
+      r.attention += lora_inputs(o_adapted, a * dh / t);
+    }
+    r.attention += (attn_adapted + o_adapted) * ab * n * o.lora_rank;
   }
   return r;
+}
+
+double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
+                        const EagerBlockOptions& o) {
+  const double n = tokens_per_gpu(x);
+  const double t = x.tp;
+  const bool sp = x.sequence_parallel && t > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double in_bytes = o.autocast ? 4.0 : 2.0;
+  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
+  double norm;
+  if (fused_norm) {
+    norm = in_bytes * n * h + 4 * n;
+  } else {
+    norm = (4 + (o.lora ? 0.0 : in_bytes)) * n * h + 4 * n;
+  }
+  norm /= sp ? t : 1.0;
+  // The LM head saves the norm output (its own bf16 cast under autocast) when it is trained.
+  const double head_input = o.lora ? 0.0 : 2 * n * h;
+  const double ids = o.lora ? 0.0 : 8 * n;
+  return norm + head_input + ids;
+}
+
+double eager_first_block_delta(const memest_model& m, const ActivationLayout& x,
+                               const EagerBlockOptions& o) {
+  if (!o.lora) return 0.0;
+  const double n = tokens_per_gpu(x);
+  const bool sp = x.sequence_parallel && x.tp > 1;
+  const double h = static_cast<double>(m.hidden_size);
+  const double in_bytes = o.autocast ? 4.0 : 2.0;
+  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
+  // The norm's own saved tensors as eager_block_bytes counts them for a frozen scale.
+  double norm = fused_norm ? in_bytes * n * h + 4 * n : 4 * n * h + 4 * n;
+  norm /= sp ? x.tp : 1.0;
+  double masks = 0;
+  if (o.lora_dropout) {
+    const unsigned qkv = m.fused_qkv ? kLoraQ : (kLoraQ | kLoraK | kLoraV);
+    for (unsigned b = 1; b <= kLoraDown; b <<= 1) {
+      if ((qkv & b) && (o.lora_targets & b)) masks += n * h;  // bool mask, 1 B per element
+    }
+  }
+  return -(norm + masks);
+}
+
+double hf_cache_copies_bytes(const memest_model& m, const ActivationLayout& x,
+                             double checkpointed_layers, bool autocast) {
+  const double n = tokens_per_gpu(x);
+  const double kvd = static_cast<double>(m.num_key_value_heads) *
+                     static_cast<double>(head_dim(m)) / x.tp;
+  return checkpointed_layers * n * kvd * 2 * (autocast ? 4.0 : 2.0);
 }
 
 double autocast_weight_copies_bytes(double linear_params) { return 2 * linear_params; }

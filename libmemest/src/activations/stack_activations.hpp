@@ -119,10 +119,11 @@ struct RecomputeWorkingSet {
                          // MLP's intermediate gradients at the MLP backward's peak
   double total() const { return rebuilt + gradients; }
 };
-// One-off addition per stage, bytes per GPU (one micro-batch: the one whose backward runs),
-// at the stage's backward peak. full_layer: one layer's activations without checkpointing;
-// kept_layer: what the checkpointed layer keeps (full: its input; op_selective: the saved set,
-// reused by the recomputation). residual_bytes as above.
+// One-off addition per stage (any stage), bytes per GPU, once (one micro-batch: the one whose
+// backward runs), at the stage's backward peak. full_layer: one layer's activations without
+// checkpointing (layer_activation_bytes, or eager_block_bytes(...).total()); kept_layer: what
+// the checkpointed layer keeps and the recomputation reuses (full: its input;
+// op_selective: OpSelectiveLayer::reused_by_recompute). residual_bytes as above.
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
                                           double residual_bytes = 2);
@@ -156,6 +157,10 @@ struct EagerBlockOptions {
   double lora_rank = 0;
   bool lora_dropout = false;  // lora_dropout > 0 (nn.Dropout; peft and torchtune use
                               // nn.Identity for 0)
+  double adapter_bytes = 2;   // bytes per adapter weight: peft casts adapters to fp32 by default
+                              // (autocast_adapter_dtype=True) and then casts each adapter's
+                              // input to fp32 (_cast_input_dtype): 4
+  bool dense_mlp = false;     // an MoE model's dense layer (moe_first_dense_layers, ...)
 };
 
 enum LoraTarget : unsigned {
@@ -171,8 +176,9 @@ enum LoraTarget : unsigned {
 
 struct EagerBlockBytes {
   double norms = 0;      // both RMSNorms with what the linears after them save
-  double attention = 0;  // Q, K, V as SDPA saves them, the output, the logsumexp
-  double mlp = 0;        // gate/up outputs, activation output, product (or fc1/act for GELU)
+  double attention = 0;  // Q, K, V as SDPA saves them, the output, the logsumexp; QK-norms
+  double mlp = 0;        // gate/up outputs, activation output, product (or fc1/act for GELU);
+                         // for an MoE layer the router and the routed (and shared) experts
   double total() const { return norms + attention + mlp; }
 };
 // Bytes one block saves for backward without checkpointing, per GPU per micro-batch.
@@ -190,11 +196,39 @@ struct EagerBlockBytes {
 EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
                                   const EagerBlockOptions& o);
 
-// Bytes of the bf16 copies autocast makes of every linear weight (fp32 parameters): each mm
-// saves its bf16 weight for backward, so the copies of all linears of the stage live from the
-// forward to their layer's backward. Per GPU per stage, not per micro-batch.
-// `linear_params`: parameters of the linear layers on this GPU (weights of q/k/v/o, MLP, and
-// the LM head when the stage has it; not the embedding, which autocast does not cast).
+// The last stage's eager head without the loss, bytes per GPU per micro-batch: the final
+// RMSNorm (as the block's norms) with its output saved by a trainable LM head, and the int64
+// token ids a trainable embedding saves (EmbeddingBackward keeps its indices, 8 B per token).
+// With lora both are frozen: the norm keeps only its upcast and rsqrt.
+double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
+                        const EagerBlockOptions& o);
+
+// Change of the FIRST block's saved bytes (first stage) when the embedding is frozen (lora):
+// its input does not require grad, so the attention norm (frozen scale, input without grad)
+// saves nothing, and dropout on the adapters' inputs keeps no mask (no NativeDropoutBackward
+// is recorded for an input without grad). Negative or 0; per GPU per micro-batch.
+double eager_first_block_delta(const memest_model& m, const ActivationLayout& x,
+                               const EagerBlockOptions& o);
+
+// Hugging Face's DynamicCache when checkpointing wraps the decoder layers from outside
+// (torch.distributed's checkpoint_wrapper, not model.gradient_checkpointing_enable(), which
+// turns use_cache off): use_cache follows config.use_cache (true), each attention layer's
+// cache update concatenates K and V onto an empty tensor (a copy), and the checkpoint keeps
+// the cache object alive through the layer's kwargs until that layer's backward. Without
+// checkpointing the cache dies with the model's output before backward. Bytes per GPU per
+// micro-batch for `checkpointed_layers` layers: K and V, k*d each per token, bf16; under
+// autocast both fp32 (rotary follows the fp32 cos/sin, and the cache's empty tensors take K's
+// dtype, so torch.cat promotes the bf16 V too).
+double hf_cache_copies_bytes(const memest_model& m, const ActivationLayout& x,
+                             double checkpointed_layers, bool autocast);
+
+// Bytes of the bf16 copies autocast makes of linear weights (fp32 parameters): autocast's cache
+// holds every cast weight until the autocast region exits (after the loss's forward); after
+// that a copy lives on only where a saved tensor holds it, i.e. the mm saved its bf16 weight
+// for backward: the layers that are not checkpointed and the LM head (a checkpointed layer's
+// forward saves nothing). Per GPU per stage, not per micro-batch. `linear_params`: parameters
+// of those linear layers on this GPU (q/k/v/o, MLP, the LM head; never the embedding, which
+// autocast does not cast).
 double autocast_weight_copies_bytes(double linear_params);
 
 // ---------------------------------------------------------------------------------------------
@@ -205,7 +239,8 @@ enum class Fp8Impl {
   Torchao,            // torchao float8/float8_linear.py (tensorwise, dynamic scaling)
   TransformerEngine,  // Transformer Engine's Linear / LayerNormLinear / LayerNormMLP
 };
-// Persistent fp8 weight copies, bytes per GPU for `linear_params` parameters of fp8 linears.
+// Persistent fp8 weight copies, bytes per GPU for `linear_params` parameters of fp8 linears on
+// the stage (per stage, not per micro-batch).
 // torchao: 0 (casts are made per matmul and freed; FSDP2's fp8 all-gather changes the
 // unsharded parameters, a state-side term). Transformer Engine: 2 bytes per parameter (the fp8
 // weight and its fp8 transpose, cached across the micro-batches of a step).
@@ -213,8 +248,10 @@ double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params);
 // Change of one block's saved activations, bytes per GPU per micro-batch (negative: less).
 // torchao (eager): 0, Float8Linear saves its high-precision input and weight and re-casts in
 // backward. Transformer Engine: the linears' inputs that only a linear keeps are saved in fp8
-// (the two norm outputs and the SwiGLU/GELU output: -1 byte per element) and the projection
-// keeps an fp8 copy of the attention output beside the bf16 one core attention keeps (+1).
+// (the two norm outputs without SP and the SwiGLU/GELU output: -1 byte per element) and the
+// projection keeps an fp8 copy of the attention output beside the bf16 one core attention
+// keeps (+1). Add per layer to Megatron's layer_activation_bytes (any stage). Read from the
+// code, not yet checked against a measurement.
 double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x);
 
 }  // namespace memest

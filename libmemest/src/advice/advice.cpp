@@ -6,6 +6,7 @@
 #include "core/verdict.hpp"
 #include "plan/plan.hpp"
 #include "pretrain/pretrain.hpp"
+#include "model/model.hpp"
 #include "search/search.hpp"
 #include "throughput/throughput.hpp"
 
@@ -78,6 +79,7 @@ std::string describe(const memest_search_entry& e) {
   std::string s = "tp " + std::to_string(e.tp) + ", cp " + std::to_string(e.cp) + ", pp " +
                   std::to_string(e.pp);
   if (e.vpp > 1) s += ", vpp " + std::to_string(e.vpp);
+  if (e.ep > 1) s += ", ep " + std::to_string(e.ep) + ", etp " + std::to_string(e.etp);
   s += ", micro-batch " + std::to_string(e.micro_batch);
   if (e.recompute != MEMEST_RECOMPUTE_NONE) {
     s += e.recompute == MEMEST_RECOMPUTE_FULL ? ", recompute full" : ", recompute selective";
@@ -92,6 +94,7 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
   if (r.global_batch <= 0 || !(r.gpu.peak_bf16_tflops > 0) || max == 0) return out;
   SearchRequest search;
   search.base = r;
+  search.base.last_stage_layers = 0;  // the search splits the layers its own way
   search.zero_mask = (1u << 1) | (1u << 3);
   search.uneven_pipeline = r.uneven_pipeline;
   SearchOutcome found;
@@ -103,7 +106,14 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
   for (const memest_search_entry& e : found.entries) {
     if (out.size() == max) break;
     Suggestion s{describe(e), r};
-    s.request.set_layout(Layout{e.tp, e.cp, e.pp, e.vpp, e.micro_batch, e.recompute, e.zero});
+    s.request.last_stage_layers = 0;
+    // etp as the tp in effect is written as 0 ("same as tp"), as a request gives it; a dense
+    // model keeps ep = 1, etp = 0.
+    const int64_t etp = e.ep == 1 && e.etp == 1 && !is_moe(r.model) ? 0
+                        : e.etp == e.tp                              ? 0
+                                                                     : e.etp;
+    s.request.set_layout(
+        Layout{e.tp, e.cp, e.pp, e.vpp, e.micro_batch, e.recompute, e.zero, e.ep, etp});
     if (evaluate(s)) out.push_back(s);
   }
   return out;

@@ -130,6 +130,10 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.ds_max_live_parameters = st.ds_max_live_parameters;
   c.ds_param_persistence_threshold = st.ds_param_persistence_threshold;
   c.ddp_gradient_as_bucket_view = st.ddp_gradient_as_bucket_view;
+  c.ep = d.ep;
+  c.etp = d.etp;
+  c.moe_capacity_factor = d.moe_capacity_factor;
+  c.last_stage_layers = d.last_stage_layers;
   return c;
 }
 
@@ -139,6 +143,8 @@ memest_layout c_defaults(const memest::Layout& d) {
   c.micro_batch = d.micro_batch;
   c.recompute = d.recompute;
   c.zero = d.zero;
+  c.ep = d.ep;
+  c.etp = d.etp;
   return c;
 }
 
@@ -151,6 +157,7 @@ memest_search_request c_defaults(const memest::SearchRequest& d) {
   c.tp_within_node = d.tp_within_node;
   c.include_oom = d.include_oom;
   c.uneven_pipeline = d.uneven_pipeline;
+  c.max_ep = d.max_ep;
   return c;
 }
 
@@ -247,6 +254,10 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.ds_max_live_parameters = c.ds_max_live_parameters;
   st.ds_param_persistence_threshold = c.ds_param_persistence_threshold;
   st.ddp_gradient_as_bucket_view = c.ddp_gradient_as_bucket_view;
+  r.ep = c.ep;
+  r.etp = c.etp;
+  r.moe_capacity_factor = c.moe_capacity_factor;
+  r.last_stage_layers = c.last_stage_layers;
   return r;
 }
 
@@ -280,6 +291,8 @@ std::vector<memest::Layout> read_layouts(const memest_layout* layouts, uint32_t 
     l.micro_batch = c.micro_batch;
     l.recompute = c.recompute;
     l.zero = c.zero;
+    l.ep = c.ep;
+    l.etp = c.etp;
     out.push_back(l);
   }
   return out;
@@ -299,6 +312,7 @@ memest::SearchRequest to_core(const memest_search_request* request) {
   r.layouts = read_layouts(c.layouts, c.layout_count);
   r.include_oom = c.include_oom;
   r.uneven_pipeline = c.uneven_pipeline;
+  r.max_ep = c.max_ep;
   return r;
 }
 

@@ -25,6 +25,7 @@ constexpr int64_t kMaxVpp = kMaxLayers;               // virtual stages: at most
 // Training
 constexpr int64_t kMaxSeq = int64_t{1} << 24;         // tokens per sequence
 constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;  // sequences per micro-batch
+constexpr double kMaxCapacityFactor = 1024;         // MoE expert capacity factor
 constexpr int64_t kMaxGlobalBatch = int64_t{1} << 40; // sequences per iteration
 // Fine-tuning (LLMem)
 constexpr int64_t kMaxFinetuneGpus = int64_t{1} << 20;

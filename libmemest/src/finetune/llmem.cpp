@@ -94,7 +94,9 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
 FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   validate_model(r.model, "model", false);
   // LLMem (Kim et al.) models dense decoders only: no experts, no latent attention.
-  require_dense(r.model, "model", "fine-tuning (LLMem models dense decoders only)");
+  // LLMem (the fine-tuning model) has no mixture-of-experts, latent-attention or MTP terms:
+  // refused, not estimated as a dense model.
+  require_dense(r.model, "model", "fine-tuning (LLMem models dense decoders only; it has no MoE terms)");
   const memest_model& m = r.model;
   check_range("parallel.gpus", r.gpus, 1, kMaxFinetuneGpus);
   check_range("training.seq_len", r.seq_len, 2, kMaxSeq);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/enums.hpp"
+#include "core/limits.hpp"
 #include "json/request.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
@@ -116,6 +117,9 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
     size("stage3_param_persistence_threshold", st.ds_param_persistence_threshold);
   }
   read_precision(training, r.precision, pretrain);
+  if (auto cf = training.number("moe_capacity_factor", 0, kMaxCapacityFactor)) {
+    r.moe_capacity_factor = *cf;
+  }
   return given;
 }
 

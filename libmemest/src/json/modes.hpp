@@ -35,7 +35,9 @@ constexpr const char* kPretrainTraining[] = {
     "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes",
     // the training stack (README "Training stack")
     "framework", "optimizer_in_backward", "recompute_every", "loss", "fp8", "compile", "offload",
-    "buckets"};
+    "buckets",
+    // mixture-of-experts routing
+    "moe_capacity_factor"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

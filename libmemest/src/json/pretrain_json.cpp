@@ -39,13 +39,18 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   r.model = resolve_model(require_object_field(top, "model"), "model", false);
   r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
   JsonFields parallel(block(top, "parallel"), "parallel");
-  parallel.reject_unknown({"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline"});
+  parallel.reject_unknown(
+      {"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline", "ep", "etp",
+       "last_stage_layers"});
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
   r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
   r.tp = parallel.integer_or("tp", r.tp, -big, big);
   r.cp = parallel.integer_or("cp", r.cp, -big, big);
   r.pp = parallel.integer_or("pp", r.pp, -big, big);
   r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
+  r.ep = parallel.integer_or("ep", r.ep, -big, big);
+  r.etp = parallel.integer_or("etp", r.etp, -big, big);
+  r.last_stage_layers = parallel.integer_or("last_stage_layers", r.last_stage_layers, -big, big);
   if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
   if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
   r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
@@ -88,6 +93,11 @@ ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
   if (to.pp != from.pp) parallel["pp"] = to.pp;
   if (to.vpp != from.vpp) parallel["vpp"] = to.vpp;
   if (to.zero != from.zero) parallel["zero"] = to.zero;
+  if (to.ep != from.ep) parallel["ep"] = to.ep;
+  if (to.etp != from.etp) parallel["etp"] = to.etp;
+  if (to.last_stage_layers != from.last_stage_layers) {
+    parallel["last_stage_layers"] = to.last_stage_layers;
+  }
   if (to.sequence_parallel != from.sequence_parallel) parallel["sp"] = to.sequence_parallel == 1;
   if (to.micro_batch != from.micro_batch) training["micro_batch"] = to.micro_batch;
   if (to.recompute != from.recompute) training["recompute"] = recompute_name(to.recompute);
@@ -143,6 +153,17 @@ ojson pretrain_response(const PretrainRequest& r) {
                           {"peak_reserved_bytes", s.peak_reserved_bytes},
                           {"host_bytes", s.host_bytes},
                           {"stack", stack_parts_json(s)}});
+    if (is_moe(r.model)) {
+      // The routed experts' share of the stage (included in the stage's totals above).
+      stage_list.back()["experts"] = {{"moe_layers", s.moe_layers},
+                                      {"parameters", s.expert_parameters},
+                                      {"weights_bytes", s.expert_weights_bytes},
+                                      {"gradients_bytes", s.expert_gradients_bytes},
+                                      {"optimizer_bytes", s.expert_optimizer_bytes},
+                                      {"activations_bytes", s.expert_activations_bytes},
+                                      {"dispatch_buffer_bytes", s.moe_dispatch_bytes}};
+    }
+    if (s.mtp_parameters > 0) stage_list.back()["mtp_parameters"] = s.mtp_parameters;
   }
   ojson j = {{"ok", true},
           {"mode", "pretrain"},
@@ -151,7 +172,8 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"layout",
            {{"gpus", r.gpus}, {"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}, {"vpp", r.vpp},
             {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero},
-            {"uneven_pipeline", r.uneven_pipeline == 1}}},
+            {"uneven_pipeline", r.uneven_pipeline == 1}, {"ep", res.ep}, {"etp", res.etp},
+            {"edp", res.edp}, {"last_stage_layers", r.last_stage_layers}}},
           {"training",
            {{"seq_len", r.seq_len}, {"micro_batch", r.micro_batch},
             {"global_batch", r.global_batch}, {"num_microbatches", res.num_microbatches},
@@ -170,7 +192,8 @@ ojson pretrain_response(const PretrainRequest& r) {
             {"offload",
              {{"optimizer", r.stack.offload_optimizer == 1},
               {"params", r.stack.offload_params == 1},
-              {"activations", r.stack.offload_activations == 1}}}}},
+              {"activations", r.stack.offload_activations == 1}}},
+            {"moe_capacity_factor", r.moe_capacity_factor}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},
           {"peak_bytes", res.peak_bytes},

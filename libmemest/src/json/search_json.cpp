@@ -59,7 +59,7 @@ std::vector<Layout> shortlist(const JsonFields& f) {
   if (list->empty()) fail("search.layouts", "is empty");
   for (std::size_t i = 0; i < list->size(); ++i) {
     JsonFields l((*list)[i], "search.layouts[" + std::to_string(i) + "]");
-    l.reject_unknown({"tp", "cp", "pp", "vpp", "micro_batch", "recompute", "zero"});
+    l.reject_unknown({"tp", "cp", "pp", "vpp", "micro_batch", "recompute", "zero", "ep", "etp"});
     Layout layout;
     layout.tp = l.integer_or("tp", 1, 1, kMaxGpus);
     layout.cp = l.integer_or("cp", 1, 1, kMaxGpus);
@@ -68,6 +68,8 @@ std::vector<Layout> shortlist(const JsonFields& f) {
     layout.micro_batch = l.integer_or("micro_batch", 1, 1, kMaxMicroBatch);
     layout.recompute = enum_field(l, "recompute", MEMEST_ENUM_RECOMPUTE).value_or(MEMEST_RECOMPUTE_NONE);
     layout.zero = static_cast<int32_t>(l.integer_or("zero", 1, 0, 3));
+    layout.ep = l.integer_or("ep", 1, 1, kMaxExperts);
+    layout.etp = l.integer_or("etp", 0, 0, kMaxGpus);
     layouts.push_back(layout);
   }
   return layouts;
@@ -90,13 +92,15 @@ JsonSearch parse_search(const JsonFields& top) {
 
   JsonFields f(block(top, "search"), "search");
   f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
-                    "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline"});
+                    "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline",
+                    "max_ep"});
   out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
   r.max_tp = f.integer_or("max_tp", 0, -big, big);
   r.max_cp = f.integer_or("max_cp", 0, -big, big);
   r.max_pp = f.integer_or("max_pp", 0, -big, big);
   r.max_vpp = f.integer_or("max_vpp", r.max_vpp, -big, big);
   r.max_micro_batch = f.integer_or("max_micro_batch", 0, -big, big);
+  r.max_ep = f.integer_or("max_ep", 0, -big, big);
   if (auto w = f.boolean("tp_within_node")) r.tp_within_node = *w;
   if (auto o = f.boolean("include_oom")) r.include_oom = *o;
   if (auto u = f.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
@@ -134,6 +138,12 @@ std::string search_reason(const memest_search_entry& e, int64_t gpus_per_node, i
     why += buf;
   }
   if (e.tp > 1) why += e.tp <= gpus_per_node ? "; TP inside a node" : "; TP across nodes";
+  if (e.ep > 1) {
+    std::snprintf(buf, sizeof buf, "; EP %lld (ETP %lld) all-to-all %s", static_cast<long long>(e.ep),
+                  static_cast<long long>(e.etp),
+                  e.ep * e.etp <= gpus_per_node ? "inside a node" : "across nodes");
+    why += buf;
+  }
   if (e.cp > 1) why += "; CP splits the sequence";
   if (e.recompute == MEMEST_RECOMPUTE_FULL) why += "; full recompute costs a forward pass";
   return why;
@@ -151,7 +161,8 @@ ojson search_response(const JsonSearch& sr) {
                          {"vpp", e.vpp}, {"dp", e.dp}, {"micro_batch", e.micro_batch},
                          {"recompute", recompute_name(e.recompute)}, {"zero", e.zero},
                          {"first_stage_layers", e.first_stage_layers},
-                         {"last_stage_layers", e.last_stage_layers}}},
+                         {"last_stage_layers", e.last_stage_layers},
+                         {"ep", e.ep}, {"etp", e.etp}, {"edp", e.edp}}},
                        {"num_microbatches", e.num_microbatches},
                        {"estimate_bytes", e.estimate_bytes},
                        {"peak_bytes", e.peak_bytes},

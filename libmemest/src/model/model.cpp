@@ -58,8 +58,10 @@ int64_t shared_expert_width(const memest_model& m) {
 
 void require_dense(const memest_model& m, const std::string& field, const char* mode) {
   if (is_bare_count(m)) return;
-  const std::string later = " " + std::string(mode) + " estimates are not available yet";
-  const std::string states = "; the model_states mode counts its parameters";
+  const std::string later = " " + std::string(mode) + " estimates are not available";
+  const std::string states =
+      "; the pretrain and search modes estimate it (expert parallelism), model_states counts "
+      "its parameters";
   if (is_moe(m)) {
     fail(field, "mixture-of-experts" + later + " (" + std::to_string(m.num_experts) +
                     " routed experts per MoE layer)" + states,
@@ -296,21 +298,48 @@ LayerParams dense_layer_params(const memest_model& m) {
   return p;
 }
 
-LayerParams moe_layer_params(const memest_model& m, bool active_only) {
+MoeLayerParts moe_layer_parts(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
   const double e = static_cast<double>(m.num_experts);
-  const double routed = active_only ? static_cast<double>(m.num_experts_per_tok) : e;
-  LayerParams p = attention_params(m);
-  // Routed experts (each an MLP of moe_intermediate_size; with tensor parallelism and no expert
-  // parallelism every rank holds a slice of every expert), shared experts, the router
-  // (h x E, replicated) and Qwen2-MoE's shared-expert gate (h x 1).
-  p = p + times(routed, mlp_params(m, static_cast<double>(expert_width(m))));
-  p = p + times(static_cast<double>(m.num_shared_experts),
-                mlp_params(m, static_cast<double>(shared_expert_width(m))));
-  p.replicated += h * e + (m.router_bias ? e : 0.0);
-  if (m.shared_expert_gate) p.replicated += h;
-  p.replicated += m.norms_per_layer * norm_params(m);
+  MoeLayerParts p;
+  // Attention, shared experts (tensor-parallel like a dense MLP), the router (h x E,
+  // replicated), Qwen2-MoE's shared-expert gate (h x 1) and the layer norms.
+  p.base = attention_params(m);
+  p.base = p.base + times(static_cast<double>(m.num_shared_experts),
+                          mlp_params(m, static_cast<double>(shared_expert_width(m))));
+  p.base.replicated += h * e + (m.router_bias ? e : 0.0);
+  if (m.shared_expert_gate) p.base.replicated += h;
+  p.base.replicated += m.norms_per_layer * norm_params(m);
+  // Routed experts: each an MLP of moe_intermediate_size.
+  p.routed = e * mlp_params(m, static_cast<double>(expert_width(m))).total();
   return p;
+}
+
+LayerParams moe_layer_params(const memest_model& m, bool active_only) {
+  const double e = static_cast<double>(m.num_experts);
+  const double routed = active_only ? static_cast<double>(m.num_experts_per_tok) : e;
+  const MoeLayerParts parts = moe_layer_parts(m);
+  // With tensor parallelism and no expert parallelism every rank holds a slice of every
+  // expert: the routed experts count as sharded here.
+  LayerParams p = times(routed, mlp_params(m, static_cast<double>(expert_width(m))));
+  return p + parts.base;
+}
+
+int64_t moe_layers_in(const memest_model& m, int64_t begin, int64_t end) {
+  if (!is_moe(m) || end <= begin) return 0;
+  // MoE layers among [0, n): i in [first, n) with (i + 1) % s == 0, i.e. the multiples of s
+  // in [first + 1, n]: floor(n / s) - floor(min(first, n) / s).
+  const int64_t s = layer_step(m);
+  auto before = [&](int64_t n) {
+    const int64_t first = m.moe_first_dense_layers < n ? m.moe_first_dense_layers : n;
+    return n / s - first / s;
+  };
+  return before(end) - before(begin);
+}
+
+LayerParams mtp_extra_params(const memest_model& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  return {2 * h * h, 3 * norm_params(m)};
 }
 
 LayerParams layer_params(const memest_model& m) {

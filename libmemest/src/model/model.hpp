@@ -29,10 +29,10 @@ int64_t moe_layer_count(const memest_model& m);  // among the num_hidden_layers
 int64_t expert_width(const memest_model& m);     // moe_intermediate_size (or intermediate_size)
 int64_t shared_expert_width(const memest_model& m);
 
-// The estimators this version has for pretraining, the layout search and fine-tuning model a
-// dense decoder with standard attention. A mixture-of-experts model, multi-head latent
-// attention or multi-token-prediction modules are refused (MEMEST_ERR_UNSUPPORTED naming
-// `field`) instead of being estimated as if they were dense; `mode` names the estimate.
+// Fine-tuning (LLMem) models a dense decoder with standard attention only. A mixture-of-experts
+// model, multi-head latent attention or multi-token-prediction modules are refused there
+// (MEMEST_ERR_UNSUPPORTED naming `field`) instead of being estimated as if they were dense;
+// `mode` names the estimate. Pretraining and the search model them (expert parallelism).
 void require_dense(const memest_model& m, const std::string& field, const char* mode);
 
 // Throws memest::Error naming "<prefix>.<field>" when a dimension is invalid.
@@ -50,6 +50,23 @@ struct LayerParams {
 LayerParams dense_layer_params(const memest_model& m);
 // One layer with the MoE MLP: every routed expert, or with `active_only` the top-k a token uses.
 LayerParams moe_layer_params(const memest_model& m, bool active_only);
+// One MoE layer split the way Megatron-Core's expert-parallel folding holds it
+// (megatron/core/transformer/moe/moe_layer.py, experts.py): `base` (attention, shared experts,
+// router, norms) is held like a dense layer's parameters, sharded by tp or replicated;
+// `routed` (every routed expert's MLP, with its biases) is divided over ep x etp ranks.
+struct MoeLayerParts {
+  LayerParams base;
+  double routed = 0;
+};
+MoeLayerParts moe_layer_parts(const memest_model& m);
+// MoE layers among the layers with index in [begin, end) (0-based, may pass num_hidden_layers
+// for the multi-token-prediction modules).
+int64_t moe_layers_in(const memest_model& m, int64_t begin, int64_t end);
+// Parameters of one multi-token-prediction module besides its decoder layer: enorm, hnorm and
+// the shared head's norm (replicated), eh_proj 2h x h (sharded: a column-parallel linear in
+// megatron/core/transformer/multi_token_prediction.py).
+LayerParams mtp_extra_params(const memest_model& m);
+
 // The typical layer: an MoE layer for an MoE model, else the dense layer.
 LayerParams layer_params(const memest_model& m);
 

@@ -4,9 +4,27 @@
 
 namespace memest {
 
+double moe_dispatch_buffer_bytes(const Plan& plan) {
+  if (plan.ep * plan.etp <= 1) return 0;
+  const ActivationLayout& x = plan.layout;
+  const memest_model& m = *plan.model;
+  // megatron/core/transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher):
+  // token_dispatch's all_to_all (and the etp all-gather) writes R = load*T*k*etp rows of h
+  // into a fresh buffer; token_combine's all_to_all writes load*T*k rows back. The same
+  // rows, once saved for backward, are counted in the activations (dispatch, combine); these
+  // are the communication buffers of the layer in flight, 2 bytes per element.
+  const double load = plan.moe_capacity_factor > 0 ? plan.moe_capacity_factor : 1.0;
+  const double tokens = x.seq_len * x.micro_batch / (x.cp * (x.sequence_parallel ? x.tp : 1.0));
+  const double k = static_cast<double>(m.num_experts_per_tok);
+  const double h = static_cast<double>(m.hidden_size);
+  const double rows = load * tokens * k;
+  return rows * static_cast<double>(plan.etp) * h * 2 + rows * h * 2;
+}
+
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
                               double embedded, double states_bytes, double activation_bytes,
-                              double stack_buffers, double loss_logits, double phase_overlap) {
+                              double moe_layers, double stack_buffers, double loss_logits,
+                              double phase_overlap) {
   const memest_model& m = *plan.model;
   const memest_gpu& g = *plan.gpu;
   const ActivationLayout& x = plan.layout;
@@ -22,6 +40,10 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
   if (t > 1 && x.sequence_parallel) buffers += 2 * sb * h / c;  // SP all-gather of a layer input
   if (plan.pp > 1) buffers += 2 * (2 * sb * h / (t * c));        // PP send + receive
   buffers += stack_buffers;
+  if (moe_layers > 0) {
+    o.moe_dispatch = moe_dispatch_buffer_bytes(plan);
+    buffers += o.moe_dispatch;
+  }
   o.comm_buffers = buffers + (c > 1 ? g.cp_buffer_bytes : 0.0);
   if (last) o.logits = loss_logits >= 0 ? loss_logits : 2 * sb * v / (t * c);
 

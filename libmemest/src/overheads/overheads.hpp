@@ -25,24 +25,29 @@ struct OverheadParts {
   double activation_correction = 0;
   double fragmentation = 0;
   double phase_overlap = 0;  // <= 0: see memest_stage.phase_overlap_bytes
+  double moe_dispatch = 0;   // part of comm_buffers
   double total() const {
     return context + comm_buffers + logits + activation_correction + fragmentation +
            phase_overlap;
   }
 };
 
-// Overheads of stage i holding `layers` layers with `in_flight` micro-batches of activations,
-// `embedded` micro-batches of embedding activations (first stage), whose paper terms are
-// `states_bytes` and `activation_bytes`.
+// Overheads of stage i holding `layers` dense layers and `moe_layers` MoE layers with
+// `in_flight` micro-batches of activations, `embedded` micro-batches of embedding activations
+// (first stage), whose paper terms are `states_bytes` and `activation_bytes`.
 // `stack_buffers`: the training stack's buffers (states/stack_states.hpp: FSDP, DDP and
 // DeepSpeed collectives, offload staging), 0 under megatron; they join comm_buffers and the
 // bytes fragmentation applies to.
 OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double in_flight,
                               double embedded, double states_bytes, double activation_bytes,
-                              double stack_buffers = 0, double loss_logits = -1,
-                              double phase_overlap = 0);
+                              double moe_layers = 0, double stack_buffers = 0,
+                              double loss_logits = -1, double phase_overlap = 0);
 // `loss_logits` >= 0 replaces the last stage's bf16 logits term with the loss memory of the
 // training stack (activations/stack_activations.hpp loss_memory); `phase_overlap` (<= 0) as in
 // memest_stage. Under megatron both keep their defaults and the terms are those of 1.1.
+// The all-to-all receive buffers of one MoE layer on one GPU (dispatch: the R rows its
+// experts get; combine: the k expert outputs of its own tokens), live while the layer runs;
+// 0 without expert or expert-tensor parallelism (no all-to-all).
+double moe_dispatch_buffer_bytes(const Plan& plan);
 
 }  // namespace memest

@@ -132,6 +132,22 @@ bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers&
   return out.first >= 1 && out.last >= 1 && fewer / 2 < middle;
 }
 
+int64_t stage_moe_layers(const memest_model& m, const StageLayers& layers, int64_t pp,
+                         int64_t vpp, int64_t stage) {
+  if (!is_moe(m)) return 0;
+  if (vpp > 1) {  // vpp > 1 splits the layers evenly (split_layers)
+    const int64_t chunk = layers.middle / vpp;
+    int64_t n = 0;
+    for (int64_t j = 0; j < vpp; ++j) {
+      const int64_t begin = (j * pp + stage) * chunk;
+      n += moe_layers_in(m, begin, begin + chunk);
+    }
+    return n;
+  }
+  const int64_t begin = stage == 0 ? 0 : layers.first + (stage - 1) * layers.middle;
+  return moe_layers_in(m, begin, begin + layers.of(stage, pp));
+}
+
 LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   const memest_model& m = r.model;
   if (m.num_attention_heads % r.tp != 0) return LayoutIssue::TpHeads;
@@ -147,15 +163,44 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   out.dp = r.gpus / (r.tp * r.cp * r.pp);
   if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
   if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
-  if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers) &&
-      !(r.stack.framework == MEMEST_FRAMEWORK_FSDP &&
-        split_chunks_unevenly(m.num_hidden_layers, r.pp, r.vpp, out.layers))) {
+  if (r.last_stage_layers > 0) {
+    // Megatron-LM's --decoder-last-pipeline-num-layers: the last stage holds the given layers,
+    // the others split the rest evenly (no interleaving).
+    const int64_t rest = m.num_hidden_layers - r.last_stage_layers;
+    if (r.pp < 2 || r.vpp > 1 || rest < r.pp - 1 || rest % (r.pp - 1) != 0) {
+      return LayoutIssue::LastStageLayers;
+    }
+    out.layers.first = out.layers.middle = rest / (r.pp - 1);
+    out.layers.last = r.last_stage_layers;
+  } else if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers) &&
+             !(r.stack.framework == MEMEST_FRAMEWORK_FSDP &&
+               split_chunks_unevenly(m.num_hidden_layers, r.pp, r.vpp, out.layers))) {
     return LayoutIssue::LayersNotDivisible;
   }
   if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
   if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
       r.seq_len > m.max_position_embeddings) {
     return LayoutIssue::SequenceTooLong;
+  }
+  out.etp = 1;
+  out.edp = out.dp * r.cp;
+  if (is_moe(m)) {
+    // Megatron-Core's MoE parallel folding (megatron/core/parallel_state.py,
+    // initialize_model_parallel): the expert layers run on etp x ep x edp x pp ranks of the
+    // same GPUs, edp = world / (etp * ep * pp), which must be an integer; ep must divide the
+    // experts (megatron/training/arguments.py); the grouped expert MLP splits its width by
+    // etp (megatron/core/transformer/moe/experts.py); MoE with tp > 1 needs sequence
+    // parallelism (megatron/core/transformer/moe/moe_layer.py raises otherwise in training).
+    out.etp = r.expert_tp();
+    if (m.num_experts % r.ep != 0) return LayoutIssue::EpExperts;
+    const double expert_grid =
+        static_cast<double>(out.etp) * static_cast<double>(r.ep) * static_cast<double>(r.pp);
+    if (expert_grid > static_cast<double>(r.gpus) || r.gpus % (out.etp * r.ep * r.pp) != 0) {
+      return LayoutIssue::ExpertGpus;
+    }
+    out.edp = r.gpus / (out.etp * r.ep * r.pp);
+    if (expert_width(m) % out.etp != 0) return LayoutIssue::EtpFfn;
+    if (r.tp > 1 && r.sequence_parallel != 1) return LayoutIssue::MoeNeedsSp;
   }
   out.num_microbatches = 0;
   if (r.global_batch > 0) {
@@ -184,6 +229,11 @@ const char* layout_issue_name(LayoutIssue issue) {
     case LayoutIssue::SequenceTooLong: return "sequence_too_long";
     case LayoutIssue::GlobalBatch: return "global_batch";
     case LayoutIssue::InterleavedMicrobatches: return "interleaved_microbatches";
+    case LayoutIssue::EpExperts: return "ep_experts";
+    case LayoutIssue::ExpertGpus: return "expert_gpus";
+    case LayoutIssue::EtpFfn: return "etp_ffn";
+    case LayoutIssue::MoeNeedsSp: return "moe_needs_sp";
+    case LayoutIssue::LastStageLayers: return "last_stage_layers";
   }
   return "unknown";
 }
@@ -238,6 +288,28 @@ namespace {
       fail("training.global_batch", "the interleaved schedule needs the number of micro-batches (" +
                                         str(r.global_batch / (r.micro_batch * check.dp)) +
                                         ") to be a multiple of pp=" + str(r.pp));
+    case LayoutIssue::EpExperts:
+      check_divides("parallel.ep", r.ep, "num_experts", m.num_experts);
+      break;
+    case LayoutIssue::ExpertGpus:
+      throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.ep",
+                  "parallel.gpus=" + str(r.gpus) + " is not divisible by etp*ep*pp=" +
+                      json_number(static_cast<double>(r.expert_tp()) * static_cast<double>(r.ep) *
+                                  static_cast<double>(r.pp)) +
+                      " (the expert layers fold the same GPUs into etp x ep x edp x pp)");
+    case LayoutIssue::EtpFfn:
+      check_divides(r.etp > 0 ? "parallel.etp" : "parallel.etp (= tp)", r.expert_tp(),
+                    "moe_intermediate_size", expert_width(m));
+      break;
+    case LayoutIssue::MoeNeedsSp:
+      fail("parallel.sp", "a mixture-of-experts model with tp > 1 needs sequence parallelism "
+                          "(Megatron-Core refuses MoE training with TP and no SP)");
+    case LayoutIssue::LastStageLayers:
+      fail("parallel.last_stage_layers",
+           "last_stage_layers=" + str(r.last_stage_layers) + " needs pp >= 2 without vpp, and " +
+               "leaves num_hidden_layers - last_stage_layers = " +
+               str(m.num_hidden_layers - r.last_stage_layers) +
+               " layers that the other pp - 1 = " + str(r.pp - 1) + " stages must split evenly");
     case LayoutIssue::None:
       break;
   }
@@ -246,11 +318,18 @@ namespace {
 
 }  // namespace
 
+void validate_expert_fields(const memest_model& m, int64_t ep, int64_t etp, const std::string& at) {
+  check_range(at + ".ep", ep, 1, kMaxExperts);
+  check_range(at + ".etp", etp, 0, kMaxGpus);
+  if (!is_moe(m) && (ep > 1 || etp > 1)) {
+    fail(at + (ep > 1 ? ".ep" : ".etp"),
+         "expert parallelism needs a mixture-of-experts model (num_experts > 0); this model is "
+         "dense");
+  }
+}
+
 void validate_fields(const PretrainRequest& r) {
   validate_model(r.model, "model", false);
-  // Until the expert-parallel memory model lands, an MoE or MLA model is refused here rather
-  // than estimated as a dense one (pretraining and the layout search both come through here).
-  require_dense(r.model, "model", "pretraining");
   check_range("parallel.gpus", r.gpus, 1, kMaxGpus);
   check_range("parallel.tp", r.tp, 1, kMaxGpus);
   check_range("parallel.cp", r.cp, 1, kMaxGpus);
@@ -260,6 +339,16 @@ void validate_fields(const PretrainRequest& r) {
   check_range("training.micro_batch", r.micro_batch, 1, kMaxMicroBatch);
   check_range("training.global_batch", r.global_batch, 0, kMaxGlobalBatch);
   validate_zero(r.zero, "parallel.zero");
+  validate_expert_fields(r.model, r.ep, r.etp, "parallel");
+  check_range("parallel.last_stage_layers", r.last_stage_layers, 0, r.model.num_hidden_layers);
+  if (!std::isfinite(r.moe_capacity_factor) || r.moe_capacity_factor < 0 ||
+      r.moe_capacity_factor > kMaxCapacityFactor) {
+    fail("training.moe_capacity_factor",
+         "must be 0 (drop-less) or a capacity factor up to " + json_number(kMaxCapacityFactor));
+  }
+  if (r.moe_capacity_factor > 0 && !is_moe(r.model)) {
+    fail("training.moe_capacity_factor", "is set but the model has no experts (a dense model)");
+  }
   if (r.sequence_parallel != 0 && r.sequence_parallel != 1) fail("parallel.sp", "must be 0 or 1");
   if (r.flash_attention != 0 && r.flash_attention != 1) {
     fail("training.flash_attention", "must be 0 or 1");
@@ -326,6 +415,10 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
   if (plan.framework != MEMEST_FRAMEWORK_MEGATRON || plan.loss != MEMEST_LOSS_FUSED) {
     plan.stack_terms = stack_layer_terms(plan);
   }
+  plan.ep = is_moe(m) ? r.ep : 1;
+  plan.etp = check.etp;
+  plan.edp = check.edp;
+  plan.moe_capacity_factor = r.moe_capacity_factor;
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "activations/activations.hpp"
 #include "memest/memest.h"
@@ -41,6 +42,12 @@ struct StackLayerTerms {
   bool autocast = false;      // fp32 parameters under torch.autocast: bf16 weight copies
 };
 
+// The transformer layers (by 0-based index) stage i holds and how many of them are MoE
+// layers: the stage's consecutive layers, or with vpp > 1 its vpp model chunks
+// (chunk j*pp + i of L/(pp*vpp) layers, Megatron's interleaved assignment).
+int64_t stage_moe_layers(const memest_model& m, const StageLayers& layers, int64_t pp,
+                         int64_t vpp, int64_t stage);
+
 // Everything the stage loop needs, validated and converted once.
 struct Plan {
   const memest_model* model;
@@ -57,6 +64,10 @@ struct Plan {
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
+  // Expert parallelism (Megatron-Core folding: expert layers use etp x ep x edp x pp over the
+  // same GPUs as tp x cp x dp x pp); 1, 1, dp*cp... for a dense model.
+  int64_t ep = 1, etp = 1, edp = 1;
+  double moe_capacity_factor = 0;  // 0: drop-less
 };
 
 // The stage-independent activation terms of the training stack of a plan whose other fields
@@ -78,12 +89,19 @@ enum class LayoutIssue {
   SequenceTooLong,
   GlobalBatch,
   InterleavedMicrobatches,
+  // appended with expert parallelism
+  EpExperts,      // ep does not divide num_experts
+  ExpertGpus,     // etp * ep * pp does not divide the GPUs (no integer expert data-parallel size)
+  EtpFfn,         // etp does not divide moe_intermediate_size
+  MoeNeedsSp,     // MoE with tp > 1 and no sequence parallelism
+  LastStageLayers,  // last_stage_layers leaves a rest the other stages cannot split evenly
 };
 struct LayoutCheck {
   StageLayers layers;
   double model_parallel = 0;  // tp * cp * pp
   int64_t dp = 0;
   int64_t num_microbatches = 0;
+  int64_t etp = 1, edp = 1;  // the expert tensor-parallel and data-parallel sizes
 };
 // Checks the layout of a request whose fields are each in range. Allocation-free, and free
 // of overflow for every in-range field (products are formed in double or checked first).
@@ -95,6 +113,9 @@ const char* layout_issue_name(LayoutIssue issue);
 // `allow_derive`: optimizer_bytes may be MEMEST_OPTIMIZER_BYTES_DERIVE (pretraining, search).
 void validate_precision(const Precision& p, const char* prefix, bool allow_derive = false);
 void validate_zero(int zero, const char* field);
+// Validates ep (>= 1) and etp (0 = tp, >= 1) as "<at>.ep" / "<at>.etp": above 1 only for a
+// mixture-of-experts model.
+void validate_expert_fields(const memest_model& m, int64_t ep, int64_t etp, const std::string& at);
 // Validates every field but the layout's consistency (throws memest::Error naming the field).
 void validate_fields(const PretrainRequest& r);
 // Validates everything (throws memest::Error naming the field) and prepares the stage loop.

@@ -59,6 +59,10 @@ struct Layout {
   int64_t micro_batch = 1;
   int32_t recompute = MEMEST_RECOMPUTE_NONE;
   int32_t zero = 1;  // the distributed optimizer over d*cp
+  // Expert parallelism (mixture-of-experts models only): experts split over ep ranks, each
+  // expert's MLP over etp ranks; 0 = the same as tp (Megatron-LM's default when
+  // --expert-tensor-parallel-size is not given, megatron/training/arguments.py).
+  int64_t ep = 1, etp = 0;
 };
 
 struct PretrainRequest {
@@ -77,11 +81,23 @@ struct PretrainRequest {
   Precision precision;
   int32_t uneven_pipeline = 0;
   Stack stack;
+  // Expert parallelism (see Layout) and the MoE token capacity: 0 = drop-less routing (every
+  // rank gets the average load, tokens*k/E per expert); > 0 = Megatron's
+  // --moe-expert-capacity-factor, the bound each expert's tokens are cut or padded to.
+  int64_t ep = 1, etp = 0;
+  double moe_capacity_factor = 0;
+  // > 0: the last pipeline stage holds exactly this many layers and the other pp - 1 stages
+  // split the rest evenly (Megatron-LM's --decoder-last-pipeline-num-layers; DeepSeek-V3's
+  // 61 layers over 16 stages); 0: the split above (uneven_pipeline).
+  int64_t last_stage_layers = 0;
 
   void set_layout(const Layout& l) {
     tp = l.tp, cp = l.cp, pp = l.pp, vpp = l.vpp, micro_batch = l.micro_batch;
     recompute = l.recompute, zero = l.zero;
+    ep = l.ep, etp = l.etp;
   }
+  // The expert tensor-parallel size in effect (etp, or tp when 0).
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 struct SearchRequest {
@@ -92,6 +108,7 @@ struct SearchRequest {
   int64_t max_pp = 0;    // 0: no limit
   int64_t max_vpp = 4;
   int64_t max_micro_batch = 0;  // 0: no limit
+  int64_t max_ep = 0;           // 0: no limit (MoE models; a dense model enumerates ep = 1)
   int64_t micro_batch = 0;      // > 0: only this micro-batch (a pinned training.micro_batch)
   // none, selective, full: op_selective (torchtitan's policy) only when asked for
   uint32_t recompute_mask = (1u << MEMEST_RECOMPUTE_NONE) | (1u << MEMEST_RECOMPUTE_SELECTIVE) |

@@ -7,6 +7,7 @@
 #include "core/enums.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "model/model.hpp"
 
 namespace memest {
 
@@ -110,6 +111,13 @@ void validate_stack(const PretrainRequest& r) {
   const int32_t fw = st.framework;
   const bool megatron = fw == MEMEST_FRAMEWORK_MEGATRON;
   const int32_t zero = effective_zero(fw, r.zero);
+  if (!megatron && (is_moe(r.model) || is_mla(r.model) || r.model.mtp_layers > 0)) {
+    // The mixture-of-experts, latent-attention and MTP terms (expert parallelism, token
+    // dispatch) are Megatron-Core's; the other stacks' blocks are modelled for dense models.
+    fail("training.framework",
+         "mixture-of-experts, multi-head latent attention and multi-token-prediction models are "
+         "estimated for framework \"megatron\" (Megatron-Core expert parallelism) only");
+  }
   if (megatron && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
     fail("training.recompute", "op_selective is torchtitan's per-op policy: it needs framework "
                                "fsdp, deepspeed or pytorch (Megatron's own is \"selective\")");

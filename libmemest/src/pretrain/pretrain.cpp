@@ -71,16 +71,59 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const bool first = i == 0;
   const bool last = i == plan.pp - 1;
   const double layers = static_cast<double>(plan.layers.of(i, plan.pp));
+  const int64_t moe_count = stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i);
+  const double moe_layers = static_cast<double>(moe_count);
+  const double dense_layers = layers - moe_layers;
+  // Routed experts are split over ep x etp ranks (megatron/core/transformer/moe/experts.py:
+  // num_local_experts = E / ep, each expert's width / etp).
+  const double expert_split = static_cast<double>(plan.ep) * static_cast<double>(plan.etp);
 
   // Parameters on one GPU of this stage (4D paper Eqs. 6-9; Eq. 10 for the sharding group).
-  const LayerParams layer = layer_params(m);
+  const LayerParams layer = dense_layer_params(m);
   const EdgeParams edge = edge_params(m);
-  double params = layers * (layer.sharded / t + layer.replicated);
+  double params = dense_layers * (layer.sharded / t + layer.replicated);
+  double expert_params = 0;
+  if (moe_count > 0) {
+    const MoeLayerParts moe = moe_layer_parts(m);
+    params += moe_layers * (moe.base.sharded / t + moe.base.replicated);
+    expert_params += moe_layers * moe.routed / expert_split;
+  }
   if (first) params += edge.word_embedding / t + edge.embedding_extra;
+  double mtp_params = 0;
+  double mtp_activations = 0;
+  const double in_flight = microbatches_in_flight(plan, i, cap);
   if (last) {
     params += edge.lm_head / t + edge.final_norm;
     // Tied embeddings under PP: the last stage keeps its own copy of the word embeddings.
     if (m.tie_word_embeddings && plan.pp > 1) params += edge.word_embedding / t;
+    // Multi-token-prediction modules sit after the last layer, on the last pipeline stage
+    // (megatron/core/transformer/multi_token_prediction.py): their norms and eh_proj, one
+    // decoder layer each (MoE or dense as layer L + j would be), the shared head reused.
+    for (int64_t j = 0; j < m.mtp_layers; ++j) {
+      const LayerParams extra = mtp_extra_params(m);
+      double own = extra.sharded / t + extra.replicated;
+      if (is_moe_layer(m, m.num_hidden_layers + j)) {
+        const MoeLayerParts moe = moe_layer_parts(m);
+        own += moe.base.sharded / t + moe.base.replicated;
+        expert_params += moe.routed / expert_split;
+        mtp_params += moe.routed / expert_split;
+        mtp_activations += in_flight * moe_layer_activation_bytes(m, plan.coefficients, plan.layout,
+                                                                  static_cast<double>(plan.etp),
+                                                                  plan.moe_capacity_factor);
+      } else {
+        own += layer.sharded / t + layer.replicated;
+        mtp_activations += in_flight * layer_activation_bytes(m, plan.coefficients, plan.layout);
+      }
+      params += own;
+      mtp_params += own;
+      // enorm and hnorm inputs (2 bytes each) and eh_proj's input, the 2h-wide concatenation
+      // (4 bytes): 8 sbh, on the sequence-parallel shard; and the module's logits through
+      // the shared head (as Eq. 14 for the main head).
+      mtp_activations += in_flight * 8 * plan.layout.seq_len * plan.layout.micro_batch *
+                             static_cast<double>(m.hidden_size) /
+                             (plan.layout.cp * (plan.layout.sequence_parallel ? t : 1.0)) +
+                         head_activation_bytes(m, plan.layout);
+    }
   }
   // States per framework (states/stack_states.hpp; under megatron the ZeRO partitioning of
   // state_bytes exactly).
@@ -95,10 +138,22 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   sin.precision = plan.precision;
   sin.stack = plan.stack;
   const StackStates ss = stack_state_bytes(sin);
+  // Expert parameters' gradients and optimizer states are reduced and sharded over the
+  // expert data-parallel group (megatron/core/distributed/distributed_data_parallel.py keeps
+  // them in separate buffers on the expert data-parallel group;
+  // megatron/core/optimizer/__init__.py builds their distributed optimizer over that group).
+  // Mixture-of-experts models run under megatron only (plan/stack.cpp).
+  StackStates es;
+  if (expert_params > 0) {
+    StackStateInput ein = sin;
+    ein.params = expert_params;
+    ein.shard_group = static_cast<double>(plan.edp);
+    es = stack_state_bytes(ein);
+  }
   StateBytes states;
-  states.weights = ss.weights;
-  states.gradients = ss.gradients;
-  states.optimizer = ss.optimizer;
+  states.weights = ss.weights + es.weights;
+  states.gradients = ss.gradients + es.gradients;
+  states.optimizer = ss.optimizer + es.optimizer;
   // The training stack's buffers (0 under megatron).
   const double block = layer.sharded / t + layer.replicated;
   const bool ddp = plan.dp > 1 || plan.stack.ddp_bucket_mib > 0;  // DDP-wrapped
@@ -129,14 +184,24 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   }
 
   // Activations (Eq. 17 for the first stage, generalised per stage).
-  const double in_flight = microbatches_in_flight(plan, i, cap);
   const bool megatron = plan.framework == MEMEST_FRAMEWORK_MEGATRON;
   double activations = 0;
   double per_layer = 0;        // one layer, one micro-batch, as the offload stages it
   StackActivationTerms st;     // the other stacks' terms (zero under megatron)
+  double expert_activations = 0;
   if (megatron) {
     per_layer = layer_activation_bytes(m, plan.coefficients, plan.layout);
-    activations = in_flight * layers * per_layer;
+    activations = in_flight * dense_layers * per_layer;
+    if (moe_count > 0) {
+      const double etp = static_cast<double>(plan.etp);
+      activations += in_flight * moe_layers *
+                     moe_layer_activation_bytes(m, plan.coefficients, plan.layout, etp,
+                                                plan.moe_capacity_factor);
+      expert_activations =
+          in_flight * moe_layers *
+          moe_activation_parts(m, plan.layout, etp, plan.moe_capacity_factor).routed();
+    }
+    activations += mtp_activations;
   } else {
     st = stack_activation_terms(plan, layers, in_flight, last, layer, edge);
     per_layer = st.plain_layer;
@@ -156,6 +221,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     }
   }
   states.weights += st.weight_copies;
+  params += expert_params;
   double embedded = 0;
   if (first) {
     embedded = static_cast<double>(plan.pp);  // Eq. 13: p micro-batches
@@ -213,8 +279,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.activations_bytes = activations;
   s.total_bytes = states.total() + activations;
   const OverheadParts o =
-      stage_overheads(plan, i, layers, in_flight, embedded, states.total(), activations,
-                      framework_buffers + staging, loss_logits, phase_overlap);
+      stage_overheads(plan, i, dense_layers, in_flight, embedded, states.total(), activations,
+                      moe_layers, framework_buffers + staging, loss_logits, phase_overlap);
   s.context_bytes = o.context;
   s.comm_buffer_bytes = o.comm_buffers;
   s.logits_bytes = o.logits;
@@ -226,14 +292,22 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // fragmentation term (README "Allocated and reserved").
   s.peak_reserved_bytes = s.peak_bytes;
   s.peak_allocated_bytes = s.peak_bytes - s.fragmentation_bytes;
-  s.host_bytes = ss.host + host_activations;
-  s.paged_bytes = ss.paged;
+  s.host_bytes = ss.host + es.host + host_activations;
+  s.paged_bytes = ss.paged + es.paged;
   s.framework_buffer_bytes = framework_buffers;
-  s.master_weights_bytes = plan.stack.offload_optimizer ? 0.0 : ss.master;
+  s.master_weights_bytes = plan.stack.offload_optimizer ? 0.0 : ss.master + es.master;
   s.offload_staging_bytes = staging;
   s.loss_bytes = std::max(loss_logits, 0.0);
   s.recompute_bytes = st.recompute;
   s.phase_overlap_bytes = o.phase_overlap;
+  s.moe_layers = moe_count;
+  s.expert_parameters = expert_params;
+  s.expert_weights_bytes = es.weights;
+  s.expert_gradients_bytes = es.gradients;
+  s.expert_optimizer_bytes = es.optimizer;
+  s.expert_activations_bytes = expert_activations;
+  s.moe_dispatch_bytes = o.moe_dispatch;
+  s.mtp_parameters = mtp_params;
   return s;
 }
 
@@ -242,15 +316,22 @@ double peak_memory(const Plan& plan, int32_t* peak_stage) {
   // layers with fewer micro-batches in flight the later they come (both schedules), and no
   // embedding or LM head; the second stands for them (it can pass a first stage that an
   // uneven pipeline made one layer lighter). So three stages suffice.
+  // A mixture-of-experts model can hold a different number of MoE layers per stage (dense
+  // leading layers, a layer step): every stage is computed.
   int32_t best = 0;
   double peak = stage_memory(plan, 0, true).peak_bytes;
-  for (int64_t i : {int64_t{1}, plan.pp - 1}) {
-    if (i <= 0 || i >= plan.pp) continue;
+  auto consider = [&](int64_t i) {
+    if (i <= 0 || i >= plan.pp) return;
     const double p = stage_memory(plan, i, true).peak_bytes;
     if (p > peak) {
       peak = p;
       best = static_cast<int32_t>(i);
     }
+  };
+  if (is_moe(*plan.model)) {
+    for (int64_t i = 1; i < plan.pp; ++i) consider(i);
+  } else {
+    for (int64_t i : {int64_t{1}, plan.pp - 1}) consider(i);
   }
   if (peak_stage) *peak_stage = best;
   return peak;
@@ -299,6 +380,9 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
   out.framework = plan.framework;
   out.loss = plan.loss;
   out.optimizer_bytes_per_parameter = plan.precision.optimizer_bytes;
+  out.ep = plan.ep;
+  out.etp = plan.etp;
+  out.edp = plan.edp;
   // Only now, with every check passed, write the caller's stage array.
   const int64_t written = std::min<int64_t>(plan.pp, stages ? stage_capacity : 0);
   for (int64_t i = 0; i < written; ++i) stages[i] = stage_memory(plan, i, true);

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "core/verdict.hpp"
+#include "model/model.hpp"
 #include "plan/plan.hpp"
 #include "plan/stack.hpp"
 #include "pretrain/pretrain.hpp"
@@ -32,6 +33,11 @@ memest_prune_reason prune_reason(LayoutIssue issue) {
     case LayoutIssue::CpSequence: return MEMEST_PRUNE_CP_SEQUENCE;
     case LayoutIssue::GlobalBatch: return MEMEST_PRUNE_GLOBAL_BATCH;
     case LayoutIssue::InterleavedMicrobatches: return MEMEST_PRUNE_INTERLEAVED;
+    case LayoutIssue::EpExperts: return MEMEST_PRUNE_EP_EXPERTS;
+    case LayoutIssue::ExpertGpus: return MEMEST_PRUNE_EXPERT_GPUS;
+    case LayoutIssue::EtpFfn: return MEMEST_PRUNE_ETP_FFN;
+    case LayoutIssue::MoeNeedsSp: return MEMEST_PRUNE_MOE_SP;
+    case LayoutIssue::LastStageLayers: return MEMEST_PRUNE_LAYERS;
     default: return MEMEST_PRUNE_GPUS;  // SequenceTooLong is refused before the search
   }
 }
@@ -47,7 +53,9 @@ bool better(const memest_search_entry& a, const memest_search_entry& b) {
   if (a.vpp != b.vpp) return a.vpp < b.vpp;
   if (a.micro_batch != b.micro_batch) return a.micro_batch < b.micro_batch;
   if (a.recompute != b.recompute) return a.recompute < b.recompute;
-  return a.zero < b.zero;
+  if (a.zero != b.zero) return a.zero < b.zero;
+  if (a.ep != b.ep) return a.ep < b.ep;
+  return a.etp < b.etp;
 }
 
 // The search's state: one request copy mutated per candidate, and the top-k list.
@@ -137,6 +145,9 @@ struct Search {
     e.bubble_fraction = t.bubble_fraction;
     e.first_stage_layers = plan.layers.first;
     e.last_stage_layers = plan.layers.last;
+    e.ep = plan.ep;
+    e.etp = plan.etp;
+    e.edp = plan.edp;
     insert(e);
   }
 };
@@ -165,6 +176,11 @@ void validate_layout(const Layout& l, const std::string& at) {
   validate_zero(l.zero, (at + ".zero").c_str());
 }
 
+void validate_layout(const Layout& l, const std::string& at, const memest_model& m) {
+  validate_layout(l, at);
+  validate_expert_fields(m, l.ep, l.etp, at);
+}
+
 // Every check of the request, before anything is counted or estimated.
 void validate_search(const SearchRequest& r) {
   const PretrainRequest& base = r.base;
@@ -188,6 +204,7 @@ void validate_search(const SearchRequest& r) {
   check_max("search.max_cp", r.max_cp, kMaxGpus);
   check_max("search.max_pp", r.max_pp, kMaxGpus);
   check_max("search.max_micro_batch", r.max_micro_batch, kMaxMicroBatch);
+  check_max("search.max_ep", r.max_ep, kMaxExperts);
   check_range("search.max_vpp", r.max_vpp, 1, 64);
   check_range("training.micro_batch", r.micro_batch, 0, kMaxMicroBatch);
   const uint32_t all_recompute = (1u << MEMEST_RECOMPUTE_COUNT) - 1;
@@ -208,7 +225,7 @@ void validate_search(const SearchRequest& r) {
                                std::to_string(r.layouts.size()));
   }
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
-    validate_layout(r.layouts[i], "search.layouts[" + std::to_string(i) + "]");
+    validate_layout(r.layouts[i], "search.layouts[" + std::to_string(i) + "]", base.model);
     // the training stack's combinations, as a pretraining request with this layout
     PretrainRequest one = base;
     one.set_layout(r.layouts[i]);
@@ -260,6 +277,21 @@ void enumerate_space(const SearchRequest& r, Search& s) {
   const uint64_t per_tcp = static_cast<uint64_t>(r.max_vpp) * static_cast<uint64_t>(mb_count) *
                            static_cast<uint64_t>(options);
 
+  // Expert-parallel sizes (MoE models only): divisors of the GPUs that divide the experts,
+  // up to max_ep; a dense model has ep = 1 only, so its space is unchanged.
+  int64_t eps[kMaxGpuDivisors];
+  int ne = 0;
+  const bool moe = is_moe(base.model);
+  for (int i = 0; i < nd; ++i) {
+    const int64_t ep = divs[i];
+    if (!moe && ep > 1) break;
+    if (r.max_ep > 0 && ep > r.max_ep) break;
+    if (moe && base.model.num_experts % ep != 0) continue;
+    eps[ne++] = ep;
+  }
+  const uint64_t per_expert = per_tcp;  // vpp x micro-batches x options per (ep, etp)
+  const double expert_options = static_cast<double>(ne) * (moe ? 2.0 : 1.0);
+
   const int64_t max_tp = r.max_tp > 0 ? r.max_tp : base.gpus;
   auto count_upto = [&](int64_t limit) {
     int n = 0;
@@ -267,7 +299,7 @@ void enumerate_space(const SearchRequest& r, Search& s) {
     return static_cast<double>(n);
   };
   const double space = count_upto(max_tp) * count_upto(r.max_cp) * count_upto(r.max_pp) *
-                       static_cast<double>(per_tcp);
+                       static_cast<double>(per_tcp) * expert_options;
   if (space > kMaxSearchCandidates) {
     fail("search", "the space holds up to " + std::to_string(static_cast<long long>(space)) +
                        " candidate layouts (limit " +
@@ -287,24 +319,43 @@ void enumerate_space(const SearchRequest& r, Search& s) {
             static_cast<double>(base.gpus)) {
           break;
         }
+        const uint64_t per_tcp_all = per_tcp * static_cast<uint64_t>(expert_options);
         if (base.gpus % (tp * cp * pp) != 0) {  // counted whole, not visited
-          s.prune(MEMEST_PRUNE_GPUS, per_tcp);
+          s.prune(MEMEST_PRUNE_GPUS, per_tcp_all);
           continue;
         }
         if (r.tp_within_node && tp > base.gpu.gpus_per_node) {
-          s.prune(MEMEST_PRUNE_TP_ACROSS_NODES, per_tcp);
+          s.prune(MEMEST_PRUNE_TP_ACROSS_NODES, per_tcp_all);
           continue;
         }
-        for (int64_t vpp = 1; vpp <= r.max_vpp; ++vpp) {
-          for (int ib = 0; ib < nb; ++ib) {
-            const int64_t mbs = batch_divs[ib];
-            if (mbs > max_mbs) break;
-            if (!wanted(mbs)) continue;
-            for (int32_t rc = 0; rc < MEMEST_RECOMPUTE_COUNT; ++rc) {
-              if (!((r.recompute_mask >> rc) & 1)) continue;
-              for (int32_t z = 0; z < 4; ++z) {
-                if (!((r.zero_mask >> z) & 1)) continue;
-                s.evaluate(Layout{tp, cp, pp, vpp, mbs, rc, z});
+        for (int ie = 0; ie < ne; ++ie) {
+          const int64_t ep = eps[ie];
+          // etp: the same as tp (Megatron's default, 0), or 1 when tp > 1 (experts not split).
+          for (int64_t etp : {int64_t{0}, int64_t{1}}) {
+            if (!moe && etp == 1) continue;
+            if (etp == 1 && tp == 1) {  // the same layout as etp = tp
+              s.prune(MEMEST_PRUNE_EQUIVALENT, per_expert);
+              continue;
+            }
+            const int64_t etp_size = etp > 0 ? etp : tp;
+            if (moe && (static_cast<double>(etp_size) * static_cast<double>(ep) *
+                                static_cast<double>(pp) > static_cast<double>(base.gpus) ||
+                        base.gpus % (etp_size * ep * pp) != 0)) {
+              s.prune(MEMEST_PRUNE_EXPERT_GPUS, per_expert);
+              continue;
+            }
+            for (int64_t vpp = 1; vpp <= r.max_vpp; ++vpp) {
+              for (int ib = 0; ib < nb; ++ib) {
+                const int64_t mbs = batch_divs[ib];
+                if (mbs > max_mbs) break;
+                if (!wanted(mbs)) continue;
+                for (int32_t rc = 0; rc < MEMEST_RECOMPUTE_COUNT; ++rc) {
+                  if (!((r.recompute_mask >> rc) & 1)) continue;
+                  for (int32_t z = 0; z < 4; ++z) {
+                    if (!((r.zero_mask >> z) & 1)) continue;
+                    s.evaluate(Layout{tp, cp, pp, vpp, mbs, rc, z, ep, etp});
+                  }
+                }
               }
             }
           }

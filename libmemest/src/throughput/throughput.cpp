@@ -26,6 +26,25 @@ double matmul_params_per_layer(const memest_model& m, const Widths& w) {
   return w.h * w.q + 2 * w.h * w.kv + w.q * w.h + (m.gated_mlp ? 3.0 : 2.0) * w.h * w.f;
 }
 
+
+// Weights a token multiplies by in the layers, per layer on average: for a mixture-of-experts
+// or latent-attention model the ACTIVE parameters of the layers (every parameter the token's
+// forward reads: attention, shared experts, the router, its top-k experts; norms included,
+// a negligible excess), for a dense model the matrices of Q, K, V, O and the MLP.
+double active_layer_params(const memest_model& m, const Widths& w) {
+  if (!is_moe(m) && !is_mla(m)) return matmul_params_per_layer(m, w);
+  const memest_param_count c = count_parameters(m);
+  return (c.active - c.embedding - c.lm_head) / w.layers;
+}
+
+// Attention score FLOPs per token per layer and pass: QK^T over the query/key width and
+// PV over the value width (a * d each for standard attention: 2 * 2 * s * a * d forward).
+double score_width(const memest_model& m, const Widths& w) {
+  if (!is_mla(m)) return w.q;
+  const double a = static_cast<double>(m.num_attention_heads);
+  return a * static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2;
+}
+
 }  // namespace
 
 double sharding_traffic_bytes(const Plan& plan, double params, double microbatches) {
@@ -74,9 +93,32 @@ double offload_seconds(const Plan& plan, double params, double microbatches) {
 
 double model_flops_per_token(const memest_model& m, double seq_len) {
   const Widths w = widths(m);
-  return 6 * w.layers * matmul_params_per_layer(m, w) + 6 * w.v * w.h +
-         12 * seq_len * w.layers * w.q;
+  // Dense: 6 N_matmul + 6vh + 12 s L a d (Narayanan et al.); MoE / MLA: the same with the
+  // active parameters (6 N_active, the top-k experts a token uses) and MLA's head widths.
+  return 6 * w.layers * active_layer_params(m, w) + 6 * w.v * w.h +
+         12 * seq_len * w.layers * score_width(m, w);
 }
+
+double moe_all_to_all_seconds(const Plan& plan) {
+  if (!is_moe(*plan.model) || plan.ep <= 1) return 0;
+  const memest_model& m = *plan.model;
+  const memest_gpu& g = *plan.gpu;
+  const ActivationLayout& x = plan.layout;
+  const double ep = static_cast<double>(plan.ep);
+  const double load = plan.moe_capacity_factor > 0 ? plan.moe_capacity_factor : 1.0;
+  // Rows of h (2 bytes) one GPU sends per all-to-all: its T tokens' k copies
+  // (megatron/core/transformer/moe/token_dispatcher.py: dispatch and combine in forward, their
+  // transposes in backward: 4 all-to-alls per layer and micro-batch), of which (ep-1)/ep
+  // leave the GPU. The ep group spans ep*etp consecutive ranks (tp innermost): inside a node
+  // when that fits, else across nodes.
+  const double tokens = x.seq_len * x.micro_batch / (x.cp * (x.sequence_parallel ? x.tp : 1.0));
+  const double bytes = load * tokens * static_cast<double>(m.num_experts_per_tok) *
+                       static_cast<double>(m.hidden_size) * 2 * (ep - 1) / ep;
+  const double span = ep * static_cast<double>(plan.etp);
+  const double bw = (span <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
+  return 4 * bytes / bw;
+}
+
 
 Throughput estimate_throughput(const Plan& plan) {
   Throughput out;
@@ -100,8 +142,8 @@ Throughput estimate_throughput(const Plan& plan) {
 
   // One micro-batch on one GPU of a stage: 3-pass GEMM and attention FLOPs.
   const double tokens = s * b / (t * c);
-  double gemm_layer = 6 * matmul_params_per_layer(m, w) * tokens;
-  double attn_layer = 12 * s * w.q * tokens / 2;  // causal: half the counted score FLOPs
+  double gemm_layer = 6 * active_layer_params(m, w) * tokens;
+  double attn_layer = 12 * s * score_width(m, w) * tokens / 2;  // causal: half the counted
   if (x.recompute == MEMEST_RECOMPUTE_FULL) {
     gemm_layer *= 4.0 / 3;
     attn_layer *= 4.0 / 3;
@@ -120,20 +162,35 @@ Throughput estimate_throughput(const Plan& plan) {
   }
   // The slowest stage sets the pace: the last (LM head), or a full middle stage when an
   // uneven pipeline lightened the ends.
+  // MoE layers add their all-to-alls (spread evenly over the layers for the pace).
+  if (is_moe(m)) {
+    tp_per_layer += moe_all_to_all_seconds(plan) * static_cast<double>(moe_layer_count(m)) / w.layers;
+  }
   double tau = last * (per_layer + tp_per_layer) + head;
   if (plan.pp > 1) tau = std::max(tau, std::max(first, middle) * (per_layer + tp_per_layer));
 
   double step = (mb + (p - 1) / vpp) * tau;
   const double dc = d * c;
+  const double bytes_per_param = plan.zero >= 1 ? plan.precision.grad_bytes + plan.precision.param_bytes
+                                                : 2 * plan.precision.grad_bytes;
+  double routed = 0;  // routed-expert parameters of the whole model (MoE)
+  if (is_moe(m)) routed = static_cast<double>(moe_layer_count(m)) * moe_layer_parts(m).routed;
   if (dc > 1) {
-    const double params = count_parameters(m).total / (t * p);
-    const double bytes_per_param = plan.zero >= 1 ? plan.precision.grad_bytes + plan.precision.param_bytes
-                                                  : 2 * plan.precision.grad_bytes;
+    const double params = (count_parameters(m).total - routed) / (t * p);
     const double bw = (t * c * d <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
     step += (dc - 1) / dc * bytes_per_param * params / bw;
     step += sharding_traffic_bytes(plan, params, mb) * (dc - 1) / dc / bw;
   }
   step += offload_seconds(plan, count_parameters(m).total / (t * p), mb);
+  const double edp = static_cast<double>(plan.edp);
+  if (routed > 0 && edp > 1) {
+    // Expert gradients are reduced over the expert data-parallel group (edp ranks, spaced
+    // etp*ep apart: inside a node only when the whole expert grid of a stage fits).
+    const double params = routed / (static_cast<double>(plan.ep * plan.etp) * p);
+    const double span = static_cast<double>(plan.etp * plan.ep) * edp;
+    const double bw = (span <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
+    step += (edp - 1) / edp * bytes_per_param * params / bw;
+  }
   step += g.pipeline_stage_seconds * (p - 1);
 
   out.step_seconds = step;

@@ -40,6 +40,9 @@ double model_flops_per_token(const memest_model& m, double seq_len);
 double sharding_traffic_bytes(const Plan& plan, double params, double microbatches);
 // Seconds of host <-> GPU transfers per step for what is offloaded (PCIe, no overlap).
 double offload_seconds(const Plan& plan, double params, double microbatches);
+// Seconds of one MoE layer's expert-parallel all-to-alls (dispatch + combine, forward and
+// backward) for one micro-batch on one GPU; 0 for a dense model or ep = 1.
+double moe_all_to_all_seconds(const Plan& plan);
 
 // Needs the number of micro-batches (a global batch); zeros when it is not known.
 Throughput estimate_throughput(const Plan& plan);

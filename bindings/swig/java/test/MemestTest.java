@@ -62,6 +62,18 @@ public class MemestTest {
     check(jsonNumber(json, "estimate_bytes") == p.result().getEstimate_bytes(), "typed == JSON estimate");
     check(jsonNumber(json, "peak_bytes") == p.result().getPeak_bytes(), "typed == JSON peak");
 
+    // Mixtral 8x7B as Megatron-LM's example runs it: TP1, PP4, EP8 on 32 GPUs (edp 1); 8 MoE
+    // layers per stage, 8 experts of 3*4096*14336 each over ep*etp = 8 GPUs.
+    PretrainRequest moe = Memest.pretrainRequest("mixtral-8x7b", "h100-80gb");
+    moe.setGpus(32); moe.setTp(1); moe.setPp(4); moe.setEp(8); moe.setSeq_len(4096);
+    Memest.Pretrain mp = Memest.pretrain(moe);
+    check(mp.result().getEp() == 8 && mp.result().getEtp() == 1 && mp.result().getEdp() == 1, "ep/etp/edp");
+    check(mp.stages().get(0).getMoe_layers() == 8, "8 MoE layers on stage 0");
+    check(mp.stages().get(0).getExpert_parameters() == 8.0 * 3 * 4096 * 14336, "expert parameters");
+    check(!mp.verdict().equals("oom"), "the published Mixtral layout fits");
+    moe.setEp(3);
+    expectError(() -> Memest.pretrain(moe), "invalid_argument", "parallel.ep");
+
     // bad input: the exception names the field
     r.setTp(3);
     expectError(() -> Memest.pretrain(r), "invalid_argument", "parallel.tp");
@@ -197,6 +209,65 @@ public class MemestTest {
       ParamCount c = new ParamCount();  // sized by its constructor
       check(MemestNative.model_parameter_count(Memest.model(id), c) == 0 && c.getTotal() > 0, id);
     }
+    stackChecks();
     System.out.println("java MemestTest: " + checks + " checks passed");
+  }
+
+  /** The training-stack fields (memest.h 1.2, README "Training stack"): an FSDP2 request with
+   *  torchtitan's per-op recomputation and an unfused loss equals the JSON answer; refused
+   *  combinations name their field. */
+  static void stackChecks() throws Exception {
+    PretrainRequest r = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    check(r.getFramework() == memest_framework.MEMEST_FRAMEWORK_MEGATRON && r.getRecompute_every() == 1,
+        "stack defaults");
+    r.setGpus(8); r.setZero(3); r.setSeq_len(4096); r.setMicro_batch(2); r.setGlobal_batch(16);
+    r.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    r.setRecompute(memest_recompute.MEMEST_RECOMPUTE_OP_SELECTIVE);
+    r.setLoss(memest_loss.MEMEST_LOSS_UNFUSED);
+    r.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);  // as JSON derives K
+    Memest.Pretrain p = Memest.pretrain(r);
+    String json = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8, \"zero\": 3}, \"training\": {\"seq_len\": 4096, \"micro_batch\": 2,"
+        + " \"global_batch\": 16, \"framework\": \"fsdp\", \"recompute\": \"op_selective\", \"loss\": \"unfused\"}}");
+    PretrainResult res = p.result();
+    check(jsonNumber(json, "peak_bytes") == res.getPeak_bytes(), "fsdp: typed == JSON peak");
+    check(jsonNumber(json, "peak_allocated_bytes") == res.getPeak_allocated_bytes(), "typed == JSON allocated");
+    check(jsonNumber(json, "peak_reserved_bytes") == res.getPeak_reserved_bytes(), "typed == JSON reserved");
+    check(jsonNumber(json, "host_bytes") == res.getHost_bytes(), "typed == JSON host");
+    check(jsonNumber(json, "framework_buffer_bytes") == p.stages().get(0).getFramework_buffer_bytes(),
+        "typed == JSON framework buffers");
+    check(jsonNumber(json, "loss_bytes") == p.stages().get(0).getLoss_bytes(), "typed == JSON loss bytes");
+    check(p.framework().equals("fsdp") && p.loss().equals("unfused")
+        && json.contains("\"framework\": \"fsdp\"") && json.contains("\"loss\": \"unfused\""), "names");
+    check(res.getPeak_allocated_bytes() > 0 && res.getPeak_allocated_bytes() < res.getPeak_reserved_bytes()
+        && res.getPeak_reserved_bytes() == res.getPeak_bytes(), "allocated < reserved = peak");
+    check(p.stages().get(0).getFramework_buffer_bytes() > 0, "FSDP buffers");
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_FRAMEWORK).get(memest_framework.MEMEST_FRAMEWORK_FSDP).equals("fsdp"),
+        "framework names from the library");
+
+    // offloading the optimizer under DeepSpeed ZeRO-3: host memory appears, the GPU peak drops
+    PretrainRequest ds = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    ds.setGpus(8); ds.setZero(3); ds.setSeq_len(4096);
+    ds.setFramework(memest_framework.MEMEST_FRAMEWORK_DEEPSPEED);
+    ds.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW);
+    ds.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    double onGpu = Memest.pretrain(ds).result().getPeak_bytes();
+    ds.setOffload_optimizer(1);
+    ds.setDs_reduce_bucket_size(2e8);
+    Memest.Pretrain off = Memest.pretrain(ds);
+    check(off.result().getHost_bytes() > 0 && off.result().getPeak_bytes() < onGpu, "offload: host bytes, lower peak");
+
+    // refused combinations name the field
+    PretrainRequest bad = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    bad.setGpus(8);
+    bad.setRecompute(memest_recompute.MEMEST_RECOMPUTE_OP_SELECTIVE);
+    MemestException e = expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.recompute");
+    check(e.getMessage().contains("op_selective"), "the library's message");
+    bad.setRecompute(memest_recompute.MEMEST_RECOMPUTE_NONE);
+    bad.setFramework(memest_framework.MEMEST_FRAMEWORK_DEEPSPEED);
+    bad.setOffload_params(1);
+    expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.offload.params");
+    expectError(() -> Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"training\": {\"recompute\": \"op_selective\"}}"), "invalid_argument", "training.recompute");
   }
 }

@@ -33,6 +33,12 @@ public final class Memest {
   /** A pretraining estimate: the result and one entry per pipeline stage. */
   public record Pretrain(PretrainResult result, List<Stage> stages) {
     public String verdict() { return verdictName(result.getVerdict()); }
+    /** The training stack used ("megatron", "fsdp", ...: the library's name). */
+    public String framework() {
+      return MemestNative.enum_name(memest_enum.MEMEST_ENUM_FRAMEWORK, result.getFramework());
+    }
+    /** The loss used, "auto" resolved by the framework ("fused", "unfused", ...). */
+    public String loss() { return MemestNative.enum_name(memest_enum.MEMEST_ENUM_LOSS, result.getLoss()); }
   }
 
   /** LLMem's Algorithm 1: the choice and one option per method (CDP, ZeRO-3, TP, DP+TP). */

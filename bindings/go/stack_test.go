@@ -1,0 +1,169 @@
+package memest_test
+
+import (
+	"errors"
+	"testing"
+
+	memest "memest/bindings/go"
+)
+
+// The training-stack fields (README "Training stack") through the typed API: an FSDP2 request
+// with torchtitan's per-op recomputation and an unfused loss gives the JSON entry point's
+// numbers, field for field.
+func TestStackTypedEqualsJSON(t *testing.T) {
+	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+	if r.Framework != memest.FrameworkMegatron || r.RecomputeEvery != 1 || r.Loss != memest.LossAuto {
+		t.Fatalf("defaults %+v", r)
+	}
+	r.GPUs, r.Zero, r.SeqLen, r.MicroBatch, r.GlobalBatch = 8, 3, 4096, 2, 16
+	r.Framework, r.Recompute, r.Loss = memest.FrameworkFSDP, memest.RecomputeOpSelective, memest.LossUnfused
+	r.OptimizerBytes = memest.OptimizerBytesDerive // as a JSON request without optimizer_bytes
+	typed, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := memest.Request(map[string]any{
+		"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 8, "zero": 3},
+		"training": map[string]any{"seq_len": 4096, "micro_batch": 2, "global_batch": 16,
+			"framework": "fsdp", "recompute": "op_selective", "loss": "unfused"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, got := range map[string]float64{"peak_bytes": typed.PeakBytes, "estimate_bytes": typed.EstimateBytes,
+		"peak_allocated_bytes": typed.PeakAllocatedBytes, "peak_reserved_bytes": typed.PeakReservedBytes,
+		"host_bytes": typed.HostBytes} {
+		if resp[key].(float64) != got {
+			t.Errorf("%s: typed %v vs JSON %v", key, got, resp[key])
+		}
+	}
+	training := resp["training"].(map[string]any)
+	if training["framework"] != typed.Framework || typed.Framework != "fsdp" ||
+		training["loss"] != typed.Loss || typed.Loss != "unfused" ||
+		training["optimizer_bytes"].(float64) != typed.OptimizerBytesPerParameter {
+		t.Fatalf("typed %s/%s/%v vs JSON %v", typed.Framework, typed.Loss, typed.OptimizerBytesPerParameter, training)
+	}
+	if !(typed.PeakAllocatedBytes > 0 && typed.PeakAllocatedBytes < typed.PeakReservedBytes &&
+		typed.PeakReservedBytes == typed.PeakBytes) {
+		t.Fatalf("allocated %v, reserved %v, peak %v", typed.PeakAllocatedBytes, typed.PeakReservedBytes, typed.PeakBytes)
+	}
+	stages := resp["stages"].([]any)
+	if len(stages) != len(typed.Stages) {
+		t.Fatalf("%d stages vs %d", len(typed.Stages), len(stages))
+	}
+	for i, st := range stages {
+		s := st.(map[string]any)
+		parts := s["stack"].(map[string]any)
+		ts := typed.Stages[i]
+		for key, got := range map[string]float64{
+			"framework_buffer_bytes": ts.FrameworkBufferBytes, "master_weights_bytes": ts.MasterWeightsBytes,
+			"loss_bytes": ts.LossBytes, "recompute_bytes": ts.RecomputeBytes,
+			"offload_staging_bytes": ts.OffloadStagingBytes, "paged_bytes": ts.PagedBytes} {
+			if parts[key].(float64) != got {
+				t.Errorf("stage %d %s: typed %v vs JSON %v", i, key, got, parts[key])
+			}
+		}
+		if s["overheads"].(map[string]any)["phase_overlap_bytes"].(float64) != ts.PhaseOverlapBytes {
+			t.Errorf("stage %d phase_overlap_bytes: typed %v", i, ts.PhaseOverlapBytes)
+		}
+		for key, got := range map[string]float64{"peak_allocated_bytes": ts.PeakAllocatedBytes,
+			"peak_reserved_bytes": ts.PeakReservedBytes, "host_bytes": ts.HostBytes} {
+			if s[key].(float64) != got {
+				t.Errorf("stage %d %s: typed %v vs JSON %v", i, key, got, s[key])
+			}
+		}
+	}
+	if typed.Stages[0].FrameworkBufferBytes <= 0 || typed.Stages[0].MasterWeightsBytes != 0 {
+		t.Fatalf("FSDP buffers, no fp32 master: %+v", typed.Stages[0])
+	}
+}
+
+// Offloading through the typed API: host memory appears, the GPU peak drops.
+func TestStackOffload(t *testing.T) {
+	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+	r.GPUs, r.Zero, r.SeqLen = 8, 3, 4096
+	r.Framework, r.Optimizer, r.OptimizerBytes = memest.FrameworkDeepSpeed, memest.OptimizerAdamW, memest.OptimizerBytesDerive
+	onGPU, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OffloadOptimizer, r.DSReduceBucketSize = true, 2e8
+	offloaded, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onGPU.HostBytes != 0 || offloaded.HostBytes <= 0 || offloaded.PeakBytes >= onGPU.PeakBytes {
+		t.Fatalf("on the GPU %+v, offloaded %+v", onGPU, offloaded)
+	}
+	if g := mustGPU(t, "a100-80gb"); g.FP8() != 0 || mustGPU(t, "h100-80gb").FP8() != 1 || g.PCIeGBps() <= 0 {
+		t.Fatalf("gpu fp8 %v, pcie %v", g.FP8(), g.PCIeGBps())
+	}
+}
+
+// Refused combinations name their field, through the typed API and through JSON alike.
+func TestStackRefusedNamesField(t *testing.T) {
+	cases := []struct {
+		set   func(r *memest.PretrainRequest)
+		field string
+	}{
+		{func(r *memest.PretrainRequest) { r.Recompute = memest.RecomputeOpSelective }, "training.recompute"},
+		{func(r *memest.PretrainRequest) { r.Compile = true }, "training.compile"},
+		{func(r *memest.PretrainRequest) { r.Framework = memest.FrameworkPyTorch; r.Zero = 3 }, "parallel.zero"},
+		{func(r *memest.PretrainRequest) { r.Framework = 42 }, "training.framework"},
+		{func(r *memest.PretrainRequest) {
+			r.Framework, r.OffloadParams = memest.FrameworkDeepSpeed, true
+		}, "training.offload.params"},
+		{func(r *memest.PretrainRequest) { r.Framework, r.RecomputeEvery = memest.FrameworkFSDP, 0 }, "training.recompute_every"},
+	}
+	for i, c := range cases {
+		r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+		r.GPUs = 8
+		c.set(r)
+		_, err := memest.Pretrain(r)
+		var e *memest.Error
+		if !errors.As(err, &e) || e.Field != c.field || !errors.Is(err, memest.ErrInvalidArgument) && !errors.Is(err, memest.ErrOutOfRange) {
+			t.Errorf("case %d: want %s, got %v (%+v)", i, c.field, err, e)
+		}
+	}
+	_, err := memest.Request(map[string]any{"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 8}, "training": map[string]any{"recompute": "op_selective"}})
+	var e *memest.Error
+	if !errors.As(err, &e) || e.Field != "training.recompute" || !errors.Is(err, memest.ErrInvalidArgument) {
+		t.Fatalf("JSON op_selective under megatron: %v", err)
+	}
+}
+
+// The header's constants are the library's tables (names never spelled out here).
+func TestStackEnumConstants(t *testing.T) {
+	resp, err := memest.Request(map[string]any{"mode": "enums"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := resp["enums"].(map[string]any)
+	for key, which := range map[string]memest.Enum{"framework": memest.EnumFramework,
+		"loss": memest.EnumLoss, "optimizer": memest.EnumOptimizer} {
+		got, want := memest.EnumNames(which), tables[key].([]any)
+		if len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%s: %v vs %v", key, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i].(string) {
+				t.Fatalf("%s[%d]: %q vs %q", key, i, got[i], want[i])
+			}
+		}
+	}
+	names := memest.EnumNames(memest.EnumFramework)
+	for v, c := range []int{memest.FrameworkMegatron, memest.FrameworkFSDP, memest.FrameworkDeepSpeed, memest.FrameworkPyTorch} {
+		if c != v || memest.EnumValue(memest.EnumFramework, names[v]) != c {
+			t.Errorf("framework %d", v)
+		}
+	}
+	if memest.EnumNames(memest.EnumRecompute)[memest.RecomputeOpSelective] != tables["recompute"].([]any)[memest.RecomputeOpSelective] {
+		t.Error("op_selective")
+	}
+	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossLinearFused+1 ||
+		len(memest.EnumNames(memest.EnumOptimizer)) != memest.OptimizerSGD+1 {
+		t.Error("loss / optimizer constants vs the tables")
+	}
+}

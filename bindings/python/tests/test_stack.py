@@ -1,0 +1,123 @@
+"""The training-stack fields (README "Training stack") through the Python binding: keyword
+arguments, result fields, the library's enum names and refused combinations. Run against the
+installed package (scripts/test.d/20-bindings.sh); MEMEST_CLI (the `memest` program) adds the
+check against the command line."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import memest
+
+# Llama-3.1-8B on 8 x H100 under FSDP2 (zero 3 = reshard after forward), torchtitan's per-op
+# recomputation and an unfused loss.
+FSDP_KW = dict(gpus=8, zero=3, seq_len=4096, micro_batch=2, global_batch=16,
+               framework="fsdp", recompute="op_selective", loss="unfused")
+FSDP_JSON = {"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+             "parallel": {"gpus": 8, "zero": 3},
+             "training": {"seq_len": 4096, "micro_batch": 2, "global_batch": 16,
+                          "framework": "fsdp", "recompute": "op_selective", "loss": "unfused"}}
+
+
+def test_enum_names_come_from_the_library():
+    doc = json.loads(memest.request_json('{"mode": "enums"}'))["enums"]
+    names = memest.enums()
+    for kind in ("framework", "loss", "optimizer", "recompute"):
+        assert names[kind] == doc[kind], kind
+    assert names["framework"][0] == "megatron"  # the default is value 0
+    assert "op_selective" in names["recompute"]
+
+
+def test_fsdp_keyword_request_equals_json_request():
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", **FSDP_KW)
+    j = json.loads(memest.request_json(json.dumps(FSDP_JSON)))
+    assert r.to_dict() == j
+    assert r.training.framework == "fsdp" and r.training.loss == "unfused"
+    assert r.training.recompute == "op_selective"
+    # allocated < reserved = peak: the allocator's reserve is the difference
+    assert 0 < r.peak_allocated_bytes < r.peak_reserved_bytes
+    assert r.peak_reserved_bytes == r.peak_bytes
+    assert r.host_bytes == 0
+    s = r.stages[r.peak_stage]
+    assert isinstance(s.stack, memest.StackParts)
+    assert s.stack.framework_buffer_bytes > 0          # FSDP's all-gather / reduce-scatter
+    assert s.stack.master_weights_bytes == 0           # FSDP2 keeps no fp32 master
+    assert s.stack.loss_bytes >= 0 and s.stack.paged_bytes == 0
+    assert s.peak_allocated_bytes == r.peak_allocated_bytes
+    # the stack's parts are columns of the flat rows
+    row = r.to_rows()[0]
+    assert row["framework"] == "fsdp" and "framework_buffer_bytes" in row
+
+
+def test_fsdp_differs_from_megatron():
+    fsdp = memest.pretrain("llama-3.1-8b", "h100-80gb", **FSDP_KW)
+    kw = {**FSDP_KW, "framework": "megatron", "recompute": "selective", "loss": None}
+    meg = memest.pretrain("llama-3.1-8b", "h100-80gb", **kw)
+    assert fsdp.peak_bytes != meg.peak_bytes
+    assert meg.training.framework == "megatron" and meg.training.loss == "fused"
+    # Megatron keeps an fp32 master beside bf16 weights (sharded by ZeRO 3), FSDP2 none; the
+    # framework buffers are FSDP's
+    assert meg.stages[0].stack.master_weights_bytes > 0 == fsdp.stages[0].stack.master_weights_bytes
+    assert meg.stages[0].stack.framework_buffer_bytes == 0 < fsdp.stages[0].stack.framework_buffer_bytes
+
+
+@pytest.mark.skipif(not os.environ.get("MEMEST_CLI"), reason="MEMEST_CLI (the memest program) not set")
+def test_fsdp_peak_equals_the_cli():
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", **FSDP_KW)
+    out = subprocess.run(
+        [os.environ["MEMEST_CLI"], "pretrain", "-m", "llama-3.1-8b", "-g", "h100-80gb",
+         "--gpus", "8", "--tp", "1", "--cp", "1", "--pp", "1", "--zero", "3", "--seq-len", "4096",
+         "--micro-batch", "2",
+         "--global-batch", "16", "--framework", "fsdp", "--recompute", "op_selective",
+         "--loss", "unfused", "--format", "json"],
+        capture_output=True, text=True, check=True)
+    cli = json.loads(out.stdout)
+    assert cli["peak_bytes"] == r.peak_bytes
+    assert cli["peak_allocated_bytes"] == r.peak_allocated_bytes
+    assert cli["training"]["framework"] == "fsdp"
+
+
+def test_offload_and_optimizer_fields():
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, zero=3, seq_len=4096,
+                        framework="deepspeed", optimizer="adamw",
+                        offload={"optimizer": True}, buckets={"reduce_bucket_size": 2e8})
+    assert r.training.offload.optimizer is True and r.training.offload.params is False
+    assert r.host_bytes > 0
+    assert r.stages[0].stack.offload_staging_bytes >= 0
+    on_gpu = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, zero=3, seq_len=4096,
+                             framework="deepspeed", optimizer="adamw")
+    assert on_gpu.host_bytes == 0 and r.peak_bytes < on_gpu.peak_bytes
+
+
+def test_op_selective_under_megatron_is_refused_naming_the_field():
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, recompute="op_selective")
+    assert info.value.field == "training.recompute"
+    assert "op_selective" in str(info.value)
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(framework="jax"), "training.framework"),
+    (dict(framework="fsdp", loss="fancy"), "training.loss"),
+    (dict(framework="fsdp", optimizer="lion"), "training.optimizer"),
+    (dict(framework="pytorch", zero=3), "parallel.zero"),
+    (dict(framework="megatron", compile=True), "training.compile"),
+    (dict(framework="fsdp", recompute="full", recompute_every=0), "training.recompute_every"),
+    (dict(framework="fsdp", offload={"gpu": True}), "training.offload.gpu"),
+    (dict(framework="pytorch", buckets={"bucket_cap_mb": -1}), "training.buckets.bucket_cap_mb"),
+    (dict(framework="fsdp", offload=True), "training.offload"),
+])
+def test_bad_stack_input_names_the_field(kw, field):
+    with pytest.raises(memest.MemestError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, **kw)
+    assert info.value.field == field, (info.value.field, str(info.value))
+
+
+def test_search_takes_the_stack():
+    s = memest.search("llama-3.1-8b", "h100-80gb", gpus=8, seq_len=4096, global_batch=16,
+                      framework="fsdp", recompute=["none", "op_selective"], zero=[3], top=3)
+    assert len(s) >= 1
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.search("llama-3.1-8b", "h100-80gb", gpus=8, framework="megatron", compile=True)
+    assert info.value.field == "training.compile"

@@ -1,0 +1,226 @@
+// End-to-end tests of the "Training stack" section (README "Training stack"): the built page
+// (web/dist) in Debian's headless Chromium, against the memest CLI for the same requests.
+// Needs what e2e.test.mjs needs: web/dist (vite build) and the CLI (MEMEST_CLI).
+//
+// A test that expects a result fails when the page shows an error instead (expectResult); one
+// that expects the library's refusal fails unless the page shows that very message.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { serve } from './server.mjs';
+import { launch } from './browser.mjs';
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const CLI = process.env.MEMEST_CLI ?? here('../../build-web-cli/bindings/cli/memest');
+const RESULTS = here('../test-results/');
+const GiB = 1024 ** 3;
+const g2 = (bytes) => (bytes / GiB).toFixed(2);
+mkdirSync(RESULTS, { recursive: true });
+
+/** The CLI's JSON answer to its own options (`memest pretrain ... --format json`). */
+function cliPretrain(args) {
+  return JSON.parse(execFileSync(CLI, ['pretrain', ...args, '--format', 'json'],
+    { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }));
+}
+
+/** The CLI's answer to a JSON request (`memest request`). */
+function cli(request) {
+  try {
+    return JSON.parse(execFileSync(CLI, ['request'], { input: JSON.stringify(request), encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'] }));
+  } catch (e) {
+    if (e.stdout) return JSON.parse(e.stdout);
+    throw e;
+  }
+}
+
+// Llama-3.1-8B on 8 x H100 under FSDP2 zero 3 with torchtitan's per-op recomputation and an
+// unfused loss: the page's state (URL hash keys, written here independently of the page) and
+// the same run as `memest pretrain` options.
+const FSDP_HASH = new URLSearchParams({ m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '8', tp: '1', cp: '1',
+  pp: '1', vpp: '1', zero: '3', seq: '4096', mbs: '2', gbs: '16', rc: 'op_selective', fw: 'fsdp',
+  loss: 'unfused' }).toString();
+const FSDP_ARGS = ['-m', 'llama-3.1-8b', '-g', 'h100-80gb', '--gpus', '8', '--tp', '1', '--cp', '1',
+  '--pp', '1', '--zero', '3', '--seq-len', '4096', '--micro-batch', '2', '--global-batch', '16',
+  '--recompute', 'op_selective', '--framework', 'fsdp', '--loss', 'unfused'];
+
+let server;
+let browser;
+let page;
+const pageErrors = [];
+
+before(async () => {
+  assert.ok(existsSync(CLI), `the memest CLI is built at ${CLI}`);
+  assert.ok(existsSync(here('../dist/index.html')), 'web/dist is built (npx vite build)');
+  server = await serve(here('../dist/'));
+  browser = await launch();
+  page = await browser.context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await page.goto(server.url);
+  await page.waitForSelector('body[data-ready="1"]');
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const probe = () => page.evaluate(() => ({ ...window.__memest, timings: undefined }));
+
+async function settle(before) {
+  await page.waitForFunction((n) => window.__memest.updates > n.updates, before);
+  await page.waitForFunction(() => document.querySelector('#status').dataset.state !== 'pending');
+}
+
+/** Fails unless the page shows a result: no error anywhere, nothing on the console. */
+async function expectResult(what) {
+  const s = await page.evaluate(() => ({
+    state: document.querySelector('#status').dataset.state,
+    text: document.querySelector('#status').textContent,
+    invalid: document.body.classList.contains('invalid'),
+    errors: [...document.querySelectorAll('.field-error')].map((e) => e.textContent).filter(Boolean),
+  }));
+  assert.equal(s.state, 'result', `${what}: the page shows no result: ${s.text}`);
+  assert.equal(s.invalid, false, `${what}: the form is marked invalid`);
+  assert.deepEqual(s.errors, [], `${what}: error messages on the page`);
+  assert.deepEqual(pageErrors, [], `${what}: console errors`);
+}
+
+/** Loads a state by URL (as a shared link does) and waits for its answer. */
+async function show(hash) {
+  const before = await probe();
+  await page.evaluate((h) => {
+    if ((location.hash || '#') === h) window.dispatchEvent(new HashChangeEvent('hashchange'));
+    else location.hash = h;
+  }, hash);
+  await settle(before);
+}
+
+const recomputeOptions = () => page.$$eval('#recompute option', (os) => os.map((o) => ({ value: o.value, hidden: o.hidden })));
+
+test('an FSDP request: the page shows the CLI\'s peak, allocated, reserved, host memory and named parts', async () => {
+  const want = cliPretrain(FSDP_ARGS);
+  assert.equal(want.ok, true, `the CLI answers: ${JSON.stringify(want.error)}`);
+  assert.equal(want.training.framework, 'fsdp');
+  await show(`#${FSDP_HASH}`);
+  await expectResult('fsdp');
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`);
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict);
+  assert.equal(await page.textContent('#peak-allocated'), `${g2(want.peak_allocated_bytes)} GiB`);
+  assert.equal(await page.textContent('#peak-reserved'), `${g2(want.peak_reserved_bytes)} GiB`);
+  assert.equal(await page.textContent('#host-memory'), `${g2(want.host_bytes)} GiB`);
+  assert.notEqual(want.peak_allocated_bytes, want.peak_reserved_bytes);
+  const parts = await page.$$eval('#stack-parts li', (lis) => lis.map((li) => [li.dataset.part, li.querySelector('.part-value').textContent]));
+  const stage = want.stages[want.peak_stage];
+  assert.deepEqual(parts, Object.entries(stage.stack).map(([k, v]) => [k, `${g2(v)} GiB`]));
+  assert.ok(stage.stack.framework_buffer_bytes > 0, 'FSDP buffers');
+  // the form holds the stack, and the request differs from megatron's (the figures would not match)
+  assert.equal(await page.inputValue('#framework'), 'fsdp');
+  assert.equal(await page.inputValue('#loss'), 'unfused');
+  assert.equal(await page.inputValue('#recompute'), 'op_selective');
+  const megatron = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 8, zero: 3 }, training: { seq_len: 4096, micro_batch: 2, global_batch: 16 } });
+  assert.notEqual(g2(megatron.peak_bytes), g2(want.peak_bytes));
+  await page.screenshot({ path: `${RESULTS}stack-fsdp.png`, fullPage: true });
+});
+
+test('op_selective is offered only where the library takes it; chosen in the form, the page equals the CLI', async () => {
+  await show('#m=llama-3.1-8b&g=h100-80gb&gpus=8&tp=1&pp=1&zero=3&seq=4096&mbs=2&gbs=16');
+  await expectResult('megatron');
+  const tables = cli({ mode: 'enums' });
+  // every recompute name is the library's; under megatron op_selective is hidden
+  let options = await recomputeOptions();
+  assert.deepEqual(options.map((o) => o.value), tables.enums.recompute);
+  assert.deepEqual(options.filter((o) => o.hidden).map((o) => o.value), ['op_selective']);
+  assert.deepEqual(await page.$$eval('#framework option', (os) => os.map((o) => o.value)), tables.enums.framework);
+  assert.deepEqual(await page.$$eval('#optimizer option', (os) => os.map((o) => o.value)), tables.enums.optimizer);
+  assert.deepEqual(await page.$$eval('#loss option', (os) => os.map((o) => o.value)), tables.enums.loss);
+  // choose FSDP: op_selective is offered; choose it and an unfused loss
+  let before = await probe();
+  await page.selectOption('#framework', 'fsdp');
+  await settle(before);
+  await expectResult('fsdp chosen');
+  options = await recomputeOptions();
+  assert.deepEqual(options.filter((o) => o.hidden), []);
+  before = await probe();
+  await page.selectOption('#recompute', 'op_selective');
+  await settle(before);
+  before = await probe();
+  await page.selectOption('#loss', 'unfused');
+  await settle(before);
+  await page.waitForFunction(() => location.hash.includes('fw=fsdp') && location.hash.includes('rc=op_selective')
+    && location.hash.includes('loss=unfused'));
+  await expectResult('typed fsdp');
+  const want = cliPretrain(FSDP_ARGS);
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`);
+  assert.equal(await page.textContent('#peak-allocated'), `${g2(want.peak_allocated_bytes)} GiB`);
+});
+
+test('a refused combination shows the library\'s message next to its field, and no figures', async () => {
+  // op_selective under megatron (a shared link can hold it): the message under Recomputation
+  await show('#m=llama-3.1-8b&g=h100-80gb&gpus=8&tp=1&pp=1&zero=3&seq=4096&mbs=2&gbs=16&rc=op_selective');
+  const want = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 3 },
+    training: { seq_len: 4096, micro_batch: 2, global_batch: 16, recompute: 'op_selective', flash_attention: true } });
+  assert.equal(want.ok, false);
+  assert.equal(want.error.field, 'training.recompute');
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#err-recompute'), want.error.message);
+  assert.equal(await page.getAttribute('#recompute', 'aria-invalid'), 'true');
+  assert.equal(await page.textContent('#status'), `Not computed: ${want.error.message}`);
+  assert.equal(await page.textContent('#peak'), '—');
+  assert.equal(await page.textContent('#peak-allocated'), '—');
+  // the option the form holds stays visible, so the reader sees what the message is about
+  assert.equal((await recomputeOptions()).find((o) => o.value === 'op_selective').hidden, false);
+  await page.screenshot({ path: `${RESULTS}stack-refused.png` });
+
+  // fp8 on an A100 (no fp8 tensor cores): the message under the fp8 checkbox
+  await show(`#${new URLSearchParams({ m: 'llama-3.1-8b', g: 'a100-80gb', gpus: '8', tp: '1', pp: '1', fw: 'fsdp', fp8: '1' })}`);
+  const fp8 = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-80gb',
+    parallel: { gpus: 8, tp: 1, pp: 1 }, training: { framework: 'fsdp', fp8: true } });
+  assert.equal(fp8.ok, false);
+  assert.equal(fp8.error.field, 'training.fp8');
+  assert.equal(await page.textContent('#err-fp8'), fp8.error.message);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+
+  // offloading parameters without sharded ones: the message under the offload checkboxes
+  await show(`#${new URLSearchParams({ m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '8', tp: '1', pp: '1', zero: '1', fw: 'deepspeed', op: '1' })}`);
+  const off = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 8, tp: 1, pp: 1, zero: 1 }, training: { framework: 'deepspeed', offload: { params: true } } });
+  assert.equal(off.ok, false);
+  assert.equal(off.error.field, 'training.offload.params');
+  assert.equal(await page.textContent('#err-offload-params'), off.error.message);
+
+  // back to a valid stack: the error clears and the result is the CLI's
+  const before = await probe();
+  await page.selectOption('#zero', '3');
+  await settle(before);
+  await expectResult('deepspeed zero 3 offloading parameters');
+  // the page's request in full (its defaults for what the hash leaves out)
+  const ok = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 3 },
+    training: { seq_len: 8192, micro_batch: 1, global_batch: 1024, recompute: 'none', flash_attention: true,
+      framework: 'deepspeed', offload: { params: true } } });
+  assert.equal(ok.ok, true);
+  assert.ok(ok.host_bytes > 0);
+  assert.equal(await page.textContent('#host-memory'), `${g2(ok.host_bytes)} GiB`);
+});
+
+test('the stack travels in the URL: a fresh page restores it', async () => {
+  await show(`#${FSDP_HASH}&oo=1&opt=adamw&pd=bf16`);
+  await expectResult('fsdp with offload');
+  const other = await browser.context.newPage();
+  await other.goto(page.url());
+  await other.waitForSelector('body[data-ready="1"]');
+  assert.equal(await other.getAttribute('#status', 'data-state'), 'result');
+  assert.equal(await other.inputValue('#framework'), 'fsdp');
+  assert.equal(await other.inputValue('#optimizer'), 'adamw');
+  assert.equal(await other.inputValue('#param-dtype'), 'bf16');
+  assert.equal(await other.isChecked('#offload-optimizer'), true);
+  assert.equal(await other.textContent('#host-memory'), await page.textContent('#host-memory'));
+  assert.notEqual(await other.textContent('#host-memory'), '0.00 GiB');
+  await other.close();
+});
