@@ -66,6 +66,17 @@ int main(int argc, char** argv) {
     by_id[c["id"].get<std::string>()] = {{"measured", m}};
   }
   const std::vector<json> cases(mapping["cases"].begin(), mapping["cases"].end());
+  // Every measured case must have its mapping (a request, or why it is not expressible).
+  int unmapped = 0;
+  for (const auto& [id, c] : by_id) {
+    bool found = false;
+    for (const json& m : cases) found = found || m["id"] == id;
+    if (!found) {
+      std::fprintf(stderr, "no mapping for measured case %s\n", id.c_str());
+      ++unmapped;
+    }
+  }
+  if (unmapped > 0) return 1;
 
   int refused = 0, expressible = 0, not_expressible = 0;
   int confusion[2][2] = {{0, 0}, {0, 0}};  // [measured oom][predicted oom]
