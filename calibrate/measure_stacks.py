@@ -54,6 +54,15 @@ QWEN3_MOE_SMALL = {
     "tie_word_embeddings": False, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
     "max_position_embeddings": 32768, "hidden_act": "silu", "attention_bias": False,
 }
+# A small Mixtral (8 experts, top-2), random weights.
+MIXTRAL_SMALL = {
+    "model_type": "mixtral", "architectures": ["MixtralForCausalLM"],
+    "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 8,
+    "num_attention_heads": 16, "num_key_value_heads": 4, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "vocab_size": 32000, "tie_word_embeddings": False,
+    "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+    "hidden_act": "silu", "sliding_window": None,
+}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -103,12 +112,27 @@ CASES = [
     # peft LoRA r16 on every linear of the blocks, bf16 base
     case("lora-bf16-none-unfused-s2048b4", "lora", "llama1b", 2048, 4, dtype="bf16"),
     case("lora-bf16-full-unfused-s2048b4", "lora", "llama1b", 2048, 4, "full", dtype="bf16"),
+    case("lora-bf16-none-unfused-nodropout-s2048b4", "lora", "llama1b", 2048, 4, dtype="bf16",
+         lora_dropout=0.0),
+    case("lora-bf16-none-unfused-qv-s2048b4", "lora", "llama1b", 2048, 4, dtype="bf16",
+         lora_targets=["q_proj", "v_proj"]),
+    case("lora-bf16-full-unfused-r64-s2048b4", "lora", "llama1b", 2048, 4, "full", dtype="bf16",
+         lora_rank=64),
+    # torchtitan's per-op policy without FSDP, and at torchtitan's default shape under FSDP
+    case("pt-bf16-opsel-unfused-s2048b4", "pytorch", "llama1b", 2048, 4, "op_selective",
+         dtype="bf16"),
+    case("fsdp-z3-opsel-unfused-s8192b1", "fsdp", "llama1b", 8192, 1, "op_selective",
+         reshard=True),
     # a small mixture-of-experts model, plain PyTorch bf16
     case("moe-bf16-none-unfused-s2048b4", "pytorch", "qwen3moe_small", 2048, 4, dtype="bf16"),
     case("moe-bf16-full-unfused-s2048b4", "pytorch", "qwen3moe_small", 2048, 4, "full",
          dtype="bf16"),
+    case("mixtral-bf16-none-unfused-s2048b4", "pytorch", "mixtral_small", 2048, 4, dtype="bf16"),
+    case("mixtral-bf16-full-unfused-s2048b4", "pytorch", "mixtral_small", 2048, 4, "full",
+         dtype="bf16"),
 ]
-MODELS = {"llama1b": LLAMA_1B, "qwen3moe_small": QWEN3_MOE_SMALL}
+MODELS = {"llama1b": LLAMA_1B, "qwen3moe_small": QWEN3_MOE_SMALL,
+          "mixtral_small": MIXTRAL_SMALL}
 
 
 # ------------------------------------------------------------------------------------------
@@ -205,11 +229,14 @@ def run_case(c):
     if c["stack"] == "lora":
         import peft
         from peft import LoraConfig, get_peft_model
-        lcfg = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=LORA_TARGETS,
-                          task_type="CAUSAL_LM")
+        rank = c.get("lora_rank", 16)
+        dropout = c.get("lora_dropout", 0.05)
+        targets = c.get("lora_targets", LORA_TARGETS)
+        lcfg = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout,
+                          target_modules=targets, task_type="CAUSAL_LM")
         model = get_peft_model(model, lcfg)
         out["peft"] = peft.__version__
-        out["lora"] = {"rank": 16, "alpha": 32, "dropout": 0.05, "targets": LORA_TARGETS}
+        out["lora"] = {"rank": rank, "alpha": 2 * rank, "dropout": dropout, "targets": targets}
         adapter = [p for p in model.parameters() if p.requires_grad]
         out["adapter_dtypes"] = sorted({str(p.dtype) for p in adapter})
         inner = model.base_model.model

@@ -42,3 +42,18 @@ string(JSON half GET "${profile}" gemm_half_tokens)
 if(NOT context EQUAL 1170 OR NOT half EQUAL 384)
   fail("--replay: context_mib ${context}, gemm_half_tokens ${half}")
 endif()
+
+# The real H100 measurement (examples/, 2026-11-22) replays to the profile written on the device:
+# context = CUDA context 548,995,072 + cuBLAS 71,303,168 + NCCL 612,368,384 bytes = 1175.5625 MiB.
+execute_process(COMMAND ${TOOL} --replay ${FIXTURES}/../../examples/h100-80gb-hbm3.calibrated.json
+                -o ${WORK}/replayed-h100.json RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  fail("--replay of the measured H100: rc ${rc}, stderr '${err}'")
+endif()
+file(READ ${WORK}/replayed-h100.json profile)
+string(JSON context GET "${profile}" context_mib)
+string(JSON half GET "${profile}" gemm_half_tokens)
+string(JSON eff GET "${profile}" gemm_efficiency)
+if(NOT context STREQUAL "1175.5625" OR NOT half MATCHES "^139\\.(1|09999)" OR NOT eff MATCHES "^0\\.750(4|39999)")
+  fail("--replay of the measured H100: context_mib ${context}, gemm_half_tokens ${half}, efficiency ${eff}")
+endif()
