@@ -253,11 +253,18 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   const double mlp_adapted = adapted(m.gated_mlp ? (kLoraGate | kLoraUp) : kLoraUp);
   // What the consumers of a tensor of `width` elements per token save of it, given `plain`
   // bytes when every consumer is a trainable linear (bf16: one shared tensor).
+  const bool fp32_adapters = o.lora_bytes > 2 && !o.autocast;  // peft's input casts
   auto lora_inputs = [&](double count, double width) {
-    if (count == 0) return 0.0;
-    if (o.lora_dropout) return count * 3 * n * width;  // dropout output + bool mask, each
-    if (o.autocast) return count * 2 * n * width;      // one bf16 cast each
-    return 2 * n * width;                              // the tensor itself, shared
+    // bitsandbytes' 4-bit matmul keeps the input itself unless an adapter already holds it
+    const bool shared_held = count > 0 && !o.lora_dropout && !o.autocast && !fp32_adapters;
+    const double frozen = (o.frozen_linears_save_input && !shared_held) ? 2 * n * width : 0.0;
+    if (count == 0) return frozen;
+    if (fp32_adapters) {  // each adapter's own cast (its dropout output) + the bool mask
+      return count * (o.lora_bytes + (o.lora_dropout ? 1 : 0)) * n * width + frozen;
+    }
+    if (o.lora_dropout) return count * 3 * n * width + frozen;  // dropout output + bool mask, each
+    if (o.autocast) return count * 2 * n * width + frozen;      // one bf16 cast each
+    return 2 * n * width;                                       // the tensor itself, shared
   };
   auto norm_bytes = [&](double consumers, double adapted_consumers) {
     const double casts = (o.autocast && !o.compiled) ? consumers : 1.0;
@@ -318,9 +325,14 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     // adds its own copy. Every adapter keeps its r-wide lora_A output for lora_B (2r).
     r.mlp -= 2 * n * f / t;
     r.mlp += lora_inputs(adapted(kLoraDown), f / t);
-    if (o.lora_dropout) r.attention += adapted(kLoraO) * 3 * n * a * dh / t;
-    r.attention += (attn_adapted + adapted(kLoraO)) * 2 * n * o.lora_rank;
-    r.mlp += (mlp_adapted + adapted(kLoraDown)) * 2 * n * o.lora_rank;
+    if (fp32_adapters) {
+      r.attention += adapted(kLoraO) * (o.lora_bytes + (o.lora_dropout ? 1 : 0)) * n * a * dh / t;
+    } else if (o.lora_dropout) {
+      r.attention += adapted(kLoraO) * 3 * n * a * dh / t;
+    }
+    const double out_bytes = fp32_adapters ? o.lora_bytes : 2.0;
+    r.attention += (attn_adapted + adapted(kLoraO)) * out_bytes * n * o.lora_rank;
+    r.mlp += (mlp_adapted + adapted(kLoraDown)) * out_bytes * n * o.lora_rank;
   }
   return r;
 }

@@ -156,6 +156,19 @@ struct EagerBlockOptions {
   double lora_rank = 0;
   bool lora_dropout = false;  // lora_dropout > 0 (nn.Dropout; peft and torchtune use
                               // nn.Identity for 0)
+  // QLoRA under bitsandbytes (autograd/_functions.py MatMul4Bit.forward: `ctx.tensors = (A, B)`
+  // whenever A or B needs a gradient): every frozen 4-bit linear keeps its input A for
+  // grad_A although its weight is frozen. A norm output shared with the adapters' lora_A (no
+  // dropout) is the same tensor; with dropout, or on a linear without an adapter, it is one more
+  // reference that keeps the bf16 tensor alive. torchao's NF4 (torchtune: LinearNF4 saves only
+  // the weight) does not, so it is left false there.
+  bool frozen_linears_save_input = false;
+  // Bytes of the adapters' dtype. peft keeps adapters in fp32 (autocast_adapter_dtype) and
+  // casts each adapted layer's input to it (tuners/lora/layer.py Linear.forward:
+  // `x = self._cast_input_dtype(x, lora_A.weight.dtype)` before dropout and lora_A): every
+  // adapter then saves its own fp32 copy (4 bytes per element, + the bool mask with dropout)
+  // and an fp32 r-wide lora_A output (4r). 2: bf16 adapters (torchtune, LitGPT), the counts above.
+  double lora_bytes = 2;
 };
 
 enum LoraTarget : unsigned {

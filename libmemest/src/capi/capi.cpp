@@ -130,6 +130,14 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.ds_max_live_parameters = st.ds_max_live_parameters;
   c.ds_param_persistence_threshold = st.ds_param_persistence_threshold;
   c.ddp_gradient_as_bucket_view = st.ddp_gradient_as_bucket_view;
+  // 1.2: LoRA / QLoRA
+  c.adapter = d.adapter.type;
+  c.lora_rank = d.adapter.rank;
+  c.lora_alpha = d.adapter.alpha;
+  c.lora_dropout = d.adapter.dropout;
+  c.lora_targets = d.adapter.targets;
+  c.adapter_bytes = d.adapter.bytes;
+  c.double_quant = d.adapter.double_quant;
   return c;
 }
 
@@ -247,6 +255,13 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.ds_max_live_parameters = c.ds_max_live_parameters;
   st.ds_param_persistence_threshold = c.ds_param_persistence_threshold;
   st.ddp_gradient_as_bucket_view = c.ddp_gradient_as_bucket_view;
+  r.adapter.type = c.adapter;
+  r.adapter.rank = c.lora_rank;
+  r.adapter.alpha = c.lora_alpha;
+  r.adapter.dropout = c.lora_dropout;
+  r.adapter.targets = c.lora_targets;
+  r.adapter.bytes = c.adapter_bytes;
+  r.adapter.double_quant = c.double_quant;
   return r;
 }
 

@@ -222,6 +222,7 @@ void validate_fields(const PretrainRequest& r) {
   validate_precision(r.precision, "training", true);
   validate_gpu(r.gpu, "gpu", true);
   validate_stack(r);
+  validate_adapter(r);
 }
 
 Plan make_plan(const PretrainRequest& r) {
@@ -250,6 +251,7 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
         r.precision.optimizer, r.stack.framework, r.precision.param_bytes);
   }
   plan.stack = r.stack;
+  plan.adapter = r.adapter;
   plan.framework = r.stack.framework;
   plan.loss = resolved_loss(r.stack.framework, r.stack.loss);
   plan.zero = effective_zero(r.stack.framework, r.zero);
