@@ -24,6 +24,7 @@ struct PretrainOptions {
   std::string recompute = "none", activation_model = "auto";
   Precision precision;
   StackOptions stack;
+  AdapterOptions adapter;
   Output output;
 };
 
@@ -46,6 +47,7 @@ ojson pretrain_request(const PretrainOptions& o) {
                     {"flash_attention", !o.run.no_flash}, {"activation_model", o.activation_model}};
   put_precision(o.precision, training);
   put_stack(o.stack, training);
+  put_adapter(o.adapter, training);
   return {{"mode", "pretrain"},
           {"model", model_value(o.model)},
           {"gpu", gpu_value(o.gpu)},
@@ -172,6 +174,7 @@ Command add_pretrain(CLI::App& app) {
              {"auto", "llama", "gpt"});
   add_precision_options(*cmd, o->precision);
   add_stack_options(*cmd, o->stack);
+  add_adapter_options(*cmd, o->adapter);
   add_format_option(*cmd, o->output, "table");
   return {cmd, [o] { return answer(pretrain_request(*o).dump(), o->output); }};
 }

@@ -156,6 +156,26 @@ std::string pretrain_table(const ojson& r) {
         gib(st["loss_bytes"].get<double>()), gib(st["recompute_bytes"].get<double>()),
         gib(st["offload_staging_bytes"].get<double>()));
   }
+  if (t.contains("adapter")) {
+    // LoRA / QLoRA: a different training method, its parts named apart
+    const ojson& ad = t["adapter"];
+    const ojson& p = r["adapter"];
+    std::string targets;
+    for (const ojson& x : ad["targets"]) targets += (targets.empty() ? "" : ",") + x.get<std::string>();
+    out += fmt::format(
+        "  adapter: {} r {} alpha {} dropout {} on {} ({} adapters){}\n"
+        "  trainable {:.0f} of {:.0f} parameters\n"
+        "  parts: frozen base {}, quantisation metadata {}, adapter weights {}, adapter "
+        "gradients {}, adapter optimizer {}, dequantised weight {}\n",
+        ad["type"].get<std::string>(), ad["rank"].get<int64_t>(), ad["alpha"].get<double>(),
+        ad["dropout"].get<double>(), targets, ad["dtype"].get<std::string>(),
+        ad.contains("double_quant") && ad["double_quant"].get<bool>() ? ", double quant" : "",
+        r["trainable_parameters"].get<double>(), r["model"]["num_parameters"].get<double>(),
+        gib(p["base_weights_bytes"].get<double>()), gib(p["quant_metadata_bytes"].get<double>()),
+        gib(p["adapter_weights_bytes"].get<double>()),
+        gib(p["adapter_gradients_bytes"].get<double>()),
+        gib(p["adapter_optimizer_bytes"].get<double>()), gib(p["dequant_bytes"].get<double>()));
+  }
   out += advice_text(r);
   out += fmt::format("verdict: {}\n", peak_verdict_note(r["peak_verdict"].get<std::string>()));
   return out;

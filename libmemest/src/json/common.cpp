@@ -138,6 +138,10 @@ void read_adapter(const json& object, Adapter& a) {
                                   echo(*type) + "\"");
     }
   }
+  if (!f.has("type") && !object.empty()) {
+    fail(f.path_of("type"), "missing: give lora or qlora (the other adapter fields need a type)",
+         MEMEST_ERR_MISSING_FIELD);
+  }
   a.rank = f.integer_or("rank", a.rank, -(int64_t{1} << 40), int64_t{1} << 40);
   if (auto v = f.number("alpha", -1e300, 1e300)) a.alpha = *v;
   if (auto v = f.number("dropout", -1e300, 1e300)) a.dropout = *v;
