@@ -316,3 +316,39 @@ TEST_CASE("LoRA: peft's fp32 adapters cast every adapted input to fp32 (own copy
   o.lora_bytes = 2;
   CHECK(fp32_dropout - memest::eager_block_bytes(m, x, o).total() == (40960.0 + 224) * 2048);
 }
+
+TEST_CASE("fine-tuning: LoRA and QLoRA beside CPU offloading, marked as a different method") {
+  // LLaMA-7B on the default 4 x V100 16GB at seq 512: no full fine-tuning method fits batch 1,
+  // Algorithm 1 falls back to CPU offloading (LLMem's result, unchanged), and the adapters are
+  // listed beside it, never selected.
+  const auto a = test::request(test::json{{"mode", "finetune"}, {"model", "llama-7b"},
+                                          {"gpu", "v100-16gb"}, {"parallel", {{"gpus", 4}}},
+                                          {"finetune", {{"method", "auto"}}}});
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["selected"] == "cpu_offload");
+  REQUIRE(a.body["alternatives"].size() == 2);
+  for (const auto& alt : a.body["alternatives"]) {
+    CHECK(alt["different_training_method"] == true);
+    CHECK(alt["framework"] == "fsdp");
+    // q_proj + v_proj at r 8 on LLaMA-7B (MHA): 2 * 8 * (4096 + 4096) * 32 = 4194304
+    CHECK(alt["trainable_parameters"] == 4194304.0);
+    const int64_t b = alt["max_batch"].get<int64_t>();
+    REQUIRE(b > 0);
+    // the largest batch: the same adapter at b fits the GPU, at b + 1 it does not
+    auto at = [&](int64_t batch) {
+      test::json req = {{"mode", "pretrain"}, {"model", "llama-7b"}, {"gpu", "v100-16gb"},
+                        {"parallel", {{"gpus", 4}, {"zero", 3}}},
+                        {"training",
+                         {{"framework", "fsdp"}, {"seq_len", 512}, {"micro_batch", batch},
+                          {"global_batch", batch * 4}, {"recompute", "full"},
+                          {"flash_attention", false}, {"param_dtype", "bf16"},
+                          {"optimizer", "adamw"}, {"adapter", alt["adapter"]}}}};
+      const auto r = test::request(req);
+      REQUIRE(r.status == MEMEST_OK);
+      return r.body;
+    };
+    CHECK(at(b)["oom_predicted"] == false);
+    CHECK(at(b)["peak_bytes"] == alt["peak_bytes"]);
+    CHECK(at(b + 1)["oom_predicted"] == true);
+  }
+}
