@@ -147,14 +147,16 @@ std::string pretrain_table(const ojson& r) {
     out += fmt::format(
         "  training stack: {} | loss {} | optimizer {} ({} bytes/param)\n"
         "  allocated {} | reserved {} | host {} | paged (outside reserved) {}\n"
-        "  parts: framework buffers {}, fp32 master {}, loss {}, recompute {}, offload staging {}\n",
+        "  parts: framework buffers {}, fp32 master {}, loss {}, recompute {}, offload staging {}, "
+        "gradients/activations not alive together {}\n",
         t["framework"].get<std::string>(), t["loss"].get<std::string>(),
         t["optimizer"].get<std::string>(), t["optimizer_bytes"].get<double>(),
         gib(r["peak_allocated_bytes"].get<double>()), gib(r["peak_reserved_bytes"].get<double>()),
         gib(r["host_bytes"].get<double>()), gib(st["paged_bytes"].get<double>()),
         gib(st["framework_buffer_bytes"].get<double>()), gib(st["master_weights_bytes"].get<double>()),
         gib(st["loss_bytes"].get<double>()), gib(st["recompute_bytes"].get<double>()),
-        gib(st["offload_staging_bytes"].get<double>()));
+        gib(st["offload_staging_bytes"].get<double>()),
+        gib(ps["overheads"]["phase_overlap_bytes"].get<double>()));
   }
   if (t.contains("adapter")) {
     // LoRA / QLoRA: a different training method, its parts named apart

@@ -60,6 +60,29 @@ void BM_SearchEstimate(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchEstimate);
 
+// The same estimate with the training stack's dimensions: FSDP2 (fp32 storage, zero 3),
+// torchtitan's op_selective, the unfused loss, compile: the eager block, the loss and the
+// recomputation working set are all computed.
+void BM_SearchEstimateFsdp(benchmark::State& state) {
+  memest::PretrainRequest r = llama8b_request();
+  r.stack.framework = MEMEST_FRAMEWORK_FSDP;
+  r.zero = 3;
+  r.recompute = MEMEST_RECOMPUTE_OP_SELECTIVE;
+  r.stack.compile = 1;
+  r.precision.param_bytes = 4;
+  r.precision.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  double sink = 0;
+  for (auto _ : state) {
+    memest::LayoutCheck check;
+    if (memest::check_layout(r, check) != memest::LayoutIssue::None) std::abort();
+    const memest::Plan plan = memest::make_plan_unchecked(r, check);
+    sink += memest::peak_memory(plan, nullptr) + memest::estimate_throughput(plan).tflops_per_gpu;
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SearchEstimateFsdp);
+
 // The typed C API, validation and every stage included.
 void BM_PretrainCApi(benchmark::State& state) {
   CRequest c("llama-3.1-8b", "a100-40gb");
@@ -125,6 +148,33 @@ void BM_Search405B(benchmark::State& state) {
                            : "no layout fits");
 }
 BENCHMARK(BM_Search405B)->Unit(benchmark::kMillisecond);
+
+// The same search under FSDP2: zero 2 and 3, every recompute option including op_selective.
+void BM_Search405BFsdp(benchmark::State& state) {
+  CRequest base("llama-3.1-405b", "h100-80gb");
+  base.r.gpus = 16384;
+  base.r.seq_len = 8192;
+  base.r.global_batch = 2048;
+  base.r.framework = MEMEST_FRAMEWORK_FSDP;
+  base.r.param_bytes = 4;
+  base.r.grad_bytes = 4;
+  base.r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  memest_search_request r;
+  memest_search_request_init(&r, sizeof r);
+  r.base = &base.r;
+  r.zero_mask = (1u << 2) | (1u << 3);
+  r.recompute_mask = (1u << MEMEST_RECOMPUTE_COUNT) - 1;
+  memest_search_result res;
+  res.struct_size = sizeof res;
+  memest_search_entry top[10];
+  for (auto _ : state) {
+    if (memest_search(&r, &res, top, sizeof top[0], 10, nullptr, 0) != MEMEST_OK) std::abort();
+    benchmark::DoNotOptimize(top[0].tflops_per_gpu);
+  }
+  state.counters["evaluated"] = static_cast<double>(res.evaluated);
+  state.counters["fit"] = static_cast<double>(res.ranked);
+}
+BENCHMARK(BM_Search405BFsdp)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

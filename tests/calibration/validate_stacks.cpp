@@ -109,8 +109,9 @@ int main(int argc, char** argv) {
     auto row = [&](const char* kind, double value, const char* key) {
       const double predicted = (r[key].get<double>() - context) / kGiB;
       const double err = (predicted - value) / value;
-      groups[group].abs_pct += std::fabs(err) * 100;
-      groups[group].n++;
+      Group& gr = groups[group + ", " + kind];
+      gr.abs_pct += std::fabs(err) * 100;
+      gr.n++;
       std::printf("| %s | %s | %s | %.2f | %.2f | %+.1f %% |\n", id.c_str(), group.c_str(), kind,
                   value, predicted, err * 100);
     };
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
           compare == "reserved" ? "peak_reserved_bytes" : "peak_allocated_bytes");
     }
   }
-  std::printf("\n| framework | cases with a memory figure | MAPE |\n|---|---:|---:|\n");
+  std::printf("\n| framework, compared | cases | MAPE |\n|---|---:|---:|\n");
   for (const auto& [name, g] : groups) {
     std::printf("| %s | %d | %.1f %% |\n", name.c_str(), g.n, g.abs_pct / g.n);
   }

@@ -166,7 +166,7 @@ static void typed_pretrain(void) {
   CHECK(strcmp(memest_last_error_field(), "request.struct_size") == 0);
   old.struct_size = sizeof old + 8;
   CHECK(memest_pretrain(&old, &out, stages, sizeof(memest_stage), 2) == MEMEST_ERR_STRUCT_SIZE);
-  CHECK(memest_pretrain(&r, &out, stages, sizeof(memest_stage) - 8, 2) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(memest_pretrain(&r, &out, stages, offsetof(memest_stage, peak_bytes), 2) == MEMEST_ERR_STRUCT_SIZE);
   copy = untouched;
   untouched.struct_size = 0; /* a result whose size the caller forgot */
   copy.struct_size = 0;

@@ -136,7 +136,7 @@ TEST_CASE("Enumeration names come from one table, with their counts") {
   const char* prune[] = {"oom", "tp_across_nodes", "tp_heads", "tp_kv_heads", "tp_ffn",
                          "gpus_not_divisible", "pp_exceeds_layers", "vpp_needs_pp",
                          "layers_not_divisible", "cp_sequence", "global_batch",
-                         "interleaved_microbatches", "equivalent"};
+                         "interleaved_microbatches", "equivalent", "framework"};
   for (int32_t i = 0; i < MEMEST_PRUNE_REASON_COUNT; ++i) {
     CHECK(std::string(memest_enum_name(MEMEST_ENUM_PRUNE_REASON, i)) == prune[i]);
   }

@@ -254,6 +254,11 @@ TEST_CASE("bad combinations are refused with the field and the reason") {
 
   req = base("fsdp");
   req["training"]["recompute_every"] = 2;
+  CHECK(refused_field(req) == "training.recompute_every");  // with recompute none
+
+  req = base("megatron");
+  req["training"]["recompute"] = "full";
+  req["training"]["recompute_every"] = 2;
   CHECK(refused_field(req) == "training.recompute_every");
 
   req = base("fsdp");
@@ -292,4 +297,69 @@ TEST_CASE("DDP on one process only when its buckets are named") {
   const test::json r = ok(req);
   CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() ==
         4 * r["model"]["num_parameters"].get<double>());
+}
+
+TEST_CASE("the search keeps to what the framework can run") {
+  // plain PyTorch on 8 GPUs: only tp = cp = pp = 1 layouts are ranked, zero 1 is zero 0's run.
+  test::json req = base("pytorch");
+  req["mode"] = "search";
+  req["model"] = "opt-1.3b";
+  req["parallel"] = {{"gpus", 8}};
+  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "pytorch"}};
+  req["search"] = {{"zero", {0, 1}}, {"top", 50}};
+  const test::json r = ok(req);
+  REQUIRE(!r["results"].empty());
+  for (const test::json& e : r["results"]) {
+    CHECK(e["layout"]["tp"] == 1);
+    CHECK(e["layout"]["pp"] == 1);
+    CHECK(e["layout"]["zero"] == 0);
+  }
+  CHECK(r["pruned"]["framework"].get<int>() > 0);
+  // op_selective in a Megatron search is refused
+  req["training"]["framework"] = "megatron";
+  req["search"]["recompute"] = {"none", "op_selective"};
+  CHECK(refused_field(req) == "search.recompute");
+}
+
+TEST_CASE("typed C API: the training stack's fields give the JSON answer") {
+  // FSDP2, fp32 storage, K derived (MEMEST_OPTIMIZER_BYTES_DERIVE), op_selective, unfused:
+  // the same request through memest_pretrain and memest_request_json.
+  memest_model m;
+  memest_gpu g;
+  memest_pretrain_request r;
+  REQUIRE(memest_model_init(&m, sizeof m) == MEMEST_OK);
+  REQUIRE(memest_gpu_init(&g, sizeof g) == MEMEST_OK);
+  REQUIRE(memest_model_from_preset("llama-3.1-8b", &m) == MEMEST_OK);
+  REQUIRE(memest_gpu_from_preset("h100-80gb", &g) == MEMEST_OK);
+  REQUIRE(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.framework == MEMEST_FRAMEWORK_MEGATRON);  // defaults of 1.2's fields
+  CHECK(r.recompute_every == 1);
+  CHECK(r.loss == MEMEST_LOSS_AUTO);
+  CHECK(r.optimizer_bytes == 12);
+  r.model = &m;
+  r.gpu = &g;
+  r.gpus = 8;
+  r.seq_len = 8192;
+  r.framework = MEMEST_FRAMEWORK_FSDP;
+  r.param_bytes = 4;
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  r.optimizer = MEMEST_OPTIMIZER_ADAMW;
+  r.recompute = MEMEST_RECOMPUTE_OP_SELECTIVE;
+  memest_pretrain_result out;
+  out.struct_size = sizeof out;
+  REQUIRE(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_OK);
+  test::json req = base("fsdp");
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["optimizer"] = "adamw";
+  req["training"]["recompute"] = "op_selective";
+  const test::json j = ok(req);
+  CHECK(out.peak_bytes == j["peak_bytes"].get<double>());
+  CHECK(out.peak_allocated_bytes == j["peak_allocated_bytes"].get<double>());
+  CHECK(out.optimizer_bytes_per_parameter == 8);  // AdamW fp32 states, no master
+  CHECK(out.framework == MEMEST_FRAMEWORK_FSDP);
+  CHECK(out.loss == MEMEST_LOSS_UNFUSED);
+  // a negative K other than the derive marker is refused
+  r.optimizer_bytes = -2;
+  CHECK(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error_field()) == "training.optimizer");
 }

@@ -180,16 +180,26 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              global_batch: Optional[int] = None, recompute: Optional[str] = None,
              flash_attention: Optional[bool] = None, activation_model: Optional[str] = None,
              param_dtype: Optional[str] = None, grad_dtype: Optional[str] = None,
-             optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None
+             optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None,
+             framework: Optional[str] = None, loss: Optional[str] = None,
+             recompute_every: Optional[int] = None, fp8: Optional[bool] = None,
+             compile: Optional[bool] = None, optimizer_in_backward: Optional[bool] = None,
+             offload: Optional[Mapping[str, bool]] = None,
+             buckets: Optional[Mapping[str, Any]] = None
              ) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
     recompute: "none" | "selective" | "full"; activation_model: "auto" | "llama" | "gpt";
     dtypes: "bf16" | "fp16" | "fp32" | "fp8"; optimizer: "adam" | "adamw" | "sgd_momentum" | "sgd".
+    The training stack (README "Training stack"; names: enum_names("framework"), ...):
+    framework: "megatron" (default) | "fsdp" | "deepspeed" | "pytorch"; loss: "auto" | "fused" |
+    "unfused" | "chunked" | "linear_fused"; recompute also "op_selective"; recompute_every;
+    fp8; compile; optimizer_in_backward; offload: {"optimizer", "params", "activations"};
+    buckets: {"bucket_cap_mb", "gradient_as_bucket_view", "reduce_bucket_size", ...}.
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
     peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
-    stages[i].*_bytes.
+    stages[i].*_bytes, peak_allocated_bytes, peak_reserved_bytes, host_bytes.
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
@@ -198,7 +208,11 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              recompute=recompute, flash_attention=flash_attention,
                              activation_model=activation_model, param_dtype=param_dtype,
                              grad_dtype=grad_dtype, optimizer=optimizer,
-                             optimizer_bytes=optimizer_bytes),
+                             optimizer_bytes=optimizer_bytes, framework=framework, loss=loss,
+                             recompute_every=recompute_every, fp8=fp8, compile=compile,
+                             optimizer_in_backward=optimizer_in_backward,
+                             offload=dict(offload) if offload is not None else None,
+                             buckets=dict(buckets) if buckets is not None else None),
     }
     return request(req)  # type: ignore[return-value]
 

@@ -300,6 +300,10 @@ class PretrainResult(Result):
     paper_peak_bytes: _Field[Optional[float]] = _Field(optional=True)
     overheads: _Field[Optional[Record]] = _Field(optional=True)
     stages: _Field[List[Stage]] = _Field(wrap=Stage)
+    # the training stack (library 1.2): allocator peaks and host memory of the peak stage
+    peak_allocated_bytes: _Field[Optional[float]] = _Field(optional=True)
+    peak_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
+    host_bytes: _Field[Optional[float]] = _Field(optional=True)
 
     @property
     def dominant_parts(self) -> List[Part]:

@@ -637,8 +637,12 @@ typedef enum memest_prune_reason {
   MEMEST_PRUNE_GLOBAL_BATCH = 10,       /* micro_batch*dp does not divide the global batch */
   MEMEST_PRUNE_INTERLEAVED = 11,        /* interleaving needs micro-batches % pp == 0 */
   MEMEST_PRUNE_EQUIVALENT = 12,         /* same run as one already counted (selective
-                                           recomputation under FlashAttention = none) */
-  MEMEST_PRUNE_REASON_COUNT = 13        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
+                                           recomputation under FlashAttention = none; fsdp
+                                           zero 1 = 3, pytorch zero 1 = 0) */
+  MEMEST_PRUNE_FRAMEWORK = 13,          /* the training stack cannot run this layout (pytorch
+                                           with tp/cp/pp > 1, DeepSpeed's pipeline with ZeRO
+                                           2/3, ...: plan/stack.cpp); appended in 1.2 */
+  MEMEST_PRUNE_REASON_COUNT = 14        /* of this header; memest_enum_count(MEMEST_ENUM_PRUNE_REASON)
                                            is the library's */
 } memest_prune_reason;
 

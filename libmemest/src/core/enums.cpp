@@ -19,7 +19,7 @@ constexpr const char* kPruneReason[] = {
     "oom",        "tp_across_nodes",    "tp_heads",     "tp_kv_heads",
     "tp_ffn",     "gpus_not_divisible", "pp_exceeds_layers", "vpp_needs_pp",
     "layers_not_divisible", "cp_sequence", "global_batch", "interleaved_microbatches",
-    "equivalent"};
+    "equivalent", "framework"};
 constexpr const char* kFinetuneMethod[] = {"cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"};
 constexpr const char* kFramework[] = {"megatron", "fsdp", "deepspeed", "pytorch"};
 constexpr const char* kLoss[] = {"auto", "fused", "unfused", "chunked", "linear_fused"};

@@ -9,6 +9,7 @@
 #include "core/limits.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
+#include "activations/stack_activations.hpp"
 #include "plan/stack.hpp"
 
 namespace memest {
@@ -62,6 +63,72 @@ bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLay
   out.first = middle - 1;
   out.last = fewer == 2 ? middle - 1 : middle;
   return true;
+}
+
+StackLayerTerms stack_layer_terms(const Plan& plan) {
+  const memest_model& m = *plan.model;
+  const ActivationLayout& x = plan.layout;
+  StackLayerTerms k;
+  // The loss of the last stage by the stack's loss (loss_memory; megatron's fused loss stays
+  // Eq. 14 + the overhead model's 2sbv/(tc), which equal loss_memory's Fused).
+  LossInputs in;
+  in.tokens = x.seq_len * x.micro_batch / x.cp;
+  in.vocab = static_cast<double>(m.vocab_size) / x.tp;
+  in.hidden = static_cast<double>(m.hidden_size);
+  in.compiled = plan.stack.compile == 1;
+  LossKind kind = LossKind::Fused;
+  switch (plan.loss) {
+    case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
+    case MEMEST_LOSS_CHUNKED: kind = LossKind::Chunked; break;
+    case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
+    default: break;
+  }
+  k.loss = loss_memory(kind, in).peak();
+  if (plan.framework == MEMEST_FRAMEWORK_MEGATRON) return k;
+
+  // The blocks of the other stacks (eager_block_bytes): torchtitan's under fsdp, Hugging
+  // Face's (and torchtune's) elsewhere; fp32 parameters outside FSDP's MixedPrecisionPolicy run
+  // under torch.autocast (AMP).
+  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
+  k.autocast = !fsdp && plan.precision.param_bytes >= 4;
+  const double residual = k.autocast ? 4.0 : 2.0;
+  EagerBlockOptions eo;
+  eo.block = fsdp ? EagerBlock::Torchtitan : EagerBlock::HuggingFace;
+  eo.autocast = k.autocast;
+  // SDPA's enable_gqa (torchtitan 2026; HF transformers with torch >= 2.5 and no mask): K and
+  // V at their own heads. torchtune's and older torchtitan's repeat_kv copies are not modelled.
+  eo.gqa_native = true;
+  eo.compiled = plan.stack.compile == 1;
+  if (plan.adapter.enabled()) {
+    // LoRA's saved tensors (activations/stack_activations.hpp eager_block_bytes): the LoraTarget
+    // bits are memest_lora_target's first seven.
+    eo.lora = true;
+    eo.lora_targets = plan.adapter.targets & kLoraAll;
+    eo.lora_rank = static_cast<double>(plan.adapter.rank);
+    eo.lora_dropout = plan.adapter.dropout > 0;
+    eo.frozen_linears_save_input = plan.adapter.type == MEMEST_ADAPTER_QLORA;
+    eo.lora_bytes = plan.adapter.bytes;
+  }
+  k.plain_layer = eager_block_bytes(m, x, eo).total();
+  k.kept_layer = k.plain_layer;
+  double reused = k.plain_layer;  // what the block's recomputation reuses of the kept set
+  switch (x.recompute) {
+    case MEMEST_RECOMPUTE_FULL:
+      k.kept_layer = layer_activation_bytes(m, plan.coefficients, x) * residual / 2;  // input
+      reused = k.kept_layer;
+      break;
+    case MEMEST_RECOMPUTE_OP_SELECTIVE: {
+      const OpSelectiveLayer ol = op_selective_layer(m, x, residual, eo.gqa_native);
+      k.kept_layer = ol.total();
+      reused = ol.reused_by_recompute;
+      break;
+    }
+    default: break;  // none; Megatron's "selective" keeps everything under FlashAttention
+  }
+  k.checkpointing = x.recompute == MEMEST_RECOMPUTE_FULL ||
+                    x.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE;
+  k.recompute = recompute_working_set(m, x, k.plain_layer, reused, residual).total();
+  return k;
 }
 
 bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers& out) {
@@ -268,6 +335,9 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
         m.family == MEMEST_FAMILY_GPT ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_LLAMA;
   }
   plan.coefficients = activation_coefficients(m, plan.activation_model);
+  if (plan.framework != MEMEST_FRAMEWORK_MEGATRON || plan.loss != MEMEST_LOSS_FUSED) {
+    plan.stack_terms = stack_layer_terms(plan);
+  }
   return plan;
 }
 

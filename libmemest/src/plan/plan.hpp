@@ -29,6 +29,18 @@ bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLay
 // (126 layers over pp 8 * vpp 2: 15, 16, ..., 16, 15).
 bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers& out);
 
+// The activation-side terms of the training stacks beside Megatron that do not depend on the
+// stage (activations/stack_activations.hpp), resolved once per plan (zero under megatron with
+// its fused loss, whose numbers are the 4D paper's).
+struct StackLayerTerms {
+  double plain_layer = 0;     // one block keeping everything, one micro-batch
+  double kept_layer = 0;      // what a checkpointed block keeps
+  double recompute = 0;       // the recomputation working set, once per stage
+  double loss = 0;            // the loss's peak on the last stage, one micro-batch
+  bool checkpointing = false;
+  bool autocast = false;      // fp32 parameters under torch.autocast: bf16 weight copies
+};
+
 // Everything the stage loop needs, validated and converted once.
 struct Plan {
   const memest_model* model;
@@ -42,10 +54,15 @@ struct Plan {
   Adapter adapter;  // LoRA / QLoRA (type NONE: full training)
   int32_t framework = MEMEST_FRAMEWORK_MEGATRON;
   int32_t loss = MEMEST_LOSS_FUSED;  // resolved
+  StackLayerTerms stack_terms;
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
 };
+
+// The stage-independent activation terms of the training stack of a plan whose other fields
+// are set (make_plan_unchecked calls it).
+StackLayerTerms stack_layer_terms(const Plan& plan);
 
 // Why a layout cannot run (the same checks make_plan reports as errors). The search counts
 // these instead of throwing.

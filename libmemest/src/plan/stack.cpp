@@ -48,6 +48,24 @@ int32_t resolved_loss(int32_t framework, int32_t loss) {
   return framework == MEMEST_FRAMEWORK_MEGATRON ? MEMEST_LOSS_FUSED : MEMEST_LOSS_UNFUSED;
 }
 
+bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
+  const Stack& st = r.stack;
+  const int32_t fw = st.framework;
+  if (fw == MEMEST_FRAMEWORK_MEGATRON) return r.recompute != MEMEST_RECOMPUTE_OP_SELECTIVE;
+  if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
+    return false;
+  }
+  if (fw == MEMEST_FRAMEWORK_DEEPSPEED && r.pp > 1 && r.zero >= 2) return false;
+  if (st.optimizer_in_backward && (r.pp > 1 || num_microbatches > 1)) return false;
+  if (st.offload_params) {
+    const int32_t zero = effective_zero(fw, r.zero);
+    const bool sharded = (fw == MEMEST_FRAMEWORK_FSDP && zero >= 2) ||
+                         (fw == MEMEST_FRAMEWORK_DEEPSPEED && zero == 3);
+    if (!sharded) return false;
+  }
+  return true;
+}
+
 namespace {
 
 void check_flag(const char* field, int32_t v) {
@@ -103,6 +121,11 @@ void validate_stack(const PretrainRequest& r) {
                                          std::to_string(st.recompute_every) +
                                          " needs a recompute policy other than none");
   }
+  if (megatron && st.recompute_every > 1) {
+    fail("training.recompute_every", "Megatron-LM's --recompute-method / --recompute-num-layers "
+                                     "are not modelled: recompute_every needs framework fsdp, "
+                                     "deepspeed or pytorch");
+  }
   if (megatron && st.compile) {
     fail("training.compile", "Megatron-LM does not run its model under torch.compile: use "
                              "framework fsdp, deepspeed or pytorch");
@@ -123,7 +146,11 @@ void validate_stack(const PretrainRequest& r) {
                                              "parallelism (pp > 1): gradients accumulate over "
                                              "micro-batches");
     }
-    if (r.global_batch > 0 && r.gpus % (r.tp * r.cp * r.pp) == 0) {
+    // tp, cp, pp <= 2^24 each: compare their product in double before forming it
+    const double mp = static_cast<double>(r.tp) * static_cast<double>(r.cp) *
+                      static_cast<double>(r.pp);
+    if (r.global_batch > 0 && mp <= static_cast<double>(r.gpus) &&
+        r.gpus % (r.tp * r.cp * r.pp) == 0) {
       const int64_t dp = r.gpus / (r.tp * r.cp * r.pp);
       const double per_step = static_cast<double>(r.micro_batch) * static_cast<double>(dp);
       if (static_cast<double>(r.global_batch) > per_step) {

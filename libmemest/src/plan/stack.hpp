@@ -47,6 +47,11 @@ int32_t effective_zero(int32_t framework, int32_t zero);
 // HF's ForCausalLMLoss: all F.cross_entropy on upcast logits).
 int32_t resolved_loss(int32_t framework, int32_t loss);
 
+// The layout-dependent rules of validate_stack, without throwing (the search's candidates):
+// false when the framework cannot run the request's layout. `num_microbatches`: per step, 0
+// when unknown.
+bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches);
+
 // Checks the combination of the training stack's fields (throws naming the field and why).
 void validate_stack(const PretrainRequest& r);
 

@@ -35,8 +35,8 @@ double microbatches_in_flight(const Plan& plan, int64_t i, bool cap) {
   return plan.vpp == 1 ? chunks : chunks / v;
 }
 
-// The activation side of the training stacks beside Megatron, for one stage
-// (activations/stack_activations.hpp).
+// The activation side of the training stacks beside Megatron, for one stage: the per-layer
+// terms the plan resolved once (plan/plan.hpp StackLayerTerms) over this stage's layers.
 struct StackActivationTerms {
   double plain_layer = 0;    // one block keeping everything, one micro-batch
   double layers_bytes = 0;   // the stage's blocks over the micro-batches in flight
@@ -47,83 +47,22 @@ struct StackActivationTerms {
 StackActivationTerms stack_activation_terms(const Plan& plan, double layers, double in_flight,
                                             bool last, const LayerParams& layer,
                                             const EdgeParams& edge) {
-  const memest_model& m = *plan.model;
-  const ActivationLayout& x = plan.layout;
-  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
-  // fp32 parameters outside FSDP's MixedPrecisionPolicy run under torch.autocast (AMP)
-  const bool autocast = !fsdp && plan.precision.param_bytes >= 4;
-  const double residual = autocast ? 4.0 : 2.0;
-  EagerBlockOptions eo;
-  eo.block = fsdp ? EagerBlock::Torchtitan : EagerBlock::HuggingFace;
-  eo.autocast = autocast;
-  // SDPA's enable_gqa (torchtitan 2026; HF transformers with torch >= 2.5 and no mask): K and
-  // V at their own heads. torchtune's and older torchtitan's repeat_kv copies are not modelled.
-  eo.gqa_native = true;
-  eo.compiled = plan.stack.compile == 1;
-  if (plan.adapter.enabled()) {
-    // LoRA's saved tensors (activations/stack_activations.hpp eager_block_bytes): the LoraTarget
-    // bits are memest_lora_target's first seven.
-    eo.lora = true;
-    eo.lora_targets = plan.adapter.targets & kLoraAll;
-    eo.lora_rank = static_cast<double>(plan.adapter.rank);
-    eo.lora_dropout = plan.adapter.dropout > 0;
-    eo.frozen_linears_save_input = plan.adapter.type == MEMEST_ADAPTER_QLORA;
-    eo.lora_bytes = plan.adapter.bytes;
-  }
+  const StackLayerTerms& k = plan.stack_terms;
   StackActivationTerms r;
-  r.plain_layer = eager_block_bytes(m, x, eo).total();
-  double kept = r.plain_layer;        // what a checkpointed block keeps
-  double reused = r.plain_layer;      // what its recomputation reuses
-  switch (x.recompute) {
-    case MEMEST_RECOMPUTE_FULL: {
-      ActivationLayout full = x;
-      kept = layer_activation_bytes(m, plan.coefficients, full) * residual / 2;  // block input
-      reused = kept;
-      break;
-    }
-    case MEMEST_RECOMPUTE_OP_SELECTIVE: {
-      const OpSelectiveLayer ol = op_selective_layer(m, x, residual, eo.gqa_native);
-      kept = ol.total();
-      reused = ol.reused_by_recompute;
-      break;
-    }
-    default: break;  // none; Megatron's "selective" keeps everything under FlashAttention
-  }
-  const int64_t n = static_cast<int64_t>(layers);
-  const bool checkpointing = kept != r.plain_layer;
+  r.plain_layer = k.plain_layer;
   r.layers_bytes =
-      in_flight * (checkpointing ? every_nth_checkpointed_bytes(n, plan.stack.recompute_every,
-                                                                kept, r.plain_layer)
-                                 : layers * r.plain_layer);
-  r.recompute = recompute_working_set(m, x, r.plain_layer, checkpointing ? reused : r.plain_layer,
-                                      residual)
-                    .total();
-  if (autocast) {
-    const double t = x.tp;
+      in_flight * (k.checkpointing
+                       ? every_nth_checkpointed_bytes(static_cast<int64_t>(layers),
+                                                      plan.stack.recompute_every, k.kept_layer,
+                                                      k.plain_layer)
+                       : layers * k.plain_layer);
+  r.recompute = k.recompute;
+  if (k.autocast) {
+    const double t = plan.layout.tp;
     r.weight_copies =
         autocast_weight_copies_bytes(layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0));
   }
   return r;
-}
-
-// The loss of the last stage by the stack's loss (megatron's fused loss is Eq. 14's + the
-// overhead model's 2sbv/(tc): loss_memory's Fused, kept as it was).
-double loss_peak_bytes(const Plan& plan) {
-  const memest_model& m = *plan.model;
-  const ActivationLayout& x = plan.layout;
-  LossInputs in;
-  in.tokens = x.seq_len * x.micro_batch / x.cp;
-  in.vocab = static_cast<double>(m.vocab_size) / x.tp;
-  in.hidden = static_cast<double>(m.hidden_size);
-  in.compiled = plan.stack.compile == 1;
-  LossKind kind = LossKind::Fused;
-  switch (plan.loss) {
-    case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
-    case MEMEST_LOSS_CHUNKED: kind = LossKind::Chunked; break;
-    case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
-    default: break;
-  }
-  return loss_memory(kind, in).peak();
 }
 
 }  // namespace
@@ -291,7 +230,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
       const ActivationLayout& x = plan.layout;
       activations += 4 * x.seq_len * x.micro_batch / x.cp * static_cast<double>(m.hidden_size) /
                      (x.sequence_parallel ? x.tp : 1.0);
-      loss_logits = loss_peak_bytes(plan);
+      loss_logits = plan.stack_terms.loss;
     }
   }
 

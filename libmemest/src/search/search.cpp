@@ -57,6 +57,7 @@ struct Search {
   uint32_t capacity;
   bool include_oom;
   bool none_in_space;  // recompute "none" is enumerated too
+  uint32_t zero_mask = 0;
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
     out->candidates += n;
@@ -85,12 +86,23 @@ struct Search {
       prune(MEMEST_PRUNE_EQUIVALENT);
       return;
     }
+    // fully_shard has no ZeRO-1: zero 1 reads as 3; DDP does not shard: 1 reads as 0.
+    const int32_t fw = candidate.stack.framework;
+    if (layout.zero == 1 && ((fw == MEMEST_FRAMEWORK_FSDP && ((zero_mask >> 3) & 1)) ||
+                             (fw == MEMEST_FRAMEWORK_PYTORCH && (zero_mask & 1)))) {
+      prune(MEMEST_PRUNE_EQUIVALENT);
+      return;
+    }
     PretrainRequest& r = candidate;
     r.set_layout(layout);
     LayoutCheck check;
     const LayoutIssue issue = check_layout(r, check);
     if (issue != LayoutIssue::None) {
       prune(prune_reason(issue));
+      return;
+    }
+    if (fw != MEMEST_FRAMEWORK_MEGATRON && !stack_allows_layout(r, check.num_microbatches)) {
+      prune(MEMEST_PRUNE_FRAMEWORK);
       return;
     }
     ++out->candidates;
@@ -332,6 +344,7 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
   Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
+  s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
   if (!r.layouts.empty()) {
     rank_shortlist(r, s);
   } else {
