@@ -185,7 +185,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              recompute_every: Optional[int] = None, fp8: Optional[bool] = None,
              compile: Optional[bool] = None, optimizer_in_backward: Optional[bool] = None,
              offload: Optional[Mapping[str, bool]] = None,
-             buckets: Optional[Mapping[str, Any]] = None
+             buckets: Optional[Mapping[str, Any]] = None,
+             adapter: Optional[Mapping[str, Any]] = None
              ) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
@@ -197,6 +198,10 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     "unfused" | "chunked" | "linear_fused"; recompute also "op_selective"; recompute_every;
     fp8; compile; optimizer_in_backward; offload: {"optimizer", "params", "activations"};
     buckets: {"bucket_cap_mb", "gradient_as_bucket_view", "reduce_bucket_size", ...}.
+    adapter (README "LoRA and QLoRA"): {"type": "lora" | "qlora", "rank", "alpha", "dropout",
+    "targets": ["q_proj", ...] (enum_names("lora_target")), "dtype", "double_quant"}; the
+    response's `trainable_parameters` and `adapter` (base, adapter weights/gradients/optimizer,
+    quantisation metadata) name its parts.
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
     peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
     stages[i].*_bytes, peak_allocated_bytes, peak_reserved_bytes, host_bytes.
@@ -212,7 +217,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              recompute_every=recompute_every, fp8=fp8, compile=compile,
                              optimizer_in_backward=optimizer_in_backward,
                              offload=dict(offload) if offload is not None else None,
-                             buckets=dict(buckets) if buckets is not None else None),
+                             buckets=dict(buckets) if buckets is not None else None,
+                             adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
 
