@@ -127,6 +127,8 @@ const (
 	EnumActivationModel = Enum(C.MEMEST_ENUM_ACTIVATION_MODEL)
 	EnumPruneReason     = Enum(C.MEMEST_ENUM_PRUNE_REASON)
 	EnumFinetuneMethod  = Enum(C.MEMEST_ENUM_FINETUNE_METHOD)
+	EnumAdapter         = Enum(C.MEMEST_ENUM_ADAPTER)
+	EnumLoraTarget      = Enum(C.MEMEST_ENUM_LORA_TARGET)
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

@@ -199,7 +199,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     fp8; compile; optimizer_in_backward; offload: {"optimizer", "params", "activations"};
     buckets: {"bucket_cap_mb", "gradient_as_bucket_view", "reduce_bucket_size", ...}.
     adapter (README "LoRA and QLoRA"): {"type": "lora" | "qlora", "rank", "alpha", "dropout",
-    "targets": ["q_proj", ...] (enum_names("lora_target")), "dtype", "double_quant"}; the
+    "targets": ["q_proj", ...] (enums()["lora_target"]), "dtype", "double_quant"}; the
     response's `trainable_parameters` and `adapter` (base, adapter weights/gradients/optimizer,
     quantisation metadata) name its parts.
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,

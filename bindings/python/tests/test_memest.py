@@ -111,8 +111,8 @@ def test_pretrain_lora_adapter():
     assert r.adapter.adapter_weights_bytes == 3407872 * 4
     assert r.adapter.adapter_optimizer_bytes == 3407872 * 8
     assert r.training.adapter.targets == ["q_proj", "v_proj"]
-    assert memest.enum_names("adapter") == ["none", "lora", "qlora"]
-    assert "embed_tokens" in memest.enum_names("lora_target")
+    assert memest.enums()["adapter"] == ["none", "lora", "qlora"]
+    assert "embed_tokens" in memest.enums()["lora_target"]
     with pytest.raises(memest.InvalidArgumentError) as info:
         memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=1, tp=1, pp=1, framework="pytorch",
                         param_dtype="fp32", adapter={"type": "qlora"})
