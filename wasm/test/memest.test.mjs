@@ -171,7 +171,8 @@ test('pretrainTable({messages: false}) agrees on every cell, leaving out only re
 test('enums() and verdictBands() are the library\'s tables (the C functions agree)', () => {
   const core = memest.core;
   const e = memest.enums();
-  const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method'];
+  const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
+    'framework', 'loss', 'optimizer', 'adapter', 'lora_target'];
   assert.deepEqual(Object.keys(e), kinds);
   kinds.forEach((key, which) => {
     const n = core._memest_enum_count(which);
