@@ -26,6 +26,7 @@ struct PretrainOptions {
   std::string recompute = "none", activation_model = "auto";
   Precision precision;
   StackOptions stack;
+  AdapterOptions adapter;
   Output output;
 };
 
@@ -59,6 +60,7 @@ ojson pretrain_request(const PretrainOptions& o) {
   put_precision(o.precision, training);
   put_stack(o.stack, training);
   if (o.moe_capacity_factor != 0) training["moe_capacity_factor"] = o.moe_capacity_factor;
+  put_adapter(o.adapter, training);
   return {{"mode", "pretrain"},
           {"model", model_value(o.model)},
           {"gpu", gpu_value(o.gpu)},
@@ -186,6 +188,7 @@ Command add_pretrain(CLI::App& app) {
              {"auto", "llama", "gpt"});
   add_precision_options(*cmd, o->precision);
   add_stack_options(*cmd, o->stack);
+  add_adapter_options(*cmd, o->adapter);
   add_format_option(*cmd, o->output, "table");
   return {cmd, [o] { return answer(pretrain_request(*o).dump(), o->output); }};
 }

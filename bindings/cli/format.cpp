@@ -181,6 +181,26 @@ std::string pretrain_table(const ojson& r) {
         gib(st["offload_staging_bytes"].get<double>()),
         gib(ps["overheads"]["phase_overlap_bytes"].get<double>()));
   }
+  if (t.contains("adapter")) {
+    // LoRA / QLoRA: a different training method, its parts named apart
+    const ojson& ad = t["adapter"];
+    const ojson& p = r["adapter"];
+    std::string targets;
+    for (const ojson& x : ad["targets"]) targets += (targets.empty() ? "" : ",") + x.get<std::string>();
+    out += fmt::format(
+        "  adapter: {} r {} alpha {} dropout {} on {} ({} adapters){}\n"
+        "  trainable {:.0f} of {:.0f} parameters\n"
+        "  parts: frozen base {}, quantisation metadata {}, adapter weights {}, adapter "
+        "gradients {}, adapter optimizer {}, dequantised weight {}\n",
+        ad["type"].get<std::string>(), ad["rank"].get<int64_t>(), ad["alpha"].get<double>(),
+        ad["dropout"].get<double>(), targets, ad["dtype"].get<std::string>(),
+        ad.contains("double_quant") && ad["double_quant"].get<bool>() ? ", double quant" : "",
+        r["trainable_parameters"].get<double>(), r["model"]["num_parameters"].get<double>(),
+        gib(p["base_weights_bytes"].get<double>()), gib(p["quant_metadata_bytes"].get<double>()),
+        gib(p["adapter_weights_bytes"].get<double>()),
+        gib(p["adapter_gradients_bytes"].get<double>()),
+        gib(p["adapter_optimizer_bytes"].get<double>()), gib(p["dequant_bytes"].get<double>()));
+  }
   out += advice_text(r);
   out += fmt::format("verdict: {}\n", peak_verdict_note(r["peak_verdict"].get<std::string>()));
   return out;
@@ -357,6 +377,33 @@ std::string finetune_table(const ojson& r) {
     if (r["selected"] == "cpu_offload") {
       out += fmt::format(" (no method fits batch 1; the smallest GPU-only peak is {})\n",
                          gib(r["estimate_bytes"].get<double>()));
+      if (r.contains("alternatives")) {
+        out += "\nalternatives with a DIFFERENT training method (frozen base, adapters only; not "
+               "full fine-tuning):\n";
+        for (const ojson& a : r["alternatives"]) {
+          const ojson& ad = a["adapter"];
+          std::string targets;
+          for (const ojson& x : ad["targets"]) {
+            targets += (targets.empty() ? "" : ",") + x.get<std::string>();
+          }
+          out += fmt::format("  {} r {} on {} ({} adapters{}), {} with recompute {}: ",
+                             a["method"].get<std::string>(), ad["rank"].get<int64_t>(), targets,
+                             ad["dtype"].get<std::string>(),
+                             ad.contains("double_quant") && ad["double_quant"].get<bool>()
+                                 ? ", double quant" : "",
+                             a["framework"].get<std::string>(), a["recompute"].get<std::string>());
+          if (a.contains("reason")) {
+            out += "not estimated: " + a["reason"].get<std::string>() + "\n";
+          } else if (a["max_batch"].get<int64_t>() > 0) {
+            out += fmt::format("{:.0f} trainable, largest batch {} per GPU, peak {}\n",
+                               a["trainable_parameters"].get<double>(),
+                               a["max_batch"].get<int64_t>(), gib(a["peak_bytes"].get<double>()));
+          } else {
+            out += fmt::format("does not fit batch 1 either (peak {})\n",
+                               gib(a["peak_bytes"].get<double>()));
+          }
+        }
+      }
       return out;
     }
     out += fmt::format(" with batch {} per GPU\n\n", r["max_batch"].get<int64_t>());

@@ -228,6 +228,37 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (!buckets.empty()) training["buckets"] = buckets;
 }
 
+void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
+  add_enum_choice(cmd, "--adapter", a.type,
+                  "Train a LoRA adapter on a frozen base (lora: base in --param-dtype; qlora: "
+                  "base linears in NF4); needs --framework pytorch, fsdp or deepspeed",
+                  MEMEST_ENUM_ADAPTER);
+  a.rank = add_integer(cmd, "--lora-rank", a.rank_value, "LoRA rank r (default 8, peft's)");
+  a.alpha = add_real(cmd, "--lora-alpha", a.alpha_value, "LoRA alpha (default 8)", Sign::any);
+  a.dropout = add_real(cmd, "--lora-dropout", a.dropout_value, "LoRA dropout (default 0)", Sign::any);
+  cmd.add_option("--lora-targets", a.targets,
+                 "Modules to adapt, comma-separated: q_proj, k_proj, v_proj, o_proj, gate_proj, "
+                 "up_proj, down_proj, lm_head, embed_tokens (default q_proj,v_proj)")
+      ->delimiter(',');
+  a.dtype = add_choice(cmd, "--adapter-dtype", a.dtype_value,
+                       "Adapter weights, gradients and optimizer states (default fp32, as peft "
+                       "casts them)", {"fp32", "bf16", "fp16"});
+  cmd.add_flag("--double-quant", a.double_quant,
+               "QLoRA: quantise the absmax statistics too (bnb_4bit_use_double_quant)");
+}
+
+void put_adapter(const AdapterOptions& a, ojson& training) {
+  ojson j = ojson::object();
+  if (!a.type.empty()) j["type"] = a.type;
+  if (a.rank && a.rank->count() > 0) j["rank"] = a.rank_value;
+  if (a.alpha && a.alpha->count() > 0) j["alpha"] = a.alpha_value;
+  if (a.dropout && a.dropout->count() > 0) j["dropout"] = a.dropout_value;
+  if (!a.targets.empty()) j["targets"] = a.targets;
+  if (a.dtype && a.dtype->count() > 0) j["dtype"] = a.dtype_value;
+  if (a.double_quant) j["double_quant"] = true;
+  if (!j.empty()) training["adapter"] = j;
+}
+
 void put_precision(const Precision& precision, ojson& training) {
   training["param_dtype"] = precision.param_dtype;
   training["grad_dtype"] = precision.grad_dtype;

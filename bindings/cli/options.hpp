@@ -126,6 +126,23 @@ void add_stack_options(CLI::App& cmd, StackOptions& stack);
 // default request is the same document as before the training stack existed).
 void put_stack(const StackOptions& stack, ojson& training);
 
+// ---- LoRA / QLoRA (pretrain): README "LoRA and QLoRA" ----
+
+struct AdapterOptions {
+  std::string type;  // empty: no adapter
+  std::vector<std::string> targets;
+  CLI::Option *rank = nullptr, *alpha = nullptr, *dropout = nullptr, *dtype = nullptr;
+  int64_t rank_value = 0;
+  double alpha_value = 0, dropout_value = 0;
+  std::string dtype_value;
+  bool double_quant = false;
+};
+
+void add_adapter_options(CLI::App& cmd, AdapterOptions& adapter);
+// Adds training.adapter when any adapter option was given (the library checks every value,
+// and refuses rank or targets without --adapter).
+void put_adapter(const AdapterOptions& adapter, ojson& training);
+
 // ---- the output ----
 
 struct Output {

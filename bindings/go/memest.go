@@ -130,6 +130,8 @@ const (
 	EnumFramework       = Enum(C.MEMEST_ENUM_FRAMEWORK)
 	EnumLoss            = Enum(C.MEMEST_ENUM_LOSS)
 	EnumOptimizer       = Enum(C.MEMEST_ENUM_OPTIMIZER)
+	EnumAdapter         = Enum(C.MEMEST_ENUM_ADAPTER)
+	EnumLoraTarget      = Enum(C.MEMEST_ENUM_LORA_TARGET)
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

@@ -107,6 +107,38 @@ func TestErrorNamesField(t *testing.T) {
 	}
 }
 
+// A LoRA adapter through the JSON entry point: its parts named in the response, a refused
+// QLoRA naming its field, the names from the library's tables.
+func TestAdapter(t *testing.T) {
+	// Llama-3.1-8B, q_proj + v_proj at r 8: (8*(4096+4096) + 8*(4096+1024)) * 32 = 3407872
+	out, err := memest.Request(map[string]any{"mode": "pretrain", "model": "llama-3.1-8b",
+		"gpu": "h100-80gb", "parallel": map[string]any{"gpus": 1},
+		"training": map[string]any{"framework": "pytorch", "seq_len": 2048,
+			"adapter": map[string]any{"type": "lora"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["trainable_parameters"].(float64) != 3407872 {
+		t.Fatalf("trainable %v", out["trainable_parameters"])
+	}
+	parts := out["adapter"].(map[string]any)
+	if parts["adapter_weights_bytes"].(float64) != 3407872*4 {
+		t.Fatalf("adapter weights %v", parts["adapter_weights_bytes"])
+	}
+	_, err = memest.Request(map[string]any{"mode": "pretrain", "model": "llama-3.1-8b",
+		"gpu": "h100-80gb", "parallel": map[string]any{"gpus": 1},
+		"training": map[string]any{"framework": "pytorch", "param_dtype": "fp32",
+			"adapter": map[string]any{"type": "qlora"}}})
+	var e *memest.Error
+	if !errors.As(err, &e) || e.Field != "training.param_dtype" {
+		t.Fatalf("got %v", err)
+	}
+	names := memest.EnumNames(memest.EnumAdapter)
+	if len(names) != 3 || names[2] != "qlora" || memest.EnumNames(memest.EnumLoraTarget)[8] != "embed_tokens" {
+		t.Fatalf("names %v", names)
+	}
+}
+
 // The sentinels cover the library's status table: one per failure status, with its name.
 func TestSentinelsMatchLibrary(t *testing.T) {
 	names := memest.EnumNames(memest.EnumStatus)

@@ -454,7 +454,8 @@ static void typed_enums(void) {
   CHECK(json_number(json, "tight") == memest_verdict_limit(MEMEST_VERDICT_TIGHT));
   const char *keys[MEMEST_ENUM_COUNT] = {"status", "family", "verdict", "recompute",
                                          "activation_model", "prune_reason", "finetune_method",
-                                         "framework", "loss", "optimizer"};
+                                         "framework", "loss", "optimizer", "adapter",
+                                         "lora_target"};
   for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
     char pattern[64];
     snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);

@@ -177,3 +177,43 @@ TEST_CASE("struct_size: a smaller caller's layout is read and written up to its 
   CHECK(reinterpret_cast<memest_model*>(bytes)->struct_size == v1);
   CHECK(reinterpret_cast<memest_model*>(bytes)->norms_per_layer == 2);
 }
+
+TEST_CASE("LoRA through the typed API: defaults, the appended fields and the stage's parts") {
+  memest_pretrain_request d;
+  REQUIRE(memest_pretrain_request_init(&d, sizeof d) == MEMEST_OK);
+  // peft's LoraConfig defaults, fp32 adapters, no adapter until one is asked for
+  CHECK(d.adapter == MEMEST_ADAPTER_NONE);
+  CHECK(d.lora_rank == 8);
+  CHECK(d.lora_alpha == 8);
+  CHECK(d.lora_dropout == 0);
+  CHECK(d.lora_targets == ((1u << MEMEST_LORA_Q_PROJ) | (1u << MEMEST_LORA_V_PROJ)));
+  CHECK(d.adapter_bytes == 4);
+  CHECK(d.double_quant == 0);
+  CHECK(std::string(memest_enum_name(MEMEST_ENUM_ADAPTER, MEMEST_ADAPTER_QLORA)) == "qlora");
+  CHECK(std::string(memest_enum_name(MEMEST_ENUM_LORA_TARGET, MEMEST_LORA_EMBED_TOKENS)) ==
+        "embed_tokens");
+  CHECK(memest_enum_count(MEMEST_ENUM_LORA_TARGET) == MEMEST_LORA_TARGET_COUNT);
+
+  // Llama-3.1-8B, q_proj + v_proj at r 8: q 8(4096 + 4096) = 65536, v 8(4096 + 1024) = 40960,
+  // 106496 per layer * 32 = 3407872 trainable; fp32 AdamW moments 8 bytes each = 27262976.
+  memest_test::Pretrain p("llama-3.1-8b", "h100-80gb");
+  p.r.framework = MEMEST_FRAMEWORK_PYTORCH;
+  p.r.optimizer = MEMEST_OPTIMIZER_ADAMW;
+  p.r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  p.r.adapter = MEMEST_ADAPTER_LORA;
+  memest_pretrain_result out = memest_test::sized<memest_pretrain_result>();
+  memest_stage stage;
+  std::memset(&stage, 0, sizeof stage);
+  REQUIRE(p.run(out, &stage, 1) == MEMEST_OK);
+  CHECK(out.trainable_parameters == 3407872.0);
+  CHECK(stage.trainable_parameters == 3407872.0);
+  CHECK(stage.adapter_weights_bytes == 3407872.0 * 4);
+  CHECK(stage.adapter_optimizer_bytes == 27262976.0);
+  CHECK(stage.optimizer_bytes == 27262976.0);
+  CHECK(stage.quant_metadata_bytes == 0.0);
+  // an fp32 base cannot be QLoRA's: refused, naming the field
+  p.r.adapter = MEMEST_ADAPTER_QLORA;
+  p.r.param_bytes = 4;
+  CHECK(p.run(out) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error_field()) == "training.param_dtype");
+}

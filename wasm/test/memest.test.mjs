@@ -70,6 +70,23 @@ test('request() estimates a mixture-of-experts model with expert parallelism (ep
   assert.equal(cells[1].ok, false);  // etp*ep*pp = 32 does not divide 16 GPUs
 });
 
+test('request() estimates LoRA and QLoRA (training.adapter), naming the parts and refusing bad adapters', () => {
+  // Llama-3.1-8B, q_proj + v_proj at r 8 (peft's defaults): (8*(4096+4096) + 8*(4096+1024)) * 32
+  // = 3407872 trainable, fp32 adapters 4 bytes each
+  const lora = {
+    mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 1 },
+    training: { framework: 'pytorch', seq_len: 2048, adapter: { type: 'lora' } },
+  };
+  const r = memest.request(lora);
+  assert.equal(r.trainable_parameters, 3407872);
+  assert.equal(r.adapter.adapter_weights_bytes, 3407872 * 4);
+  assert.deepEqual(r.training.adapter.targets, ['q_proj', 'v_proj']);
+  const q = memest.request({ ...lora, training: { ...lora.training, adapter: { type: 'qlora', double_quant: true } } });
+  assert.ok(q.adapter.quant_metadata_bytes > 0 && q.adapter.base_weights_bytes < r.adapter.base_weights_bytes);
+  assert.throws(() => memest.request({ ...lora, training: { ...lora.training, param_dtype: 'fp32', adapter: { type: 'qlora' } } }),
+    (e) => e instanceof MemestError && e.field === 'training.param_dtype');
+});
+
 test('request() accepts JSON text as well as objects, with identical answers', () => {
   assert.deepEqual(memest.request(JSON.stringify(paper)), memest.request(paper));
 });
@@ -173,7 +190,7 @@ test('enums() and verdictBands() are the library\'s tables (the C functions agre
   const core = memest.core;
   const e = memest.enums();
   const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
-    'framework', 'loss', 'optimizer'];
+    'framework', 'loss', 'optimizer', 'adapter', 'lora_target'];
   assert.deepEqual(Object.keys(e), kinds);
   kinds.forEach((key, which) => {
     const n = core._memest_enum_count(which);

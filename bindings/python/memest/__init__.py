@@ -209,7 +209,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              buckets: Optional[Mapping[str, Any]] = None,
              ep: Optional[int] = None, etp: Optional[int] = None,
              moe_capacity_factor: Optional[float] = None,
-             last_stage_layers: Optional[int] = None) -> PretrainResult:
+             last_stage_layers: Optional[int] = None,
+             adapter: Optional[Mapping[str, Any]] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -225,6 +226,10 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     optimizer state bytes are derived from optimizer, framework and param_dtype unless
     optimizer_bytes is given. A combination the library refuses (op_selective under megatron)
     raises InvalidArgumentError naming the field ("training.recompute").
+    The adapter (README "LoRA and QLoRA"): {"type": "lora" | "qlora", "rank", "alpha",
+    "dropout", "targets": ["q_proj", ...] (enums()["lora_target"]), "dtype", "double_quant"};
+    the response's `trainable_parameters` and `adapter` (base, adapter weights/gradients/
+    optimizer, quantisation metadata) name its parts.
 
     Returns a PretrainResult: estimate_bytes/estimate_gib (Eq. 18, first stage), peak_bytes,
     peak_stage, verdict ("fits", "tight" or "oom": the bands of verdict_bands()),
@@ -247,7 +252,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              optimizer_bytes=optimizer_bytes,
                              moe_capacity_factor=moe_capacity_factor,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
-                                      compile, offload, buckets)),
+                                      compile, offload, buckets),
+                             adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
 

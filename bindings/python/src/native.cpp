@@ -53,6 +53,8 @@ constexpr EnumKind kEnums[] = {
     {"framework", MEMEST_ENUM_FRAMEWORK},
     {"loss", MEMEST_ENUM_LOSS},
     {"optimizer", MEMEST_ENUM_OPTIMIZER},
+    {"adapter", MEMEST_ENUM_ADAPTER},
+    {"lora_target", MEMEST_ENUM_LORA_TARGET},
 };
 
 memest_enum enum_kind(const std::string &key) {

@@ -100,6 +100,25 @@ def test_pretrain_errors(kwargs, cls, code, field):
     assert e.code == code and e.field == field and field in str(e)
 
 
+def test_pretrain_lora_adapter():
+    # Llama-3.1-8B, q_proj + v_proj at r 8 (peft's defaults): q 8(4096 + 4096) = 65536,
+    # v 8(4096 + 1024) = 40960 per layer, 32 layers: 3407872 trainable; fp32 adapters 4 bytes
+    # each, AdamW's two fp32 moments 8 bytes each.
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=1, tp=1, pp=1, seq_len=2048,
+                        micro_batch=1, framework="pytorch", optimizer="adamw",
+                        adapter={"type": "lora"})
+    assert r.trainable_parameters == 3407872
+    assert r.adapter.adapter_weights_bytes == 3407872 * 4
+    assert r.adapter.adapter_optimizer_bytes == 3407872 * 8
+    assert r.training.adapter.targets == ["q_proj", "v_proj"]
+    assert memest.enums()["adapter"] == ["none", "lora", "qlora"]
+    assert "embed_tokens" in memest.enums()["lora_target"]
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=1, tp=1, pp=1, framework="pytorch",
+                        param_dtype="fp32", adapter={"type": "qlora"})
+    assert info.value.field == "training.param_dtype"
+
+
 def test_error_classes_per_status():
     cases = [
         ({"mode": "pretrain", "model": "no-such-model", "gpu": "a100-40gb"},

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 2
+#define MEMEST_VERSION_MINOR 3
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.2.0"
+#define MEMEST_VERSION_STRING "1.3.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -324,6 +324,31 @@ typedef enum memest_optimizer {
   MEMEST_OPTIMIZER_COUNT = 6
 } memest_optimizer;
 
+/** A parameter-efficient adapter on a frozen base (README "LoRA and QLoRA"). */
+typedef enum memest_adapter {
+  MEMEST_ADAPTER_NONE = 0,   /* full training: every parameter trainable (default) */
+  MEMEST_ADAPTER_LORA = 1,   /* LoRA (peft tuners/lora): frozen base in param_dtype */
+  MEMEST_ADAPTER_QLORA = 2,  /* QLoRA: frozen base linears in NF4 (bitsandbytes 4-bit, block 64) */
+  MEMEST_ADAPTER_COUNT = 3
+} memest_adapter;
+
+/** Modules an adapter can target, by canonical name; lora_targets holds bit (1 << value) for
+ *  each. A fused QKV (c_attn, qkv_proj, query_key_value) is targeted by any of q/k/v_proj, a
+ *  fused gate_up_proj by gate_proj or up_proj; a GELU MLP's fc1 is up_proj, fc2 down_proj;
+ *  MoE layers adapt every expert's (and shared expert's) MLP. */
+typedef enum memest_lora_target {
+  MEMEST_LORA_Q_PROJ = 0,
+  MEMEST_LORA_K_PROJ = 1,
+  MEMEST_LORA_V_PROJ = 2,
+  MEMEST_LORA_O_PROJ = 3,
+  MEMEST_LORA_GATE_PROJ = 4,
+  MEMEST_LORA_UP_PROJ = 5,
+  MEMEST_LORA_DOWN_PROJ = 6,
+  MEMEST_LORA_LM_HEAD = 7,
+  MEMEST_LORA_EMBED_TOKENS = 8,
+  MEMEST_LORA_TARGET_COUNT = 9
+} memest_lora_target;
+
 /** optimizer_bytes value asking the library to derive K from the optimizer, the framework
  *  and param_bytes (an fp32 master copy only where the stored dtype is below fp32 and the
  *  framework keeps masters: megatron, deepspeed). JSON requests derive K unless
@@ -371,7 +396,9 @@ typedef enum memest_enum {
   MEMEST_ENUM_FRAMEWORK = 7,        /* memest_framework: "megatron", "fsdp", ... */
   MEMEST_ENUM_LOSS = 8,             /* memest_loss: "auto", "fused", "unfused", ... */
   MEMEST_ENUM_OPTIMIZER = 9,        /* memest_optimizer: "adam", "adamw", ... */
-  MEMEST_ENUM_COUNT = 10
+  MEMEST_ENUM_ADAPTER = 10,         /* memest_adapter: "none", "lora", "qlora" */
+  MEMEST_ENUM_LORA_TARGET = 11,     /* memest_lora_target: "q_proj", ..., "embed_tokens" */
+  MEMEST_ENUM_COUNT = 12
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -480,6 +507,18 @@ typedef struct memest_pretrain_request {
   int64_t last_stage_layers;  /* > 0: the last stage holds exactly this many layers, the other
                                  pp - 1 stages split the rest evenly (Megatron-LM's
                                  --decoder-last-pipeline-num-layers); 0 (default): as above */
+  /* appended in 1.3: LoRA / QLoRA (README "LoRA and QLoRA"); with adapter NONE the rest is
+     ignored */
+  int32_t adapter;            /* memest_adapter (default NONE) */
+  int64_t lora_rank;          /* r (default 8, peft LoraConfig) */
+  double lora_alpha;          /* scaling alpha / r (default 8); no memory effect, echoed */
+  double lora_dropout;        /* default 0; > 0 saves a dropout copy and mask per adapter */
+  uint32_t lora_targets;      /* bit (1 << memest_lora_target) per module (default q_proj |
+                                 v_proj, peft's default for Llama-style models) */
+  double adapter_bytes;       /* bytes per adapter parameter, its gradient and (derived)
+                                 optimizer states: 4 (default, fp32: peft casts adapters up) or 2 */
+  int32_t double_quant;       /* qlora: 1 quantises the absmax values too
+                                 (bnb_4bit_use_double_quant) */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -531,6 +570,17 @@ typedef struct memest_stage {
   double expert_activations_bytes; /* router, dispatched tokens, expert MLPs, combine */
   double moe_dispatch_bytes;       /* all-to-all dispatch/combine buffers (in comm_buffer_bytes) */
   double mtp_parameters;           /* multi-token-prediction modules held here (last stage) */
+  /* appended in 1.3: LoRA / QLoRA parts (0 without an adapter; then weights_bytes = base +
+     adapter + metadata,
+     gradients_bytes = adapter gradients, optimizer_bytes = adapter optimizer states) */
+  double trainable_parameters; /* adapter parameters on one GPU of this stage */
+  double base_weights_bytes;   /* the frozen base (NF4 data for qlora's quantised linears) */
+  double adapter_weights_bytes;
+  double adapter_gradients_bytes;
+  double adapter_optimizer_bytes;
+  double quant_metadata_bytes; /* qlora: absmax (and double-quant) statistics */
+  double dequant_bytes;        /* qlora: one linear's weight dequantised to param_dtype during
+                                  its matmul (in activations_bytes too) */
 } memest_stage;
 
 typedef struct memest_pretrain_result {
@@ -560,6 +610,8 @@ typedef struct memest_pretrain_result {
   int64_t ep;                /* expert-parallel size (1 for a dense model) */
   int64_t etp;               /* expert tensor-parallel size in effect */
   int64_t edp;               /* expert data-parallel size: gpus / (etp*ep*pp) (dense: dp*cp) */
+  /* appended in 1.3 */
+  double trainable_parameters; /* whole model: adapter parameters, or num_parameters without */
 } memest_pretrain_result;
 
 /** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,

@@ -257,12 +257,16 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // itself, once, when nothing changes it (bf16 adapters, no dropout); else each adapter its
   // own input: fp32 adapters get x.to(fp32) (peft _cast_input_dtype), dropout writes a new
   // tensor and keeps a bool mask (1 B); under autocast lora_A saves its own bf16 cast.
+  // QLoRA under bitsandbytes (frozen_linears_save_input): a frozen 4-bit linear keeps its input
+  // too, unless the adapters already hold that very tensor (bf16, no dropout, no autocast).
   auto lora_inputs = [&](double count, double width) {
-    if (count == 0) return 0.0;
+    const bool shared_held = count > 0 && !o.lora_dropout && !o.autocast && o.adapter_bytes == 2;
+    const double frozen = (o.frozen_linears_save_input && !shared_held) ? 2 * n * width : 0.0;
+    if (count == 0) return frozen;
     const double mask = o.lora_dropout ? 1.0 : 0.0;
-    if (o.autocast) return count * (2 + mask) * n * width;
+    if (o.autocast) return count * (2 + mask) * n * width + frozen;
     if (o.lora_dropout || o.adapter_bytes != 2) {
-      return count * (o.adapter_bytes + mask) * n * width;
+      return count * (o.adapter_bytes + mask) * n * width + frozen;
     }
     return 2 * n * width;
   };

@@ -161,6 +161,13 @@ struct EagerBlockOptions {
                               // (autocast_adapter_dtype=True) and then casts each adapter's
                               // input to fp32 (_cast_input_dtype): 4
   bool dense_mlp = false;     // an MoE model's dense layer (moe_first_dense_layers, ...)
+  // QLoRA under bitsandbytes (autograd/_functions.py MatMul4Bit.forward: `ctx.tensors = (A, B)`
+  // whenever A or B needs a gradient): every frozen 4-bit linear keeps its input A for
+  // grad_A although its weight is frozen. A norm output shared with the adapters' lora_A (no
+  // dropout) is the same tensor; with dropout, or on a linear without an adapter, it is one more
+  // reference that keeps the bf16 tensor alive. torchao's NF4 (torchtune: LinearNF4 saves only
+  // the weight) does not, so it is left false there.
+  bool frozen_linears_save_input = false;
 };
 
 enum LoraTarget : unsigned {

@@ -134,6 +134,14 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.etp = d.etp;
   c.moe_capacity_factor = d.moe_capacity_factor;
   c.last_stage_layers = d.last_stage_layers;
+  // 1.3: LoRA / QLoRA
+  c.adapter = d.adapter.type;
+  c.lora_rank = d.adapter.rank;
+  c.lora_alpha = d.adapter.alpha;
+  c.lora_dropout = d.adapter.dropout;
+  c.lora_targets = d.adapter.targets;
+  c.adapter_bytes = d.adapter.bytes;
+  c.double_quant = d.adapter.double_quant;
   return c;
 }
 
@@ -258,6 +266,13 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.etp = c.etp;
   r.moe_capacity_factor = c.moe_capacity_factor;
   r.last_stage_layers = c.last_stage_layers;
+  r.adapter.type = c.adapter;
+  r.adapter.rank = c.lora_rank;
+  r.adapter.alpha = c.lora_alpha;
+  r.adapter.dropout = c.lora_dropout;
+  r.adapter.targets = c.lora_targets;
+  r.adapter.bytes = c.adapter_bytes;
+  r.adapter.double_quant = c.double_quant;
   return r;
 }
 

@@ -120,7 +120,61 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   if (auto cf = training.number("moe_capacity_factor", 0, kMaxCapacityFactor)) {
     r.moe_capacity_factor = *cf;
   }
+  if (const json* o = training.object("adapter")) read_adapter(*o, r.adapter);
   return given;
+}
+
+void read_adapter(const json& object, Adapter& a) {
+  JsonFields f(object, "training.adapter");
+  f.reject_unknown({"type", "rank", "alpha", "dropout", "targets", "dtype", "double_quant"});
+  if (auto type = f.string("type")) {
+    if (*type == "dora") {
+      // peft tuners/lora/dora.py: DoraLinearLayer.get_weight_norm adds lora_B(lora_A) to the
+      // dense base weight and takes its column norms in every forward, so a full-size weight
+      // (per adapted module, for backward) is alive; memest does not model that yet.
+      fail(f.path_of("type"), "dora is not modelled: peft's DoRA materialises W + BA to take "
+                              "its weight norm in every forward (tuners/lora/dora.py); use lora "
+                              "or qlora");
+    }
+    a.type = enum_value(MEMEST_ENUM_ADAPTER, *type);
+    if (a.type < 0) {
+      fail(f.path_of("type"), "must be one of " + enum_choices(MEMEST_ENUM_ADAPTER) + ", got \"" +
+                                  echo(*type) + "\"");
+    }
+  }
+  if (!f.has("type") && !object.empty()) {
+    fail(f.path_of("type"), "missing: give lora or qlora (the other adapter fields need a type)",
+         MEMEST_ERR_MISSING_FIELD);
+  }
+  a.rank = f.integer_or("rank", a.rank, -(int64_t{1} << 40), int64_t{1} << 40);
+  if (auto v = f.number("alpha", -1e300, 1e300)) a.alpha = *v;
+  if (auto v = f.number("dropout", -1e300, 1e300)) a.dropout = *v;
+  if (f.has("dtype")) a.bytes = dtype_bytes(f, "dtype", a.bytes);
+  if (auto b = f.boolean("double_quant")) a.double_quant = *b;
+  if (f.has("targets")) {
+    const json& list = object.at("targets");
+    const std::string path = f.path_of("targets");
+    if (!list.is_array()) {
+      throw Error(MEMEST_ERR_TYPE, path, path + ": must be an array of module names");
+    }
+    uint32_t bits = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      if (!list[i].is_string()) {
+        throw Error(MEMEST_ERR_TYPE, at, at + ": must be a module name (a string)");
+      }
+      const std::string name = list[i].get<std::string>();
+      const int32_t v = enum_value(MEMEST_ENUM_LORA_TARGET, name);
+      if (v < 0) {
+        fail(at, "\"" + echo(name) + "\" is not a canonical module name: use " +
+                     enum_choices(MEMEST_ENUM_LORA_TARGET) +
+                     " (fused tensors such as c_attn, qkv_proj, query_key_value or gate_up_proj "
+                     "are targeted through q/k/v_proj and gate/up_proj)");
+      }
+      bits |= 1u << v;
+    }
+    a.targets = bits;
+  }
 }
 
 const char* family_name(int32_t family) {

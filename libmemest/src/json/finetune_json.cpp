@@ -1,6 +1,7 @@
 // JSON for the fine-tuning mode (LLMem).
 #include "core/enums.hpp"
 #include "core/units.hpp"
+#include "finetune/adapter_alternatives.hpp"
 #include "finetune/llmem.hpp"
 #include "json/modes.hpp"
 #include "json/request.hpp"
@@ -110,6 +111,37 @@ ojson finetune_response(const FinetuneRequest& r) {
     j["estimate_gib"] = smallest_peak / kGiB;
     j["capacity_bytes"] = r.gpu.memory_bytes;
     j["verdict"] = "oom";
+    // Beside CPU offloading: adapter fine-tuning, a different training method (frozen base),
+    // reported and never substituted (finetune/adapter_alternatives.hpp).
+    ojson alternatives = ojson::array();
+    for (const AdapterAlternative& a : adapter_alternatives(r)) {
+      ojson targets = ojson::array();
+      for (int32_t i = 0; i < MEMEST_LORA_TARGET_COUNT; ++i) {
+        if (a.adapter.targets & (1u << i)) targets.push_back(enum_name(MEMEST_ENUM_LORA_TARGET, i));
+      }
+      ojson row = {{"method", enum_name(MEMEST_ENUM_ADAPTER, a.type)},
+                   {"different_training_method", true},
+                   {"adapter",
+                    {{"type", enum_name(MEMEST_ENUM_ADAPTER, a.type)},
+                     {"rank", a.adapter.rank},
+                     {"alpha", a.adapter.alpha},
+                     {"dropout", a.adapter.dropout},
+                     {"targets", targets},
+                     {"dtype", a.adapter.bytes == 4 ? "fp32" : "bf16"}}},
+                   {"framework", enum_name(MEMEST_ENUM_FRAMEWORK, a.framework)},
+                   {"recompute", enum_name(MEMEST_ENUM_RECOMPUTE, a.recompute)}};
+      if (a.type == MEMEST_ADAPTER_QLORA) row["adapter"]["double_quant"] = a.adapter.double_quant == 1;
+      if (!a.reason.empty()) {
+        row["reason"] = a.reason;
+      } else {
+        row["trainable_parameters"] = a.trainable_parameters;
+        row["max_batch"] = a.max_batch;
+        row["peak_bytes"] = a.peak_bytes;
+        row["fits"] = a.max_batch > 0;
+      }
+      alternatives.push_back(row);
+    }
+    j["alternatives"] = alternatives;
     return j;
   }
   FinetuneRequest chosen = r;

@@ -35,7 +35,7 @@ constexpr const char* kPretrainTraining[] = {
     "activation_model", "param_dtype", "grad_dtype", "optimizer", "optimizer_bytes",
     // the training stack (README "Training stack")
     "framework", "optimizer_in_backward", "recompute_every", "loss", "fp8", "compile", "offload",
-    "buckets",
+    "buckets", "adapter",
     // mixture-of-experts routing
     "moe_capacity_factor"};
 struct TrainingGiven {
@@ -53,6 +53,9 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r,
                             const char* const (&allowed)[N]) {
   return read_training(top, r, allowed, N);
 }
+
+// Reads training.adapter (README "LoRA and QLoRA").
+void read_adapter(const json& object, Adapter& a);
 
 // ---- writing responses
 const char* family_name(int32_t family);

@@ -79,6 +79,33 @@ ojson stack_parts_json(const memest_stage& s) {
           {"paged_bytes", s.paged_bytes}};
 }
 
+// The LoRA / QLoRA parts of one stage (README "LoRA and QLoRA"), each also inside the part
+// its memest.h comment names.
+ojson adapter_parts_json(const memest_stage& s) {
+  return {{"trainable_parameters", s.trainable_parameters},
+          {"base_weights_bytes", s.base_weights_bytes},
+          {"adapter_weights_bytes", s.adapter_weights_bytes},
+          {"adapter_gradients_bytes", s.adapter_gradients_bytes},
+          {"adapter_optimizer_bytes", s.adapter_optimizer_bytes},
+          {"quant_metadata_bytes", s.quant_metadata_bytes},
+          {"dequant_bytes", s.dequant_bytes}};
+}
+
+ojson adapter_json(const Adapter& a) {
+  ojson targets = ojson::array();
+  for (int32_t i = 0; i < MEMEST_LORA_TARGET_COUNT; ++i) {
+    if (a.targets & (1u << i)) targets.push_back(enum_name(MEMEST_ENUM_LORA_TARGET, i));
+  }
+  ojson j = {{"type", enum_name(MEMEST_ENUM_ADAPTER, a.type)},
+             {"rank", a.rank},
+             {"alpha", a.alpha},
+             {"dropout", a.dropout},
+             {"targets", targets},
+             {"dtype", a.bytes == 4 ? "fp32" : "bf16"}};
+  if (a.type == MEMEST_ADAPTER_QLORA) j["double_quant"] = a.double_quant == 1;
+  return j;
+}
+
 const char* enum_text(memest_enum which, int32_t v) {
   const char* name = enum_name(which, v);
   return name ? name : "unknown";
@@ -164,6 +191,7 @@ ojson pretrain_response(const PretrainRequest& r) {
                                       {"dispatch_buffer_bytes", s.moe_dispatch_bytes}};
     }
     if (s.mtp_parameters > 0) stage_list.back()["mtp_parameters"] = s.mtp_parameters;
+    if (r.adapter.enabled()) stage_list.back()["adapter"] = adapter_parts_json(s);
   }
   ojson j = {{"ok", true},
           {"mode", "pretrain"},
@@ -210,6 +238,11 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"verdict", verdict_name(res.verdict)},
           {"peak_verdict", verdict_name(res.peak_verdict)},
           {"stages", stage_list}};
+  if (r.adapter.enabled()) {
+    j["training"]["adapter"] = adapter_json(r.adapter);
+    j["trainable_parameters"] = res.trainable_parameters;
+    j["adapter"] = adapter_parts_json(stages[static_cast<std::size_t>(res.peak_stage)]);
+  }
   add_advice(r, res, stages[static_cast<std::size_t>(res.peak_stage)], j);
   return j;
 }

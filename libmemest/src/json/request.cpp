@@ -68,7 +68,9 @@ ojson enums_mode(const JsonFields& top) {
       {"finetune_method", MEMEST_ENUM_FINETUNE_METHOD},
       {"framework", MEMEST_ENUM_FRAMEWORK},
       {"loss", MEMEST_ENUM_LOSS},
-      {"optimizer", MEMEST_ENUM_OPTIMIZER}};
+      {"optimizer", MEMEST_ENUM_OPTIMIZER},
+      {"adapter", MEMEST_ENUM_ADAPTER},
+      {"lora_target", MEMEST_ENUM_LORA_TARGET}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);

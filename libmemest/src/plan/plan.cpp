@@ -99,6 +99,16 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   // V at their own heads. torchtune's and older torchtitan's repeat_kv copies are not modelled.
   eo.gqa_native = true;
   eo.compiled = plan.stack.compile == 1;
+  if (plan.adapter.enabled()) {
+    // LoRA's saved tensors (activations/stack_activations.hpp eager_block_bytes): the LoraTarget
+    // bits are memest_lora_target's first seven.
+    eo.lora = true;
+    eo.lora_targets = plan.adapter.targets & kLoraAll;
+    eo.lora_rank = static_cast<double>(plan.adapter.rank);
+    eo.lora_dropout = plan.adapter.dropout > 0;
+    eo.frozen_linears_save_input = plan.adapter.type == MEMEST_ADAPTER_QLORA;
+    eo.adapter_bytes = plan.adapter.bytes;
+  }
   k.plain_layer = eager_block_bytes(m, x, eo).total();
   k.kept_layer = k.plain_layer;
   double reused = k.plain_layer;  // what the block's recomputation reuses of the kept set
@@ -368,6 +378,7 @@ void validate_fields(const PretrainRequest& r) {
   validate_precision(r.precision, "training", true);
   validate_gpu(r.gpu, "gpu", true);
   validate_stack(r);
+  validate_adapter(r);
 }
 
 Plan make_plan(const PretrainRequest& r) {
@@ -396,6 +407,7 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
         r.precision.optimizer, r.stack.framework, r.precision.param_bytes);
   }
   plan.stack = r.stack;
+  plan.adapter = r.adapter;
   plan.framework = r.stack.framework;
   plan.loss = resolved_loss(r.stack.framework, r.stack.loss);
   plan.zero = effective_zero(r.stack.framework, r.zero);

@@ -58,6 +58,7 @@ struct Plan {
   Precision precision;  // optimizer_bytes resolved (K, master included)
   int zero;             // the ZeRO stage the framework runs (plan/stack.hpp effective_zero)
   Stack stack;
+  Adapter adapter;  // LoRA / QLoRA (type NONE: full training)
   int32_t framework = MEMEST_FRAMEWORK_MEGATRON;
   int32_t loss = MEMEST_LOSS_FUSED;  // resolved
   StackLayerTerms stack_terms;

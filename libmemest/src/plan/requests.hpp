@@ -45,6 +45,21 @@ struct Stack {
   int32_t ddp_gradient_as_bucket_view = 0;
 };
 
+// A LoRA / QLoRA adapter on a frozen base (README "LoRA and QLoRA"). Defaults are peft's
+// LoraConfig (r 8, lora_alpha 8, lora_dropout 0.0, Llama's q_proj and v_proj), its fp32
+// adapters (autocast_adapter_dtype=True casts bf16/fp16 adapter weights to fp32) and
+// BitsAndBytesConfig's bnb_4bit_use_double_quant=False.
+struct Adapter {
+  int32_t type = MEMEST_ADAPTER_NONE;
+  int64_t rank = 8;
+  double alpha = 8;
+  double dropout = 0;
+  uint32_t targets = (1u << MEMEST_LORA_Q_PROJ) | (1u << MEMEST_LORA_V_PROJ);
+  double bytes = 4;  // adapter weights, gradients and optimizer states' dtype
+  int32_t double_quant = 0;
+  bool enabled() const { return type != MEMEST_ADAPTER_NONE; }
+};
+
 struct ModelStatesRequest {
   memest_model model = default_model();
   memest_gpu gpu = default_gpu();  // no capacity: verdict UNKNOWN
@@ -90,6 +105,7 @@ struct PretrainRequest {
   // split the rest evenly (Megatron-LM's --decoder-last-pipeline-num-layers; DeepSeek-V3's
   // 61 layers over 16 stages); 0: the split above (uneven_pipeline).
   int64_t last_stage_layers = 0;
+  Adapter adapter;
 
   void set_layout(const Layout& l) {
     tp = l.tp, cp = l.cp, pp = l.pp, vpp = l.vpp, micro_batch = l.micro_batch;

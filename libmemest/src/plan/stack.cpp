@@ -7,6 +7,7 @@
 #include "core/enums.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "model/adapter.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -193,6 +194,85 @@ void validate_stack(const PretrainRequest& r) {
     fail("training.fp8", std::string("the GPU (") + r.gpu.name +
                              ") has no fp8 tensor cores (Hopper, Ada and Blackwell have them; "
                              "set gpu.fp8 to 1 for a custom GPU that does)");
+  }
+}
+
+void validate_adapter(const PretrainRequest& r) {
+  const Adapter& a = r.adapter;
+  check_enum("training.adapter.type", MEMEST_ENUM_ADAPTER, a.type);
+  if (!a.enabled()) return;
+  const memest_model& m = r.model;
+  if (a.targets == 0 || (a.targets & ~kLoraAllTargets) != 0) {
+    fail("training.adapter.targets",
+         "must name at least one of " + enum_choices(MEMEST_ENUM_LORA_TARGET) +
+             (a.targets == 0 ? std::string(", got none") : ", got unknown bits"));
+  }
+  // The narrowest adapted module: a rank above its smaller side is no longer low-rank (the
+  // adapter would hold more parameters than a full update of that module).
+  const int64_t h = m.hidden_size;
+  const int64_t qw = m.num_attention_heads * head_dim(m);
+  const int64_t kvw = m.num_key_value_heads * head_dim(m);
+  const int64_t f = is_moe(m) ? std::min(m.intermediate_size, expert_width(m)) : m.intermediate_size;
+  int64_t narrowest = kMaxHidden;
+  auto narrow = [&](memest_lora_target t, int64_t side) {
+    if (a.targets & lora_bit(t)) narrowest = std::min(narrowest, side);
+  };
+  narrow(MEMEST_LORA_Q_PROJ, std::min(h, m.fused_qkv ? qw + 2 * kvw : qw));
+  narrow(MEMEST_LORA_K_PROJ, std::min(h, m.fused_qkv ? qw + 2 * kvw : kvw));
+  narrow(MEMEST_LORA_V_PROJ, std::min(h, m.fused_qkv ? qw + 2 * kvw : kvw));
+  narrow(MEMEST_LORA_O_PROJ, std::min(h, qw));
+  narrow(MEMEST_LORA_GATE_PROJ, std::min(h, f));
+  narrow(MEMEST_LORA_UP_PROJ, std::min(h, f));
+  narrow(MEMEST_LORA_DOWN_PROJ, std::min(h, f));
+  narrow(MEMEST_LORA_LM_HEAD, std::min(h, m.vocab_size));
+  narrow(MEMEST_LORA_EMBED_TOKENS, std::min(h, m.vocab_size));
+  if (a.rank < 1 || a.rank > narrowest) {
+    fail("training.adapter.rank",
+         "must be between 1 and " + std::to_string(narrowest) +
+             " (the smaller side of the narrowest targeted module: a larger rank is no longer a "
+             "low-rank update), got " + std::to_string(a.rank));
+  }
+  adapter_parameters(m, a.targets, static_cast<double>(a.rank), "training.adapter.targets");
+  if (!std::isfinite(a.alpha) || a.alpha <= 0 || a.alpha > 1e6) {
+    fail("training.adapter.alpha", "must be a positive number up to 1e6");
+  }
+  if (!std::isfinite(a.dropout) || a.dropout < 0 || a.dropout >= 1) {
+    fail("training.adapter.dropout", "must be in [0, 1)");
+  }
+  if (a.bytes != 2 && a.bytes != 4) {
+    fail("training.adapter.dtype", "must be fp32 (peft's default: autocast_adapter_dtype casts "
+                                   "adapters to fp32) or bf16/fp16 (2 bytes)");
+  }
+  check_flag("training.adapter.double_quant", a.double_quant);
+  if (a.double_quant && a.type != MEMEST_ADAPTER_QLORA) {
+    fail("training.adapter.double_quant", "quantises QLoRA's absmax statistics: it needs type "
+                                          "qlora (a lora base is not quantised)");
+  }
+  if (a.type == MEMEST_ADAPTER_QLORA && r.precision.param_bytes != 2) {
+    fail("training.param_dtype", "qlora keeps its frozen linears in NF4 and computes in "
+                                 "bnb_4bit_compute_dtype: param_dtype must be bf16 or fp16, not "
+                                 "a " + std::to_string(static_cast<int>(r.precision.param_bytes)) +
+                                 "-byte type");
+  }
+  const int32_t fw = r.stack.framework;
+  if (fw == MEMEST_FRAMEWORK_MEGATRON) {
+    fail("training.adapter", "Megatron-LM has no LoRA adapters: use framework pytorch (peft, "
+                             "torchtune), fsdp or deepspeed");
+  }
+  if (r.tp > 1) fail("parallel.tp", "adapters (peft, torchtune) run data-parallel or sharded "
+                                    "(FSDP, ZeRO): tp must be 1");
+  if (r.cp > 1) fail("parallel.cp", "adapters (peft, torchtune) run data-parallel or sharded "
+                                    "(FSDP, ZeRO): cp must be 1");
+  if (r.pp > 1) fail("parallel.pp", "adapters (peft, torchtune) run data-parallel or sharded "
+                                    "(FSDP, ZeRO): pp must be 1");
+  if (r.stack.fp8) {
+    fail("training.fp8", "fp8 linears (torchao Float8Linear, Transformer Engine) do not wrap "
+                         "peft's LoRA layers: turn fp8 off with an adapter");
+  }
+  if (is_moe(m) || is_mla(m) || m.mtp_layers > 0) {
+    fail("model", "adapters on mixture-of-experts or latent-attention models are counted "
+                  "(model/adapter.hpp) but the pretraining estimate models dense decoders only",
+         MEMEST_ERR_UNSUPPORTED);
   }
 }
 

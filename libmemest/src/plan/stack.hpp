@@ -55,4 +55,10 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches);
 // Checks the combination of the training stack's fields (throws naming the field and why).
 void validate_stack(const PretrainRequest& r);
 
+// Checks training.adapter (README "LoRA and QLoRA"): the type, the rank (1 .. the narrowest
+// adapted module's input or output width), the dropout, the adapter dtype, the targets against
+// the model (model/adapter.hpp), qlora's base dtype, and the settings that cannot run an
+// adapter (Megatron-LM, tensor/context/pipeline parallelism, fp8).
+void validate_adapter(const PretrainRequest& r);
+
 }  // namespace memest

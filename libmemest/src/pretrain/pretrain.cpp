@@ -9,8 +9,10 @@
 #include "activations/stack_activations.hpp"
 #include "core/error.hpp"
 #include "core/verdict.hpp"
+#include "model/adapter.hpp"
 #include "model/model.hpp"
 #include "overheads/overheads.hpp"
+#include "states/adapter_states.hpp"
 #include "states/model_states.hpp"
 #include "states/stack_states.hpp"
 
@@ -137,7 +139,21 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   sin.zero = plan.zero;
   sin.precision = plan.precision;
   sin.stack = plan.stack;
-  const StackStates ss = stack_state_bytes(sin);
+  StackStates ss;
+  AdapterStates as;  // LoRA / QLoRA parts (zero without an adapter)
+  double trainable = params;
+  double adapter_block = 0;  // one layer's adapter parameters
+  if (plan.adapter.enabled()) {
+    // Adapters only under pp = tp = 1 (plan/stack.cpp validate_adapter): the stage is the model.
+    const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
+                                                static_cast<double>(plan.adapter.rank), "");
+    trainable = ap.total();
+    adapter_block = ap.dense_layer;
+    as = adapter_state_bytes(sin, plan.adapter, m, params, trainable);
+    ss = as.total;
+  } else {
+    ss = stack_state_bytes(sin);
+  }
   // Expert parameters' gradients and optimizer states are reduced and sharded over the
   // expert data-parallel group (megatron/core/distributed/distributed_data_parallel.py keeps
   // them in separate buffers on the expert data-parallel group;
@@ -158,7 +174,43 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const double block = layer.sharded / t + layer.replicated;
   const bool ddp = plan.dp > 1 || plan.stack.ddp_bucket_mib > 0;  // DDP-wrapped
   double framework_buffers = 0;
-  switch (plan.framework) {
+  if (plan.adapter.enabled()) {
+    // Only parameters that require a gradient are bucketed or reduce-scattered (DDP's reducer
+    // and FSDP2's foreach_reduce skip the frozen ones; DeepSpeed's ipg buffer holds gradients):
+    // the collectives of the gradients see the adapters alone. FSDP2 and ZeRO-3 still gather
+    // the frozen base block by block, in its stored bytes.
+    const double ab = plan.adapter.bytes;
+    // one frozen block as gathered: NF4 data and statistics for QLoRA's linears
+    double base_block_bytes = block * plan.precision.param_bytes;
+    if (plan.adapter.type == MEMEST_ADAPTER_QLORA) {
+      const double q = quantised_weights(m) / static_cast<double>(m.num_hidden_layers);
+      const Nf4Bytes nf4 = nf4_bytes(q, plan.adapter.double_quant == 1);
+      base_block_bytes = (block - q) * plan.precision.param_bytes + nf4.data + nf4.metadata;
+    }
+    switch (plan.framework) {
+      case MEMEST_FRAMEWORK_FSDP:
+        if (plan.zero >= 2) {
+          framework_buffers = adapter_block * ab;  // one block's reduce-scatter input
+          if (plan.zero == 3) framework_buffers += 2 * (base_block_bytes + adapter_block * ab);
+        } else {
+          framework_buffers = ddp_bucket_bytes(trainable, ab, ddp,
+                                               plan.stack.ddp_gradient_as_bucket_view == 1);
+        }
+        break;
+      case MEMEST_FRAMEWORK_PYTORCH:
+        framework_buffers = ddp_bucket_bytes(trainable, ab, ddp,
+                                             plan.stack.ddp_gradient_as_bucket_view == 1);
+        break;
+      case MEMEST_FRAMEWORK_DEEPSPEED: {
+        const double reduce = plan.stack.ds_reduce_bucket_size > 0 ? plan.stack.ds_reduce_bucket_size
+                                                                    : kDsReduceBucketSize;
+        if (plan.zero >= 1) framework_buffers = std::min(reduce, trainable) * ab;
+        if (plan.zero == 3) framework_buffers = 2 * framework_buffers + 2 * base_block_bytes;
+        break;
+      }
+      default: break;
+    }
+  } else switch (plan.framework) {
     case MEMEST_FRAMEWORK_FSDP:
       framework_buffers = plan.zero >= 2
                               ? fsdp_buffer_bytes(block, plan.zero, plan.pp, plan.precision.grad_bytes)
@@ -222,6 +274,12 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   }
   states.weights += st.weight_copies;
   params += expert_params;
+  double dequant = 0;
+  if (plan.adapter.type == MEMEST_ADAPTER_QLORA) {
+    // one linear dequantised to param_dtype at a time (states/adapter_states.hpp)
+    dequant = largest_quantised_weight(m) * plan.precision.param_bytes;
+    activations += dequant;
+  }
   double embedded = 0;
   if (first) {
     embedded = static_cast<double>(plan.pp);  // Eq. 13: p micro-batches
@@ -308,6 +366,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.expert_activations_bytes = expert_activations;
   s.moe_dispatch_bytes = o.moe_dispatch;
   s.mtp_parameters = mtp_params;
+  if (plan.adapter.enabled()) {
+    s.trainable_parameters = trainable;
+    s.base_weights_bytes = as.base_weights;
+    s.adapter_weights_bytes = as.adapter_weights;
+    s.adapter_gradients_bytes = as.adapter_gradients;
+    s.adapter_optimizer_bytes = as.adapter_optimizer;
+    s.quant_metadata_bytes = as.quant_metadata;
+    s.dequant_bytes = dequant;
+  }
   return s;
 }
 
@@ -383,6 +450,14 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
   out.ep = plan.ep;
   out.etp = plan.etp;
   out.edp = plan.edp;
+  out.trainable_parameters = out.num_parameters;
+  if (plan.adapter.enabled()) {
+    out.trainable_parameters = adapter_parameters(r.model, plan.adapter.targets,
+                                                  static_cast<double>(plan.adapter.rank), "")
+                                   .total();
+    out.optimizer_bytes_per_parameter = derived_optimizer_bytes(
+        r.precision.optimizer, r.stack.framework, plan.adapter.bytes);
+  }
   // Only now, with every check passed, write the caller's stage array.
   const int64_t written = std::min<int64_t>(plan.pp, stages ? stage_capacity : 0);
   for (int64_t i = 0; i < written; ++i) stages[i] = stage_memory(plan, i, true);

@@ -73,6 +73,19 @@ public class MemestTest {
     check(!mp.verdict().equals("oom"), "the published Mixtral layout fits");
     moe.setEp(3);
     expectError(() -> Memest.pretrain(moe), "invalid_argument", "parallel.ep");
+    // LoRA through the typed struct: Llama-3.1-8B, q_proj + v_proj at r 8 (the defaults):
+    // (8*(4096+4096) + 8*(4096+1024)) * 32 = 3407872 trainable, fp32 adapters 4 bytes each
+    PretrainRequest lora = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    lora.setGpus(1); lora.setSeq_len(2048);
+    lora.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    lora.setAdapter(memest_adapter.MEMEST_ADAPTER_LORA);
+    check(lora.getLora_rank() == 8, "peft's default rank");
+    Memest.Pretrain lp = Memest.pretrain(lora);
+    check(lp.result().getTrainable_parameters() == 3407872.0, "trainable adapter parameters");
+    check(lp.stages().get(0).getAdapter_weights_bytes() == 3407872.0 * 4, "fp32 adapter weights");
+    lora.setAdapter(memest_adapter.MEMEST_ADAPTER_QLORA);
+    lora.setParam_bytes(4);
+    expectError(() -> Memest.pretrain(lora), "invalid_argument", "training.param_dtype");
 
     // bad input: the exception names the field
     r.setTp(3);
@@ -123,8 +136,10 @@ public class MemestTest {
     String enums = Memest.request("{\"mode\": \"enums\"}");
     int[] kinds = {memest_enum.MEMEST_ENUM_STATUS, memest_enum.MEMEST_ENUM_FAMILY, memest_enum.MEMEST_ENUM_VERDICT,
         memest_enum.MEMEST_ENUM_RECOMPUTE, memest_enum.MEMEST_ENUM_ACTIVATION_MODEL,
-        memest_enum.MEMEST_ENUM_PRUNE_REASON, memest_enum.MEMEST_ENUM_FINETUNE_METHOD};
-    String[] keys = {"status", "family", "verdict", "recompute", "activation_model", "prune_reason", "finetune_method"};
+        memest_enum.MEMEST_ENUM_PRUNE_REASON, memest_enum.MEMEST_ENUM_FINETUNE_METHOD,
+        memest_enum.MEMEST_ENUM_ADAPTER, memest_enum.MEMEST_ENUM_LORA_TARGET};
+    String[] keys = {"status", "family", "verdict", "recompute", "activation_model", "prune_reason", "finetune_method",
+        "adapter", "lora_target"};
     for (int k = 0; k < kinds.length; k++) {
       List<String> names = Memest.enumNames(kinds[k]);
       check(!names.isEmpty(), keys[k]);

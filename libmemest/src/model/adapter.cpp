@@ -1,0 +1,79 @@
+#include "model/adapter.hpp"
+
+#include "core/enums.hpp"
+#include "core/error.hpp"
+#include "model/model.hpp"
+
+namespace memest {
+
+AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double rank,
+                                 const std::string& field) {
+  auto has = [&](memest_lora_target t) { return (targets & lora_bit(t)) != 0; };
+  const bool q = has(MEMEST_LORA_Q_PROJ), k = has(MEMEST_LORA_K_PROJ), v = has(MEMEST_LORA_V_PROJ);
+  const bool gate = has(MEMEST_LORA_GATE_PROJ), up = has(MEMEST_LORA_UP_PROJ);
+  if ((q || k || v) && is_mla(m)) {
+    fail(field, "q_proj, k_proj and v_proj do not exist under multi-head latent attention "
+                "(kv_lora_rank > 0): its projections are q_a/q_b_proj and kv_a/kv_b_proj",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  if (gate && !m.gated_mlp) {
+    fail(field, "gate_proj: the model's MLP is not gated (fc1 and fc2: target up_proj and "
+                "down_proj)");
+  }
+  const double h = static_cast<double>(m.hidden_size);
+  const double d = static_cast<double>(head_dim(m));
+  const double qw = static_cast<double>(m.num_attention_heads) * d;
+  const double kvw = static_cast<double>(m.num_key_value_heads) * d;
+  const double r = rank;
+  auto adapter = [&](double in, double out) { return r * (in + out); };
+
+  double attention = 0;
+  if (m.fused_qkv) {
+    if (q || k || v) attention += adapter(h, qw + 2 * kvw);  // c_attn / qkv_proj / query_key_value
+  } else {
+    if (q) attention += adapter(h, qw);
+    if (k) attention += adapter(h, kvw);
+    if (v) attention += adapter(h, kvw);
+  }
+  if (has(MEMEST_LORA_O_PROJ)) attention += adapter(qw, h);
+
+  auto mlp = [&](double w) {
+    double p = 0;
+    if (m.gated_mlp && m.fused_gate_up) {
+      if (gate || up) p += adapter(h, 2 * w);  // gate_up_proj
+    } else {
+      if (gate) p += adapter(h, w);
+      if (up) p += adapter(h, w);  // up_proj / fc1
+    }
+    if (has(MEMEST_LORA_DOWN_PROJ)) p += adapter(w, h);  // down_proj / fc2
+    return p;
+  };
+
+  AdapterParams out;
+  out.dense_layer = attention + mlp(static_cast<double>(m.intermediate_size));
+  if (is_moe(m)) {
+    out.moe_layer = attention +
+                    static_cast<double>(m.num_experts) * mlp(static_cast<double>(expert_width(m))) +
+                    static_cast<double>(m.num_shared_experts) *
+                        mlp(static_cast<double>(shared_expert_width(m)));
+  }
+  const double moe_layers = static_cast<double>(moe_layer_count(m));
+  const double dense_layers = static_cast<double>(m.num_hidden_layers) - moe_layers;
+  out.layers = dense_layers * out.dense_layer + moe_layers * out.moe_layer;
+  const double vocab = static_cast<double>(m.vocab_size);
+  if (has(MEMEST_LORA_EMBED_TOKENS)) out.embed_tokens = adapter(vocab, h);
+  if (has(MEMEST_LORA_LM_HEAD)) out.lm_head = adapter(h, vocab);
+  return out;
+}
+
+std::string target_list(uint32_t targets) {
+  std::string out;
+  for (int32_t i = 0; i < MEMEST_LORA_TARGET_COUNT; ++i) {
+    if (!(targets & (1u << i))) continue;
+    if (!out.empty()) out += ",";
+    out += enum_name(MEMEST_ENUM_LORA_TARGET, i);
+  }
+  return out;
+}
+
+}  // namespace memest

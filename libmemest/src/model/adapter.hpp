@@ -1,0 +1,43 @@
+// LoRA adapter parameters (README "LoRA and QLoRA"): which modules of a model a canonical
+// target name stands for, and how many parameters the adapters on them have. A LoRA adapter on
+// a linear of in_features x out_features adds lora_A (r x in) and lora_B (out x r): r(in + out)
+// parameters, no bias (peft tuners/lora/layer.py LoraLayer.update_layer: nn.Linear(in, r,
+// bias=False), nn.Linear(r, out, bias=False)); on an embedding of v x h, lora_embedding_A
+// (r x v) and lora_embedding_B (h x r): r(v + h) (the same file, Embedding.update_layer).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "memest/memest.h"
+
+namespace memest {
+
+constexpr uint32_t lora_bit(memest_lora_target t) { return 1u << static_cast<unsigned>(t); }
+constexpr uint32_t kLoraAllTargets = (1u << MEMEST_LORA_TARGET_COUNT) - 1u;
+// peft's default target_modules for Llama-style models (utils/constants.py
+// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: "llama": ["q_proj", "v_proj"]).
+constexpr uint32_t kLoraDefaultTargets = lora_bit(MEMEST_LORA_Q_PROJ) | lora_bit(MEMEST_LORA_V_PROJ);
+
+struct AdapterParams {
+  double dense_layer = 0;  // one layer with a dense MLP
+  double moe_layer = 0;    // one layer with an MoE MLP (every expert's adapters)
+  double layers = 0;       // every layer of the model
+  double embed_tokens = 0;
+  double lm_head = 0;
+  double total() const { return layers + embed_tokens + lm_head; }
+};
+
+// Adapter parameters of rank `rank` on the modules in `targets` (bits of memest_lora_target).
+// Fused projections: any of q/k/v_proj targets the one fused QKV tensor (h -> q + 2kv), any of
+// gate/up_proj the fused gate_up_proj (h -> 2 h_ffn). A GELU MLP's fc1 is up_proj, its fc2
+// down_proj. MoE layers: every routed and shared expert's MLP (the router is never adapted).
+// Throws memest::Error naming `field` when the model has no such module (gate_proj on a GELU
+// MLP, q/k/v_proj under multi-head latent attention).
+AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double rank,
+                                 const std::string& field);
+
+// "q_proj,v_proj" for a target mask.
+std::string target_list(uint32_t targets);
+
+}  // namespace memest
