@@ -425,7 +425,7 @@ function renderAdapter(r) {
   $('total-params').textContent = total.toLocaleString('en-US');
   $('trainable-params').dataset.value = String(r.trainable_parameters);
   $('total-params').dataset.value = String(total);
-  const parts = Object.entries(adapter).filter(([, v]) => typeof v === 'number');
+  const parts = Object.entries(adapter).filter(([k, v]) => k.endsWith('_bytes') && typeof v === 'number');
   $('adapter-parts').replaceChildren(...parts.map(([key, v]) => el('li', { dataset: { part: key } },
     el('span', { className: 'part-name' }, ADAPTER_PART_NAMES[key] ?? key.replace(/_bytes$/, '').replace(/_/g, ' ')),
     el('span', { className: 'part-value' }, fmtGiB(v)))));
