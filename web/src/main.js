@@ -76,7 +76,13 @@ const FORM = {
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations',
+  ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
+  dq: 'double-quant',
 };
+
+/** The LoRA target checkboxes (one per lora_target name of the library), as the state's comma
+ *  list `lt`, in the library's order. */
+const targetBoxes = () => [...document.querySelectorAll('#lora-targets input[type="checkbox"]')];
 
 let state = stateFromHash(location.hash);
 
@@ -86,6 +92,8 @@ function writeForm(s) {
     if (input.type === 'checkbox') input.checked = s[key] === '1';
     else input.value = s[key];
   }
+  const targets = String(s.lt ?? '').split(',');
+  for (const box of targetBoxes()) box.checked = targets.includes(box.value);
   syncFields(s);
 }
 
@@ -95,6 +103,9 @@ function readForm() {
     const input = $(id);
     s[key] = input.type === 'checkbox' ? (input.checked ? '1' : '0') : input.value;
   }
+  // before the enums fill the checkboxes, keep the state's list
+  const boxes = targetBoxes();
+  if (boxes.length) s.lt = boxes.filter((b) => b.checked).map((b) => b.value).join(',');
   return s;
 }
 
@@ -115,6 +126,8 @@ function syncFields(s) {
   }
   $('ft-batch-field').hidden = s.fm === 'auto';
   $('ft-tp-field').hidden = s.fm !== 'dp+tp';
+  for (const node of document.querySelectorAll('#lora-fieldset .lora-only')) node.hidden = s.ad === 'none';
+  $('double-quant-field').hidden = s.ad !== 'qlora' && s.dq !== '1';
   $('mode-note').hidden = !MODE_NOTES[s.tab];
   $('mode-note').textContent = MODE_NOTES[s.tab] ?? '';
 }
@@ -124,7 +137,8 @@ function syncFields(s) {
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
-  'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'general'];
+  'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
+  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -356,6 +370,7 @@ function renderPretrain(r) {
     return tr;
   }));
   renderStack(r);
+  renderAdapter(r);
   renderParts(r);
   renderSuggestions(r);
   scheduleChart(r);
@@ -383,6 +398,43 @@ function renderStack(r) {
   $('stack-parts').replaceChildren(...parts.map(([key, v]) => el('li', { dataset: { part: key } },
     el('span', { className: 'part-name' }, STACK_PART_NAMES[key] ?? key.replace(/_bytes$/, '').replace(/_/g, ' ')),
     el('span', { className: 'part-value' }, fmtGiB(v)))));
+}
+
+/** The adapter parts of a stage (the response's `adapter` object), as a reader says them; a
+ *  part the library adds later shows under its own name. */
+const ADAPTER_PART_NAMES = {
+  base_weights_bytes: 'frozen base weights',
+  adapter_weights_bytes: 'adapter weights',
+  adapter_gradients_bytes: 'adapter gradients',
+  adapter_optimizer_bytes: 'adapter optimizer states',
+  quant_metadata_bytes: 'quantisation metadata (NF4 absmax)',
+  dequant_bytes: 'dequantised weight (transient)',
+};
+
+/** Trainable vs total parameters and the adapter parts of the peak stage; hidden without an
+ *  adapter. */
+function renderAdapter(r) {
+  const stage = r.stages.find((s) => s.stage === r.peak_stage) ?? r.stages[0];
+  const adapter = stage?.adapter ?? r.adapter;
+  const show = typeof r.trainable_parameters === 'number' && adapter != null;
+  $('adapter-box').hidden = !show;
+  if (!show) { clearAdapter(); return; }
+  const total = r.model.num_parameters;
+  $('trainable-params').textContent = `${r.trainable_parameters.toLocaleString('en-US')}` +
+    (total > 0 ? ` (${(100 * r.trainable_parameters / total).toFixed(4)} %)` : '');
+  $('total-params').textContent = total.toLocaleString('en-US');
+  $('trainable-params').dataset.value = String(r.trainable_parameters);
+  $('total-params').dataset.value = String(total);
+  const parts = Object.entries(adapter).filter(([k, v]) => k.endsWith('_bytes') && typeof v === 'number');
+  $('adapter-parts').replaceChildren(...parts.map(([key, v]) => el('li', { dataset: { part: key } },
+    el('span', { className: 'part-name' }, ADAPTER_PART_NAMES[key] ?? key.replace(/_bytes$/, '').replace(/_/g, ' ')),
+    el('span', { className: 'part-value' }, fmtGiB(v)))));
+}
+
+function clearAdapter() {
+  for (const id of ['trainable-params', 'total-params']) { $(id).textContent = '—'; $(id).dataset.value = ''; }
+  $('adapter-parts').replaceChildren();
+  $('adapter-box').hidden = true;
 }
 
 function clearStack() {
@@ -482,6 +534,7 @@ function clearPretrain() {
   for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
   $('stages-table').tBodies[0].replaceChildren();
   clearStack();
+  clearAdapter();
   $('experts-line').replaceChildren();
   $('experts-line').hidden = true;
   $('dominant-parts').replaceChildren();
@@ -1110,6 +1163,12 @@ async function start() {
   for (const id of ['param-dtype', 'grad-dtype']) {
     $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));
   }
+  // LoRA / QLoRA: the adapter types and target names are the library's; the adapter dtypes the
+  // JSON request's names
+  $('adapter-type').replaceChildren(...enums.adapter.map((name) => new Option(name, name)));
+  $('adapter-dtype').replaceChildren(...DTYPES.map((name) => new Option(name, name)));
+  $('lora-targets').replaceChildren(...enums.lora_target.map((name) => el('label', { className: 'check' },
+    el('input', { type: 'checkbox', value: name, id: `lora-target-${name}`, name: 'lt' }), ` ${name}`)));
   // the methods a request may name: "auto" (Algorithm 1) first; cpu_offload is only an answer
   const methods = enums.finetune_method.filter((m) => m !== 'cpu_offload');
   fillSelect($('ft-method'), [...methods.filter((m) => m === 'auto'), ...methods.filter((m) => m !== 'auto')]

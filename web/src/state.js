@@ -17,6 +17,10 @@ export const DEFAULTS = Object.freeze({
   // and a request carries a field only when the form differs from them.
   fw: 'megatron', pd: '', gd: '', opt: 'adam', oib: '0', rce: '1', loss: 'auto', fp8: '0',
   cmp: '0', oo: '0', op: '0', oa: '0',
+  // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
+  // list of the library's lora_target names), adapter dtype, double quantisation. peft's
+  // defaults, as the library's; a request carries a field only when the form differs from them.
+  ad: 'none', lr: '8', la: '8', ldo: '0', lt: 'q_proj,v_proj', adt: 'fp32', dq: '0',
 });
 
 /** Reads a state from a URL's hash (#m=...&tp=...): unknown keys ignored, defaults filled. */
@@ -177,6 +181,22 @@ export function stackFields(state) {
   return out;
 }
 
+/** The adapter of the training block (README "LoRA and QLoRA"): none unless the form chooses
+ *  lora or qlora, then its type and the fields the form sets away from peft's defaults. The
+ *  library checks every value (rank, targets, qlora's base dtype ...). */
+export function adapterFields(state) {
+  const v = (key) => state[key] ?? DEFAULTS[key];
+  if (v('ad') === DEFAULTS.ad) return {};
+  const adapter = { type: v('ad') };
+  if (v('lr') !== DEFAULTS.lr) adapter.rank = num(v('lr'));
+  if (v('la') !== DEFAULTS.la) adapter.alpha = num(v('la'));
+  if (v('ldo') !== DEFAULTS.ldo) adapter.dropout = num(v('ldo'));
+  if (v('lt') !== DEFAULTS.lt) adapter.targets = v('lt').split(',').filter((t) => t !== '');
+  if (v('adt') !== DEFAULTS.adt) adapter.dtype = v('adt');
+  if (v('dq') === '1') adapter.double_quant = true;
+  return { adapter };
+}
+
 /** The pretrain request of the form, exactly as `memest request` takes it. */
 export function pretrainRequest(state) {
   return {
@@ -191,6 +211,7 @@ export function pretrainRequest(state) {
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
+      ...adapterFields(state),
     },
   };
 }
@@ -241,6 +262,9 @@ const STATE_OF_FIELD = {
   'training.recompute_every': 'rce', 'training.loss': 'loss', 'training.fp8': 'fp8',
   'training.compile': 'cmp', 'training.offload.optimizer': 'oo', 'training.offload.params': 'op',
   'training.offload.activations': 'oa',
+  'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
+  'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
+  'training.adapter.double_quant': 'dq',
 };
 
 /**
@@ -269,6 +293,8 @@ const SLOT_OF_STATE = {
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations',
+  ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
+  adt: 'adapter-dtype', dq: 'double-quant',
 };
 
 /** Which form control (and error slot) a request field belongs to. */
@@ -280,6 +306,8 @@ export function inputForField(field) {
   if (field === 'gpu' || field.startsWith('gpu.')) return 'gpu';
   if (field.startsWith('parallel.')) return 'gpus';
   if (field.startsWith('training.offload')) return 'offload-optimizer';
+  if (field.startsWith('training.adapter.targets')) return 'lora-targets';
+  if (field.startsWith('training.adapter')) return 'adapter-type';
   if (field.startsWith('training.')) return 'seq';
   if (field.startsWith('finetune.')) return 'ft-method';
   return 'general';
