@@ -398,7 +398,8 @@ double peak_memory(const Plan& plan, int32_t* peak_stage) {
   if (is_moe(*plan.model)) {
     for (int64_t i = 1; i < plan.pp; ++i) consider(i);
   } else {
-    for (int64_t i : {int64_t{1}, plan.pp - 1}) consider(i);
+    consider(1);
+    if (plan.pp - 1 != 1) consider(plan.pp - 1);  // pp = 2: the second stage is the last
   }
   if (peak_stage) *peak_stage = best;
   return peak;
