@@ -4,37 +4,10 @@
 //
 // A test that expects a result fails when the page shows an error instead (expectResult); one
 // that expects the library's refusal fails unless the page shows that very message.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { serve } from './server.mjs';
-import { launch } from './browser.mjs';
-
-const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const CLI = process.env.MEMEST_CLI ?? here('../../build-web-cli/bindings/cli/memest');
-const RESULTS = here('../test-results/');
-const GiB = 1024 ** 3;
-const g2 = (bytes) => (bytes / GiB).toFixed(2);
-mkdirSync(RESULTS, { recursive: true });
-
-/** The CLI's JSON answer to its own options (`memest pretrain ... --format json`). */
-function cliPretrain(args) {
-  return JSON.parse(execFileSync(CLI, ['pretrain', ...args, '--format', 'json'],
-    { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }));
-}
-
-/** The CLI's answer to a JSON request (`memest request`). */
-function cli(request) {
-  try {
-    return JSON.parse(execFileSync(CLI, ['request'], { input: JSON.stringify(request), encoding: 'utf8',
-      stdio: ['pipe', 'pipe', 'pipe'] }));
-  } catch (e) {
-    if (e.stdout) return JSON.parse(e.stdout);
-    throw e;
-  }
-}
+import { browser, cli, cliPretrain, expectResult, g2, page, probe, RESULTS, settle, show,
+  usePage } from './harness.mjs';
 
 // Llama-3.1-8B on 8 x H100 under FSDP2 zero 3 with torchtitan's per-op recomputation and an
 // unfused loss: the page's state (URL hash keys, written here independently of the page) and
@@ -46,58 +19,7 @@ const FSDP_ARGS = ['-m', 'llama-3.1-8b', '-g', 'h100-80gb', '--gpus', '8', '--tp
   '--pp', '1', '--zero', '3', '--seq-len', '4096', '--micro-batch', '2', '--global-batch', '16',
   '--recompute', 'op_selective', '--framework', 'fsdp', '--loss', 'unfused'];
 
-let server;
-let browser;
-let page;
-const pageErrors = [];
-
-before(async () => {
-  assert.ok(existsSync(CLI), `the memest CLI is built at ${CLI}`);
-  assert.ok(existsSync(here('../dist/index.html')), 'web/dist is built (npx vite build)');
-  server = await serve(here('../dist/'));
-  browser = await launch();
-  page = await browser.context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
-  await page.goto(server.url);
-  await page.waitForSelector('body[data-ready="1"]');
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-const probe = () => page.evaluate(() => ({ ...window.__memest, timings: undefined }));
-
-async function settle(before) {
-  await page.waitForFunction((n) => window.__memest.updates > n.updates, before);
-  await page.waitForFunction(() => document.querySelector('#status').dataset.state !== 'pending');
-}
-
-/** Fails unless the page shows a result: no error anywhere, nothing on the console. */
-async function expectResult(what) {
-  const s = await page.evaluate(() => ({
-    state: document.querySelector('#status').dataset.state,
-    text: document.querySelector('#status').textContent,
-    invalid: document.body.classList.contains('invalid'),
-    errors: [...document.querySelectorAll('.field-error')].map((e) => e.textContent).filter(Boolean),
-  }));
-  assert.equal(s.state, 'result', `${what}: the page shows no result: ${s.text}`);
-  assert.equal(s.invalid, false, `${what}: the form is marked invalid`);
-  assert.deepEqual(s.errors, [], `${what}: error messages on the page`);
-  assert.deepEqual(pageErrors, [], `${what}: console errors`);
-}
-
-/** Loads a state by URL (as a shared link does) and waits for its answer. */
-async function show(hash) {
-  const before = await probe();
-  await page.evaluate((h) => {
-    if ((location.hash || '#') === h) window.dispatchEvent(new HashChangeEvent('hashchange'));
-    else location.hash = h;
-  }, hash);
-  await settle(before);
-}
+usePage();
 
 const recomputeOptions = () => page.$$eval('#recompute option', (os) => os.map((o) => ({ value: o.value, hidden: o.hidden })));
 

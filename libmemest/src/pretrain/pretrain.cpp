@@ -434,17 +434,14 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
     if (s.peak_bytes > out.peak_bytes) {
       out.peak_bytes = s.peak_bytes;
       out.peak_stage = static_cast<int32_t>(i);
+      out.peak_allocated_bytes = s.peak_allocated_bytes;
+      out.peak_reserved_bytes = s.peak_reserved_bytes;
+      out.host_bytes = s.host_bytes;
     }
     out.paper_peak_bytes = std::max(out.paper_peak_bytes, s.total_bytes);
   }
   out.oom_predicted = out.peak_bytes > capacity;
   out.peak_verdict = peak_verdict_for(out.peak_bytes, capacity);
-  {
-    const memest_stage ps = stage_memory(plan, out.peak_stage, true);
-    out.peak_allocated_bytes = ps.peak_allocated_bytes;
-    out.peak_reserved_bytes = ps.peak_reserved_bytes;
-    out.host_bytes = ps.host_bytes;
-  }
   out.framework = plan.framework;
   out.loss = plan.loss;
   out.optimizer_bytes_per_parameter = plan.precision.optimizer_bytes;
