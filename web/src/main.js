@@ -4,7 +4,7 @@
 import { createMemest, GiB } from '@memest';
 import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
-  inputForField, formProblem, applySet,
+  inputForField, formProblem, applySet, BUCKETS, bucketApplies,
 } from './state.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
@@ -76,6 +76,7 @@ const FORM = {
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations',
+  ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant',
 };
@@ -128,6 +129,14 @@ function syncFields(s) {
   $('ft-tp-field').hidden = s.fm !== 'dp+tp';
   for (const node of document.querySelectorAll('#lora-fieldset .lora-only')) node.hidden = s.ad === 'none';
   $('double-quant-field').hidden = s.ad !== 'qlora' && s.dq !== '1';
+  // the framework's buffer sizes: only those its framework reads (state.js BUCKETS)
+  let buckets = 0;
+  for (const b of BUCKETS) {
+    const shown = bucketApplies(b, s);
+    $(`${b.id}-field`).hidden = !shown;
+    buckets += shown ? 1 : 0;
+  }
+  $('buckets-hint').hidden = buckets === 0;
   $('mode-note').hidden = !MODE_NOTES[s.tab];
   $('mode-note').textContent = MODE_NOTES[s.tab] ?? '';
 }
@@ -138,7 +147,8 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
   'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
-  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'general'];
+  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant',
+  ...BUCKETS.map((b) => b.id), 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
