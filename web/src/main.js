@@ -87,6 +87,15 @@ const targetBoxes = () => [...document.querySelectorAll('#lora-targets input[typ
 
 let state = stateFromHash(location.hash);
 
+/** The state with a preset GPU's capacity in `mem` (what the read-only capacity field shows):
+ *  a shared link carries `mem` only for a custom GPU, so a state read from a URL holds the
+ *  default's (40 GiB) until the preset's is put there. Before the presets are loaded (the first
+ *  answer), the state as it is. */
+function withPresetCapacity(s) {
+  const g = gpuPresets.find((x) => x.id === s.g);
+  return g ? { ...s, mem: String(g.memory_bytes / GiB) } : s;
+}
+
 function writeForm(s) {
   for (const [key, id] of Object.entries(FORM)) {
     const input = $(id);
@@ -1197,17 +1206,15 @@ async function start() {
   })), 'Custom capacity…');
   $('gpu-preset').append(new Option('Device profile (calibrate/)…', 'profile'));
   $('version').textContent = `libmemest ${memest.version()} (WebAssembly)`;
-  const presetGpu = gpuPresets.find((g) => g.id === state.g);
-  if (presetGpu) state.mem = String(presetGpu.memory_bytes / GiB);
+  state = withPresetCapacity(state);
   writeForm(state);
 
   const form = $('inputs');
   form.addEventListener('input', (e) => {
     timings.inputAt ??= e.timeStamp;
-    const next = readForm();
+    let next = readForm();
     if (e.target.id === 'gpu-preset' && next.g !== 'custom') {
-      const g = gpuPresets.find((x) => x.id === next.g);
-      if (g) next.mem = String(g.memory_bytes / GiB);
+      next = withPresetCapacity(next);
       $('gpu-memory').value = next.mem;
     }
     if (e.target.id === 'gpu-preset' && next.g === 'custom') $('gpu-memory').focus();
@@ -1303,7 +1310,7 @@ async function start() {
     applyTheme(THEMES[(THEMES.indexOf(cur) + 1) % THEMES.length]);
   });
   window.addEventListener('hashchange', () => {
-    state = stateFromHash(location.hash);
+    state = withPresetCapacity(stateFromHash(location.hash));
     writeForm(state);
     selectTab(state.tab);
     update();
