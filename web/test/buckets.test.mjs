@@ -110,6 +110,22 @@ test('DeepSpeed reduce_bucket_size typed into the form: the page equals memest p
   await expectFigures(z3Want, 'deepspeed zero 3 buckets');
 });
 
+test('the layout search sends the buckets too: its best layout\'s peak is memest request\'s', async () => {
+  const search = (buckets) => cli({ mode: 'search', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 8, sp: true },
+    training: { seq_len: 4096, global_batch: 64, recompute: 'none', flash_attention: true, framework: 'deepspeed',
+      ...(buckets ? { buckets } : {}) }, search: { top: 10 } });
+  const base = search();
+  const want = search({ reduce_bucket_size: 1e8 });
+  assert.equal(want.ok, true, JSON.stringify(want.error));
+  assert.notEqual(g2(want.results[0].peak_bytes), g2(base.results[0].peak_bytes));
+  await show(hashOf({ ...DS, rbs: '1e8', tab: 'search' }));
+  await expectResult('search with a bucket');
+  assert.equal(await page.isVisible('#reduce-bucket-size'), true);
+  const status = await page.textContent('#status');
+  assert.ok(status.includes(`peak ${g2(want.results[0].peak_bytes)} GiB of`), status);
+});
+
 test('DDP gradient_as_bucket_view checked in the form: the buffers go, as memest pretrain --gradient-as-bucket-view', async () => {
   const base = cliPretrain(ddpArgs());
   const want = cliPretrain([...ddpArgs(), '--gradient-as-bucket-view']);
