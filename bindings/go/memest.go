@@ -132,6 +132,7 @@ const (
 	EnumOptimizer       = Enum(C.MEMEST_ENUM_OPTIMIZER)
 	EnumAdapter         = Enum(C.MEMEST_ENUM_ADAPTER)
 	EnumLoraTarget      = Enum(C.MEMEST_ENUM_LORA_TARGET)
+	EnumCompile         = Enum(C.MEMEST_ENUM_COMPILE)
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

@@ -55,6 +55,7 @@ constexpr EnumKind kEnums[] = {
     {"optimizer", MEMEST_ENUM_OPTIMIZER},
     {"adapter", MEMEST_ENUM_ADAPTER},
     {"lora_target", MEMEST_ENUM_LORA_TARGET},
+    {"compile", MEMEST_ENUM_COMPILE},
 };
 
 memest_enum enum_kind(const std::string &key) {

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 3
+#define MEMEST_VERSION_MINOR 4
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.3.0"
+#define MEMEST_VERSION_STRING "1.4.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -349,6 +349,18 @@ typedef enum memest_lora_target {
   MEMEST_LORA_TARGET_COUNT = 9
 } memest_lora_target;
 
+/** (1.4) What torch.compile compiles: the value of memest_pretrain_request.compile. 1 (ALL)
+ *  is the 1.2/1.3 meaning of compile = 1, so older callers keep their answers. */
+typedef enum memest_compile {
+  MEMEST_COMPILE_NONE = 0,  /* eager (default) */
+  MEMEST_COMPILE_ALL = 1,   /* each block and the loss (torchtitan compile.components
+                               ["model", "loss"], torchtune compile: True) */
+  MEMEST_COMPILE_MODEL = 2, /* each block compiled, the loss eager (torchtitan ["model"];
+                               torch.compile(block) per decoder layer) */
+  MEMEST_COMPILE_LOSS = 3,  /* the loss alone (torchtitan ["loss"]) */
+  MEMEST_COMPILE_COUNT = 4
+} memest_compile;
+
 /** optimizer_bytes value asking the library to derive K from the optimizer, the framework
  *  and param_bytes (an fp32 master copy only where the stored dtype is below fp32 and the
  *  framework keeps masters: megatron, deepspeed). JSON requests derive K unless
@@ -398,7 +410,8 @@ typedef enum memest_enum {
   MEMEST_ENUM_OPTIMIZER = 9,        /* memest_optimizer: "adam", "adamw", ... */
   MEMEST_ENUM_ADAPTER = 10,         /* memest_adapter: "none", "lora", "qlora" */
   MEMEST_ENUM_LORA_TARGET = 11,     /* memest_lora_target: "q_proj", ..., "embed_tokens" */
-  MEMEST_ENUM_COUNT = 12
+  MEMEST_ENUM_COMPILE = 12,         /* (1.4) memest_compile: "none", "all", "model", "loss" */
+  MEMEST_ENUM_COUNT = 13
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -485,7 +498,9 @@ typedef struct memest_pretrain_request {
   int64_t recompute_every;    /* N >= 1: one block in N is checkpointed (default 1) */
   int32_t loss;               /* memest_loss (default AUTO: by framework) */
   int32_t fp8;                /* 1: Float8 / TE fp8 linear layers (needs gpu->fp8) */
-  int32_t compile;            /* 1: torch.compile (fsdp, pytorch, deepspeed) */
+  int32_t compile;            /* memest_compile: what torch.compile compiles (fsdp, pytorch,
+                                 deepspeed); 0 none (default), 1 blocks and loss, 2 blocks,
+                                 3 loss (values 2 and 3 from 1.4) */
   int32_t offload_optimizer;  /* 1: optimizer states and fp32 masters in host memory */
   int32_t offload_params;     /* 1: sharded parameters in host memory (needs zero >= 1 sharding
                                  of parameters: fsdp/deepspeed zero 3) */

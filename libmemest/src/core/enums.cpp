@@ -29,6 +29,7 @@ constexpr const char* kAdapter[] = {"none", "lora", "qlora"};
 // peft's module names for Llama-style models (the canonical names of README "LoRA and QLoRA")
 constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj",      "gate_proj",
                                        "up_proj",  "down_proj", "lm_head", "embed_tokens"};
+constexpr const char* kCompile[] = {"none", "all", "model", "loss"};
 
 template <std::size_t N>
 constexpr uint32_t count_of(const char* const (&)[N]) {
@@ -45,6 +46,7 @@ static_assert(count_of(kLoss) == MEMEST_LOSS_COUNT, "loss names");
 static_assert(count_of(kOptimizer) == MEMEST_OPTIMIZER_COUNT, "optimizer names");
 static_assert(count_of(kAdapter) == MEMEST_ADAPTER_COUNT, "adapter names");
 static_assert(count_of(kLoraTarget) == MEMEST_LORA_TARGET_COUNT, "LoRA target names");
+static_assert(count_of(kCompile) == MEMEST_COMPILE_COUNT, "compile names");
 static_assert(MEMEST_FAMILY_GPT + 1 == count_of(kFamily), "memest_family names");
 
 }  // namespace
@@ -63,6 +65,7 @@ EnumTable enum_table(memest_enum which) {
     case MEMEST_ENUM_OPTIMIZER: return {kOptimizer, count_of(kOptimizer)};
     case MEMEST_ENUM_ADAPTER: return {kAdapter, count_of(kAdapter)};
     case MEMEST_ENUM_LORA_TARGET: return {kLoraTarget, count_of(kLoraTarget)};
+    case MEMEST_ENUM_COMPILE: return {kCompile, count_of(kCompile)};
     case MEMEST_ENUM_COUNT: break;
   }
   return {nullptr, 0};

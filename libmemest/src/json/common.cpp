@@ -92,7 +92,19 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   st.recompute_every = training.integer_or("recompute_every", st.recompute_every, -big, big);
   if (auto l = enum_field(training, "loss", MEMEST_ENUM_LOSS)) st.loss = *l;
   if (auto b = training.boolean("fp8")) st.fp8 = *b;
-  if (auto b = training.boolean("compile")) st.compile = *b;
+  if (training.has("compile")) {
+    // a bool (false: none, true: all, the 1.2 meaning) or a memest_compile name
+    const json& v = block(top, "training").at("compile");
+    if (v.is_boolean()) {
+      st.compile = v.get<bool>() ? MEMEST_COMPILE_ALL : MEMEST_COMPILE_NONE;
+    } else if (v.is_string()) {
+      st.compile = *enum_field(training, "compile", MEMEST_ENUM_COMPILE);
+    } else {
+      throw Error(MEMEST_ERR_TYPE, "training.compile",
+                  "training.compile: expected true, false or one of " +
+                      enum_choices(MEMEST_ENUM_COMPILE) + ", got " + std::string(v.type_name()));
+    }
+  }
   if (const json* o = training.object("offload")) {
     JsonFields offload(*o, "training.offload");
     offload.reject_unknown({"optimizer", "params", "activations"});

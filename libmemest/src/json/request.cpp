@@ -70,7 +70,8 @@ ojson enums_mode(const JsonFields& top) {
       {"loss", MEMEST_ENUM_LOSS},
       {"optimizer", MEMEST_ENUM_OPTIMIZER},
       {"adapter", MEMEST_ENUM_ADAPTER},
-      {"lora_target", MEMEST_ENUM_LORA_TARGET}};
+      {"lora_target", MEMEST_ENUM_LORA_TARGET},
+      {"compile", MEMEST_ENUM_COMPILE}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);

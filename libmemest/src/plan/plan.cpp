@@ -75,7 +75,10 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   in.tokens = x.seq_len * x.micro_batch / x.cp;
   in.vocab = static_cast<double>(m.vocab_size) / x.tp;
   in.hidden = static_cast<double>(m.hidden_size);
-  in.compiled = plan.stack.compile == 1;
+  // memest_compile: the loss is compiled under ALL and LOSS (torchtitan compile.components
+  // "loss"), the blocks under ALL and MODEL ("model", or torch.compile(block) per layer).
+  const int32_t compile = plan.stack.compile;
+  in.compiled = compile == MEMEST_COMPILE_ALL || compile == MEMEST_COMPILE_LOSS;
   LossKind kind = LossKind::Fused;
   switch (plan.loss) {
     case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
@@ -98,7 +101,7 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   // SDPA's enable_gqa (torchtitan 2026; HF transformers with torch >= 2.5 and no mask): K and
   // V at their own heads. torchtune's and older torchtitan's repeat_kv copies are not modelled.
   eo.gqa_native = true;
-  eo.compiled = plan.stack.compile == 1;
+  eo.compiled = compile == MEMEST_COMPILE_ALL || compile == MEMEST_COMPILE_MODEL;
   if (plan.adapter.enabled()) {
     // LoRA's saved tensors (activations/stack_activations.hpp eager_block_bytes): the LoraTarget
     // bits are memest_lora_target's first seven.

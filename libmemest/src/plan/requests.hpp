@@ -31,7 +31,7 @@ struct Stack {
   int64_t recompute_every = 1;
   int32_t loss = MEMEST_LOSS_AUTO;
   int32_t fp8 = 0;
-  int32_t compile = 0;
+  int32_t compile = MEMEST_COMPILE_NONE;  // memest_compile: which parts torch.compile compiles
   int32_t offload_optimizer = 0;
   int32_t offload_params = 0;
   int32_t offload_activations = 0;

@@ -95,7 +95,7 @@ void validate_stack(const PretrainRequest& r) {
   check_enum("training.loss", MEMEST_ENUM_LOSS, st.loss);
   check_flag("training.optimizer_in_backward", st.optimizer_in_backward);
   check_flag("training.fp8", st.fp8);
-  check_flag("training.compile", st.compile);
+  check_enum("training.compile", MEMEST_ENUM_COMPILE, st.compile);
   check_flag("training.offload.optimizer", st.offload_optimizer);
   check_flag("training.offload.params", st.offload_params);
   check_flag("training.offload.activations", st.offload_activations);
@@ -133,7 +133,7 @@ void validate_stack(const PretrainRequest& r) {
                                      "are not modelled: recompute_every needs framework fsdp, "
                                      "deepspeed or pytorch");
   }
-  if (megatron && st.compile) {
+  if (megatron && st.compile != MEMEST_COMPILE_NONE) {
     fail("training.compile", "Megatron-LM does not run its model under torch.compile: use "
                              "framework fsdp, deepspeed or pytorch");
   }

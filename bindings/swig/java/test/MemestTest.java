@@ -137,9 +137,9 @@ public class MemestTest {
     int[] kinds = {memest_enum.MEMEST_ENUM_STATUS, memest_enum.MEMEST_ENUM_FAMILY, memest_enum.MEMEST_ENUM_VERDICT,
         memest_enum.MEMEST_ENUM_RECOMPUTE, memest_enum.MEMEST_ENUM_ACTIVATION_MODEL,
         memest_enum.MEMEST_ENUM_PRUNE_REASON, memest_enum.MEMEST_ENUM_FINETUNE_METHOD,
-        memest_enum.MEMEST_ENUM_ADAPTER, memest_enum.MEMEST_ENUM_LORA_TARGET};
+        memest_enum.MEMEST_ENUM_ADAPTER, memest_enum.MEMEST_ENUM_LORA_TARGET, memest_enum.MEMEST_ENUM_COMPILE};
     String[] keys = {"status", "family", "verdict", "recompute", "activation_model", "prune_reason", "finetune_method",
-        "adapter", "lora_target"};
+        "adapter", "lora_target", "compile"};
     for (int k = 0; k < kinds.length; k++) {
       List<String> names = Memest.enumNames(kinds[k]);
       check(!names.isEmpty(), keys[k]);
