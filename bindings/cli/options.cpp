@@ -178,7 +178,13 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
               "Checkpoint one block in N (with --recompute)", Sign::positive)
       ->capture_default_str();
   cmd.add_flag("--fp8", st.fp8, "Float8 / Transformer Engine fp8 linear layers");
-  cmd.add_flag("--compile", st.compile, "torch.compile (fsdp, deepspeed, pytorch)");
+  cmd.add_flag("--compile", st.compile,
+               "torch.compile each block and the loss (fsdp, deepspeed, pytorch); the same as "
+               "--compile-components all");
+  add_enum_choice(cmd, "--compile-components", st.compile_components,
+                  "What torch.compile compiles: none, all (blocks and loss), model (each block, "
+                  "the loss eager) or loss",
+                  MEMEST_ENUM_COMPILE);
   cmd.add_flag("--optimizer-in-backward", st.optimizer_in_backward,
                "Step each parameter during backward (torchtune; fsdp, pytorch)");
   cmd.add_flag("--offload-optimizer", st.offload_optimizer,
@@ -208,7 +214,15 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (st.loss != "auto") training["loss"] = st.loss;
   if (st.recompute_every != 1) training["recompute_every"] = st.recompute_every;
   if (st.fp8) training["fp8"] = true;
-  if (st.compile) training["compile"] = true;
+  if (st.compile && !st.compile_components.empty() && st.compile_components != "all") {
+    throw InputError("--compile means --compile-components all, not \"" +
+                     st.compile_components + "\": give one of them");
+  }
+  if (!st.compile_components.empty() && st.compile_components != "none") {
+    training["compile"] = st.compile_components;
+  } else if (st.compile) {
+    training["compile"] = true;
+  }
   if (st.optimizer_in_backward) training["optimizer_in_backward"] = true;
   ojson offload = ojson::object();
   if (st.offload_optimizer) offload["optimizer"] = true;

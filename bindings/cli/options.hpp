@@ -114,6 +114,7 @@ struct StackOptions {
   std::string loss = "auto";
   int64_t recompute_every = 1;
   bool fp8 = false, compile = false, optimizer_in_backward = false;
+  std::string compile_components;  // memest_compile name; empty: --compile decides
   bool offload_optimizer = false, offload_params = false, offload_activations = false;
   // framework buckets: 0 = the framework's default
   double bucket_cap_mb = 0, reduce_bucket_size = 0, allgather_bucket_size = 0;

@@ -275,3 +275,30 @@ TEST_CASE("search --help states the global-batch default, and the table fits 100
   CHECK(widest(narrow.out) <= 100);
   CHECK(widest(wide.out) > 100);
 }
+
+TEST_CASE("--compile-components names the parts; --compile is all; a contradiction is refused") {
+  // Llama-3.1-8B (the default model) on one GPU under plain PyTorch, s = 2048, b = 1: the
+  // unfused loss on 2048 x 128256 bf16 logits keeps 12 B/logit eager and 4 compiled
+  // (loss_memory): 262668288 logits * 12 = 3152019456 and * 4 = 1050673152 bytes.
+  const std::string base = "pretrain --framework pytorch --gpus 1 --tp 1 --pp 1 --seq 2048 "
+                           "--format json ";
+  const Run model = run(base + "--compile-components model");
+  REQUIRE(model.rc == 0);
+  const json m = json::parse(model.out);
+  CHECK(m["training"]["compile"] == true);
+  CHECK(m["training"]["compile_components"] == "model");
+  CHECK(m["stages"][0]["stack"]["loss_bytes"].get<double>() == 3152019456.0);
+  const Run all = run(base + "--compile");
+  REQUIRE(all.rc == 0);
+  const json a = json::parse(all.out);
+  CHECK(a["training"]["compile_components"] == "all");
+  CHECK(a["stages"][0]["stack"]["loss_bytes"].get<double>() == 1050673152.0);
+  CHECK(run(base + "--compile --compile-components all").out == all.out);
+  const Run both = run(base + "--compile --compile-components model");
+  CHECK(both.rc != 0);
+  CHECK(both.out.empty());
+  CHECK(both.err.find("--compile means --compile-components all") != std::string::npos);
+  const Run bad = run(base + "--compile-components blocks");
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("--compile-components") != std::string::npos);
+}
