@@ -34,6 +34,15 @@ const (
 	LossLinearFused = int(C.MEMEST_LOSS_LINEAR_FUSED)
 )
 
+// What torch.compile compiles (memest_compile, the values of PretrainRequest.CompileParts; their
+// names: EnumNames(EnumCompile)). CompileAll is what Compile = true sends.
+const (
+	CompileNone  = int(C.MEMEST_COMPILE_NONE)
+	CompileAll   = int(C.MEMEST_COMPILE_ALL)   // each block and the loss
+	CompileModel = int(C.MEMEST_COMPILE_MODEL) // each block, the loss eager
+	CompileLoss  = int(C.MEMEST_COMPILE_LOSS)  // the loss alone
+)
+
 // Optimizers (memest_optimizer; their names: EnumNames(EnumOptimizer)).
 const (
 	OptimizerAdam           = int(C.MEMEST_OPTIMIZER_ADAM)
@@ -86,10 +95,11 @@ type PretrainRequest struct {
 	OptimizerInBackward bool  // torchtune's per-parameter step during backward (fsdp, pytorch)
 	RecomputeEvery      int64 // one block in N checkpointed (default 1)
 	Loss                int   // LossAuto (default: by framework), ...
-	FP8, Compile        bool
-	OffloadOptimizer    bool // optimizer states and fp32 masters in host memory
-	OffloadParams       bool // sharded parameters in host memory (fsdp zero 2/3, deepspeed zero 3)
-	OffloadActivations  bool // saved activations in host memory, one layer staged
+	FP8, Compile        bool  // Compile: torch.compile of the blocks and the loss (CompileAll)
+	CompileParts        int   // CompileNone (default: Compile decides), CompileAll, CompileModel, CompileLoss; wins over Compile
+	OffloadOptimizer    bool  // optimizer states and fp32 masters in host memory
+	OffloadParams       bool  // sharded parameters in host memory (fsdp zero 2/3, deepspeed zero 3)
+	OffloadActivations  bool  // saved activations in host memory, one layer staged
 	// framework buckets; 0 = the framework's documented default
 	DDPBucketMiB, DSReduceBucketSize, DSAllgatherBucketSize, DSPrefetchBucketSize float64
 	DSMaxLiveParameters, DSParamPersistenceThreshold                              float64
@@ -112,6 +122,9 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.uneven_pipeline = boolInt(r.UnevenPipeline)
 	c.framework, c.optimizer, c.optimizer_in_backward = C.int32_t(r.Framework), C.int32_t(r.Optimizer), boolInt(r.OptimizerInBackward)
 	c.recompute_every, c.loss, c.fp8, c.compile = C.int64_t(r.RecomputeEvery), C.int32_t(r.Loss), boolInt(r.FP8), boolInt(r.Compile)
+	if r.CompileParts != CompileNone {
+		c.compile = C.int32_t(r.CompileParts)
+	}
 	c.offload_optimizer, c.offload_params, c.offload_activations = boolInt(r.OffloadOptimizer), boolInt(r.OffloadParams), boolInt(r.OffloadActivations)
 	c.ddp_bucket_mib, c.ds_reduce_bucket_size = C.double(r.DDPBucketMiB), C.double(r.DSReduceBucketSize)
 	c.ds_allgather_bucket_size, c.ds_prefetch_bucket_size = C.double(r.DSAllgatherBucketSize), C.double(r.DSPrefetchBucketSize)
@@ -136,7 +149,8 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		OptimizerBytes: float64(c.optimizer_bytes), UnevenPipeline: c.uneven_pipeline != 0,
 		Framework: int(c.framework), Optimizer: int(c.optimizer),
 		OptimizerInBackward: c.optimizer_in_backward != 0, RecomputeEvery: int64(c.recompute_every),
-		Loss: int(c.loss), FP8: c.fp8 != 0, Compile: c.compile != 0,
+		Loss: int(c.loss), FP8: c.fp8 != 0, Compile: c.compile == C.MEMEST_COMPILE_ALL,
+		CompileParts:     int(c.compile),
 		OffloadOptimizer: c.offload_optimizer != 0, OffloadParams: c.offload_params != 0,
 		OffloadActivations: c.offload_activations != 0,
 		DDPBucketMiB:       float64(c.ddp_bucket_mib), DSReduceBucketSize: float64(c.ds_reduce_bucket_size),
@@ -145,7 +159,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DSMaxLiveParameters:         float64(c.ds_max_live_parameters),
 		DSParamPersistenceThreshold: float64(c.ds_param_persistence_threshold),
 		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
-		EP: int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
+		EP:                          int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
 		LastStageLayers: int64(c.last_stage_layers),
 	}
 }
@@ -185,7 +199,7 @@ type PretrainResult struct {
 	PeakAllocatedBytes, PeakReservedBytes, HostBytes float64
 	Framework, Loss                                  string  // the names used (loss "auto" resolved)
 	OptimizerBytesPerParameter                       float64 // K used (derived or given)
-	EP, ETP, EDP                 int64 // expert parallel, expert tensor parallel, expert data parallel
+	EP, ETP, EDP                                     int64   // expert parallel, expert tensor parallel, expert data parallel
 }
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
@@ -217,7 +231,7 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 		Framework:                  C.GoString(C.memest_enum_name(C.MEMEST_ENUM_FRAMEWORK, res.framework)),
 		Loss:                       C.GoString(C.memest_enum_name(C.MEMEST_ENUM_LOSS, res.loss)),
 		OptimizerBytesPerParameter: float64(res.optimizer_bytes_per_parameter),
-		EP:      int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
+		EP:                         int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
 	}
 	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
 		s := stages[i]
@@ -232,7 +246,7 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 			FrameworkBufferBytes: float64(s.framework_buffer_bytes), MasterWeightsBytes: float64(s.master_weights_bytes),
 			LossBytes: float64(s.loss_bytes), RecomputeBytes: float64(s.recompute_bytes),
 			OffloadStagingBytes: float64(s.offload_staging_bytes), PhaseOverlapBytes: float64(s.phase_overlap_bytes),
-			MoeLayers:  int64(s.moe_layers), ExpertParameters: float64(s.expert_parameters),
+			MoeLayers: int64(s.moe_layers), ExpertParameters: float64(s.expert_parameters),
 			ExpertWeightsBytes: float64(s.expert_weights_bytes), ExpertGradientsBytes: float64(s.expert_gradients_bytes),
 			ExpertOptimizerBytes: float64(s.expert_optimizer_bytes), ExpertActivationsBytes: float64(s.expert_activations_bytes),
 			MoeDispatchBytes: float64(s.moe_dispatch_bytes), MTPParameters: float64(s.mtp_parameters),

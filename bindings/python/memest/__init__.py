@@ -110,7 +110,8 @@ def _block(value: Any) -> Any:
 
 def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            recompute_every: Optional[int], loss: Optional[str], fp8: Optional[bool],
-           compile: Optional[bool], offload: Optional[Mapping[str, bool]],  # noqa: A002
+           compile: Optional[Union[bool, str]],  # noqa: A002
+           offload: Optional[Mapping[str, bool]],
            buckets: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """The training-stack fields of the training block (README "Training stack"), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
@@ -204,7 +205,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None,
              framework: Optional[str] = None, optimizer_in_backward: Optional[bool] = None,
              recompute_every: Optional[int] = None, loss: Optional[str] = None,
-             fp8: Optional[bool] = None, compile: Optional[bool] = None,  # noqa: A002
+             fp8: Optional[bool] = None, compile: Optional[Union[bool, str]] = None,  # noqa: A002
              offload: Optional[Mapping[str, bool]] = None,
              buckets: Optional[Mapping[str, Any]] = None,
              ep: Optional[int] = None, etp: Optional[int] = None,
@@ -220,7 +221,9 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
 
     The training stack (README "Training stack"): framework (enums()["framework"]: "megatron"
     by default, "fsdp", "deepspeed", "pytorch"), loss (enums()["loss"]), optimizer_in_backward,
-    recompute_every (one block in N checkpointed), fp8, compile, offload ({"optimizer": True,
+    recompute_every (one block in N checkpointed), fp8, compile (True = "all", False = "none",
+    or a name of enums()["compile"]: "model" compiles each block with the loss eager, "loss"
+    the loss alone), offload ({"optimizer": True,
     "params": True, "activations": True}) and buckets ({"bucket_cap_mb": 25,
     "gradient_as_bucket_view": True, "reduce_bucket_size": 5e8, ...: the JSON names}). The
     optimizer state bytes are derived from optimizer, framework and param_dtype unless
@@ -325,7 +328,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            optimizer: Optional[str] = None, optimizer_bytes: Optional[float] = None,
            framework: Optional[str] = None, optimizer_in_backward: Optional[bool] = None,
            recompute_every: Optional[int] = None, loss: Optional[str] = None,
-           fp8: Optional[bool] = None, compile: Optional[bool] = None,  # noqa: A002
+           fp8: Optional[bool] = None, compile: Optional[Union[bool, str]] = None,  # noqa: A002
            offload: Optional[Mapping[str, bool]] = None,
            buckets: Optional[Mapping[str, Any]] = None,
            max_ep: Optional[int] = None) -> SearchResult:

@@ -225,6 +225,7 @@ public class MemestTest {
       check(MemestNative.model_parameter_count(Memest.model(id), c) == 0 && c.getTotal() > 0, id);
     }
     stackChecks();
+    compileChecks();
     System.out.println("java MemestTest: " + checks + " checks passed");
   }
 
@@ -284,5 +285,31 @@ public class MemestTest {
     expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.offload.params");
     expectError(() -> Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
         + " \"training\": {\"recompute\": \"op_selective\"}}"), "invalid_argument", "training.recompute");
+  }
+
+  /** What torch.compile compiles (memest_compile, 1.4) in the int field compile. Llama-3.1-8B on
+   *  one H100 under plain PyTorch, s = 2048, b = 1: the unfused loss on 2048 x 128256 =
+   *  262668288 bf16 logits keeps 12 B/logit eager (3152019456 bytes), 4 compiled (1050673152). */
+  static void compileChecks() throws Exception {
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_COMPILE).get(memest_compile.MEMEST_COMPILE_MODEL).equals("model"),
+        "compile names from the library");
+    int[] parts = {memest_compile.MEMEST_COMPILE_NONE, memest_compile.MEMEST_COMPILE_ALL,
+        memest_compile.MEMEST_COMPILE_MODEL, memest_compile.MEMEST_COMPILE_LOSS};
+    double[] loss = {3152019456.0, 1050673152.0, 3152019456.0, 1050673152.0};
+    for (int i = 0; i < parts.length; i++) {
+      PretrainRequest r = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+      r.setGpus(1); r.setTp(1); r.setPp(1); r.setSeq_len(2048); r.setMicro_batch(1);
+      r.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+      r.setCompile(parts[i]);
+      check(Memest.pretrain(r).stages().get(0).getLoss_bytes() == loss[i], "compile " + parts[i] + " loss bytes");
+    }
+    PretrainRequest bad = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    bad.setGpus(1); bad.setTp(1); bad.setPp(1);
+    bad.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    bad.setCompile(memest_compile.MEMEST_COMPILE_COUNT);
+    expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.compile");
+    bad.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    bad.setCompile(memest_compile.MEMEST_COMPILE_MODEL);
+    expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.compile");
   }
 }
