@@ -86,6 +86,11 @@ export class MemestError extends Error {
  * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch"
  * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused"
  * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...
+ * @property {string[]} adapter           "none", "lora", "qlora"
+ * @property {string[]} lora_target       "q_proj", ..., "embed_tokens"
+ * @property {string[]} compile           "none", "all", "model", "loss": what torch.compile
+ *                                        compiles (training.compile takes one of these or a bool:
+ *                                        true = "all")
  */
 
 /**

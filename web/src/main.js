@@ -1178,6 +1178,8 @@ async function start() {
   $('framework').replaceChildren(...enums.framework.map((name) => new Option(name, name)));
   $('optimizer').replaceChildren(...enums.optimizer.map((name) => new Option(name, name)));
   $('loss').replaceChildren(...enums.loss.map((name) => new Option(name, name)));
+  // what torch.compile compiles: none, all (blocks and loss), model (blocks), loss
+  $('compile').replaceChildren(...enums.compile.map((name) => new Option(name, name)));
   // the dtype names the JSON request reads (not an enumeration of the library); '' sends none
   for (const id of ['param-dtype', 'grad-dtype']) {
     $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));

@@ -12,11 +12,12 @@ export const DEFAULTS = Object.freeze({
   // fine-tuning (LLMem): method, batch per GPU (fixed methods), tp (DP+TP), gradient checkpointing
   fm: 'auto', fb: '1', ftp: '2', fgc: '1',
   // the training stack (README "Training stack"): framework, stored dtypes ('' = the library's
-  // default), optimizer, optimizer in backward, recompute every N blocks, loss, fp8, compile,
+  // default), optimizer, optimizer in backward, recompute every N blocks, loss, fp8, what
+  // torch.compile compiles (a memest_compile name; links of before 1.4 carry cmp=1: "all"),
   // offload of the optimizer / parameters / activations. These defaults are the library's own,
   // and a request carries a field only when the form differs from them.
   fw: 'megatron', pd: '', gd: '', opt: 'adam', oib: '0', rce: '1', loss: 'auto', fp8: '0',
-  cmp: '0', oo: '0', op: '0', oa: '0',
+  cmp: 'none', oo: '0', op: '0', oa: '0',
   // the framework's buffer sizes (training.buckets, README "Training stack"): '' = the
   // framework's default, which the library holds (a request then carries no such field);
   // gradient_as_bucket_view off unless checked. BUCKETS says which framework reads which.
@@ -27,6 +28,14 @@ export const DEFAULTS = Object.freeze({
   ad: 'none', lr: '8', la: '8', ldo: '0', lt: 'q_proj,v_proj', adt: 'fp32', dq: '0',
 });
 
+/** The compile state as a memest_compile name: the checkbox of before 1.4 wrote '1' (blocks and
+ *  loss: "all") and '0' ("none"); a name stays as it is (the library refuses an unknown one). */
+export function compileName(value) {
+  if (value === '1' || value === true) return 'all';
+  if (value === '0' || value === false || value === '' || value == null) return 'none';
+  return String(value);
+}
+
 /** Reads a state from a URL's hash (#m=...&tp=...): unknown keys ignored, defaults filled. */
 export function stateFromHash(hash) {
   const params = new URLSearchParams(hash.replace(/^#/, ''));
@@ -34,6 +43,7 @@ export function stateFromHash(hash) {
   for (const key of Object.keys(DEFAULTS)) {
     if (params.has(key)) state[key] = params.get(key);
   }
+  state.cmp = compileName(state.cmp);
   for (const key of ['cfg', 'gp']) {  // pasted JSON texts travel compacted and encoded
     if (!state[key]) continue;
     try {
@@ -213,7 +223,7 @@ export function stackFields(state) {
   if ((state.rce ?? DEFAULTS.rce) !== DEFAULTS.rce) out.recompute_every = num(state.rce);
   text('loss', 'loss');
   if (flag('fp8')) out.fp8 = true;
-  if (flag('cmp')) out.compile = true;
+  text('cmp', 'compile');
   const offload = {};
   if (flag('oo')) offload.optimizer = true;
   if (flag('op')) offload.params = true;
@@ -323,7 +333,8 @@ export function applySet(state, set) {
     for (const [key, value] of Object.entries(fields)) {
       const stateKey = STATE_OF_FIELD[`${block}.${key}`];
       if (!stateKey || (typeof value === 'object' && value !== null)) { unknown.push(`${block}.${key}`); continue; }
-      next[stateKey] = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
+      next[stateKey] = stateKey === 'cmp' ? compileName(value)
+        : typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
     }
   }
   return { state: next, unknown };

@@ -146,3 +146,35 @@ test('the stack travels in the URL: a fresh page restores it', async () => {
   assert.notEqual(await other.textContent('#host-memory'), '0.00 GiB');
   await other.close();
 });
+
+test('torch.compile parts: the library\'s names; an old link\'s cmp=1 is "all"; "model" equals the CLI', async () => {
+  // Llama-3.1-8B on one H100 under plain PyTorch: a link of before 1.4 (the checkbox, cmp=1)
+  const hash = new URLSearchParams({ m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '1', tp: '1', cp: '1', pp: '1',
+    vpp: '1', seq: '2048', mbs: '1', gbs: '1', fw: 'pytorch', cmp: '1' }).toString();
+  const args = ['-m', 'llama-3.1-8b', '-g', 'h100-80gb', '--gpus', '1', '--tp', '1', '--cp', '1', '--pp', '1',
+    '--seq-len', '2048', '--micro-batch', '1', '--global-batch', '1', '--framework', 'pytorch'];
+  await show(`#${hash}`);
+  await expectResult('compile all');
+  const tables = cli({ mode: 'enums' });
+  assert.deepEqual(await page.$$eval('#compile option', (os) => os.map((o) => o.value)), tables.enums.compile);
+  assert.equal(await page.inputValue('#compile'), 'all');
+  const all = cliPretrain([...args, '--compile']);
+  assert.equal(all.ok, true, `the CLI answers: ${JSON.stringify(all.error)}`);
+  assert.equal(all.training.compile_components, 'all');
+  assert.equal(await page.textContent('#peak-allocated'), `${g2(all.peak_allocated_bytes)} GiB`);
+  // choose "model": the blocks compiled, the loss eager
+  const before = await probe();
+  await page.selectOption('#compile', 'model');
+  await settle(before);
+  await page.waitForFunction(() => location.hash.includes('cmp=model'));
+  await expectResult('compile model');
+  const model = cliPretrain([...args, '--compile-components', 'model']);
+  assert.equal(model.ok, true, `the CLI answers: ${JSON.stringify(model.error)}`);
+  assert.equal(model.training.compile_components, 'model');
+  assert.notEqual(g2(model.peak_allocated_bytes), g2(all.peak_allocated_bytes));
+  assert.equal(await page.textContent('#peak'), `${g2(model.peak_bytes)} GiB (stage ${model.peak_stage})`);
+  assert.equal(await page.textContent('#peak-allocated'), `${g2(model.peak_allocated_bytes)} GiB`);
+  assert.equal(await page.textContent('#peak-reserved'), `${g2(model.peak_reserved_bytes)} GiB`);
+  const parts = await page.$$eval('#stack-parts li', (lis) => lis.map((li) => [li.dataset.part, li.querySelector('.part-value').textContent]));
+  assert.deepEqual(parts, Object.entries(model.stages[model.peak_stage].stack).map(([k, v]) => [k, `${g2(v)} GiB`]));
+});
