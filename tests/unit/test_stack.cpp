@@ -363,3 +363,131 @@ TEST_CASE("typed C API: the training stack's fields give the JSON answer") {
   CHECK(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(std::string(memest_last_error_field()) == "training.optimizer");
 }
+
+namespace {
+
+// The small Qwen3-MoE of tests/data/measured/h100-stacks.json (calibrate/measure_stacks.py).
+test::json qwen3_moe_small() {
+  return {{"model_type", "qwen3_moe"}, {"hidden_size", 1024}, {"intermediate_size", 3072},
+          {"moe_intermediate_size", 512}, {"num_hidden_layers", 8}, {"num_attention_heads", 16},
+          {"num_key_value_heads", 4}, {"head_dim", 64}, {"num_experts", 32},
+          {"num_experts_per_tok", 4}, {"decoder_sparse_step", 1}, {"vocab_size", 32000},
+          {"tie_word_embeddings", false}};
+}
+
+test::json moe_request(const char* framework, int gpus) {
+  test::json req = base(framework);
+  req["model"] = qwen3_moe_small();
+  req["parallel"] = {{"gpus", gpus}};
+  req["training"]["seq_len"] = 2048;
+  req["training"]["micro_batch"] = 4;
+  req["training"]["param_dtype"] = "bf16";
+  req["training"]["grad_dtype"] = "bf16";
+  req["training"]["optimizer"] = "adamw";
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("MoE outside megatron: ep = 1 only, DeepSpeed-MoE, MLA and MTP refused with the reason") {
+  test::json req = moe_request("fsdp", 8);
+  req["parallel"]["ep"] = 2;
+  CHECK(refused_field(req) == "parallel.ep");
+  const test::Answer a = test::request(req);
+  CHECK(a.body["error"]["message"].get<std::string>().find("token dispatcher") !=
+        std::string::npos);
+
+  req = moe_request("fsdp", 8);
+  req["parallel"]["tp"] = 2;
+  req["parallel"]["sp"] = true;
+  req["parallel"]["etp"] = 1;
+  CHECK(refused_field(req) == "parallel.etp");
+
+  CHECK(refused_field(moe_request("deepspeed", 8)) == "training.framework");
+
+  req = moe_request("fsdp", 8);
+  req["training"]["recompute"] = "op_selective";
+  CHECK(refused_field(req) == "training.recompute");
+
+  // a dense leading layer and one block in two checkpointed: which blocks are is not modelled
+  req = moe_request("pytorch", 1);
+  req["model"]["first_k_dense_replace"] = 1;
+  req["training"]["recompute"] = "full";
+  req["training"]["recompute_every"] = 2;
+  CHECK(refused_field(req) == "training.recompute_every");
+  req["training"]["recompute_every"] = 1;
+  ok(req);
+
+  // latent attention and MTP stay Megatron-Core's
+  req = moe_request("pytorch", 1);
+  req["model"] = "deepseek-v3";
+  CHECK(refused_field(req) == "training.framework");
+
+  // the same MoE request under pytorch and fsdp (ep = 1) is answered
+  ok(moe_request("pytorch", 1));
+  ok(moe_request("fsdp", 8));
+}
+
+TEST_CASE("MoE under pytorch: every expert held, counted once, bucketed by DDP") {
+  // Qwen3-MoE small: per layer attention 1024*1024*2 + 1024*256*2 = 2621440, q/k norms 128,
+  // norms 2048, router 32*1024 = 32768, experts 32*3*1024*512 = 50331648: 52988032; 8 layers
+  // 423904256 + embeddings and head 2*32000*1024 = 65536000 + final norm 1024 = 489441280,
+  // the run's num_parameters. Experts alone: 8 * 50331648 = 402653184.
+  test::json req = moe_request("pytorch", 1);
+  const test::json r = ok(req);
+  CHECK(r["model"]["num_parameters"] == 489441280.0);
+  const test::json& s = r["stages"][0];
+  CHECK(s["parameters"] == 489441280.0);
+  // bf16 storage, bf16 AdamW states (no master outside megatron/deepspeed: 2 * 2 B):
+  // weights 2 * 489441280 = 978882560, gradients the same, optimizer 4 * 489441280.
+  CHECK(s["weights_bytes"] == 978882560.0);
+  CHECK(s["gradients_bytes"] == 978882560.0);
+  CHECK(s["optimizer_bytes"] == 1957765120.0);
+  CHECK(s["experts"]["parameters"] == 402653184.0);
+  CHECK(s["experts"]["weights_bytes"] == 805306368.0);
+  // DDP (bucket_cap_mb given) buckets every gradient, the experts' too: 2 * 489441280.
+  req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
+  CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 978882560.0);
+}
+
+TEST_CASE("MoE under fsdp: the experts shard with their block, which is gathered whole") {
+  // fp32 storage on 8 GPUs (zero 3): weights 4 * 489441280 / 8 = 244720640; the largest
+  // gathered block is an MoE layer, 52988032 parameters: an fp32 reduce-scatter input and two
+  // bf16 all-gathers, 52988032 * (4 + 2 * 2) = 423904256.
+  test::json req = moe_request("fsdp", 8);
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["grad_dtype"] = "fp32";
+  const test::json r = ok(req);
+  const test::json& s = r["stages"][0];
+  CHECK(s["weights_bytes"] == 244720640.0);
+  CHECK(s["stack"]["framework_buffer_bytes"] == 423904256.0);
+}
+
+TEST_CASE("the search of an MoE model outside megatron enumerates ep = 1, etp = tp only") {
+  for (const char* fw : {"fsdp", "pytorch"}) {
+    CAPTURE(fw);
+    test::json req = moe_request(fw, 8);
+    req["mode"] = "search";
+    req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", fw}};
+    req["search"] = {{"top", 200}, {"include_oom", true}};
+    const test::json r = ok(req);
+    REQUIRE(!r["results"].empty());
+    for (const test::json& e : r["results"]) {
+      CHECK(e["layout"]["ep"] == 1);
+      CHECK(e["layout"]["etp"] == e["layout"]["tp"]);
+      CHECK(e["layout"]["recompute"] != "op_selective");
+    }
+    // under megatron the same model's space holds ep > 1
+    req["training"]["framework"] = "megatron";
+    bool expert_parallel = false;
+    const test::json meg = ok(req);
+    for (const test::json& e : meg["results"]) expert_parallel |= e["layout"]["ep"] > 1;
+    CHECK(expert_parallel);
+  }
+  // a shortlist with ep 2 under fsdp is refused at the layout
+  test::json req = moe_request("fsdp", 8);
+  req["mode"] = "search";
+  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "fsdp"}};
+  req["search"] = {{"layouts", {{{"tp", 1}, {"ep", 2}}}}};
+  CHECK(refused_field(req) == "search.layouts[0].ep");
+}

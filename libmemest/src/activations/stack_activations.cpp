@@ -179,12 +179,20 @@ double every_nth_checkpointed_bytes(int64_t layers, int64_t every, double checkp
 
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
-                                          double residual_bytes) {
+                                          double residual_bytes, bool moe_block) {
   const double n = tokens_per_gpu(x);
   const double t = x.tp;
   const bool sp = x.sequence_parallel && t > 1;
   const double h = static_cast<double>(m.hidden_size);
-  const double f = static_cast<double>(m.intermediate_size);
+  double f = static_cast<double>(m.intermediate_size);
+  if (moe_block && is_moe(m)) {
+    // per token: k routed rows of the expert width; a shared expert's MLP runs on its own
+    const double routed = static_cast<double>(m.num_experts_per_tok) *
+                          static_cast<double>(expert_width(m));
+    const double shared = static_cast<double>(m.num_shared_experts) *
+                          static_cast<double>(shared_expert_width(m));
+    f = std::max(routed, shared);
+  }
   RecomputeWorkingSet r;
   r.rebuilt = std::max(0.0, full_layer - kept_layer);
   // The block's backward starts with the gradient of its output (residual dtype, sharded with
@@ -195,7 +203,9 @@ RecomputeWorkingSet recompute_working_set(const memest_model& m, const Activatio
   // backward writes one beside its input gradient: +1. The attention backward runs after the
   // MLP's saved tensors are freed and, for h_ffn >= a*d, stays below this.
   const double out_grad = residual_bytes * n * h / (sp ? t : 1.0) + (sp ? 2 * n * h : 0.0);
-  const double mlp_grads = (m.gated_mlp ? 2.0 : 1.0) * 2 * n * f / t;
+  // (an MoE block's expert path runs in fp32 under autocast: _grouped_mm casts to the weight)
+  const double elem = moe_block && is_moe(m) && residual_bytes >= 4 ? 4.0 : 2.0;
+  const double mlp_grads = (m.gated_mlp ? 2.0 : 1.0) * elem * n * f / t;
   r.gradients = out_grad + mlp_grads;
   return r;
 }
@@ -241,7 +251,13 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // autocast each linear casts its input itself (the autocast cache holds only leaf tensors),
   // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
   const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
-  const double mlp_consumers = m.gated_mlp && !m.fused_gate_up ? 2.0 : 1.0;
+  const double mlp_linears = m.gated_mlp && !m.fused_gate_up ? 2.0 : 1.0;
+  // An MoE layer's norm output feeds the router (a linear) and the experts' gather (an index:
+  // saves no copy), plus the shared experts' input linears and Qwen2-MoE's shared gate.
+  const double mlp_consumers =
+      is_moe(m) && !o.dense_mlp
+          ? 1.0 + (m.num_shared_experts > 0 ? mlp_linears : 0.0) + (m.shared_expert_gate ? 1.0 : 0.0)
+          : mlp_linears;
   const unsigned tg = o.lora ? o.lora_targets : 0u;
   auto adapted = [&](unsigned bits) {
     double c = 0;
@@ -326,17 +342,24 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // output and GELU output (fc2's saved input) both ways.
   const double act_tensors = m.gated_mlp ? (o.compiled ? 3.0 : 4.0) : 2.0;
   if (is_moe(m) && !o.dense_mlp) {
-    // Hugging Face's sparse MoE block (modeling_qwen3_moe.py, modeling_mixtral.py,
-    // modeling_qwen2_moe.py): the router's fp32 softmax result (E per token, saved by softmax)
-    // and topk's int64 indices (k); then per expert a gather of its tokens (a copy, 2h, saved by
-    // the expert's linears; the gather keeps int64 indices), the expert MLP as above on it, the
-    // expert output (2h) and the routing weight saved by their product, int64 indices kept by
-    // the weight lookup (2) and by index_add_ (1). k slots per token. Not tensor-parallel.
+    // Hugging Face's sparse MoE block as transformers 5.x runs it by default
+    // (modeling_utils.py get_correct_experts_implementation: "grouped_mm" unless the GPU or
+    // PyTorch cannot dispatch it; integrations/moe.py grouped_mm_experts_forward), not tensor-
+    // parallel. Per token, the router (models/qwen3_moe, mixtral: *TopKRouter): softmax's fp32
+    // result (E values, saved by softmax) and topk's int64 indices (k, saved by topk). Per
+    // routed slot (n*k rows): the gather's int64 token index, the sort permutation (saved by
+    // the two [perm] gathers) and its inverse (saved by the [inv_perm] gather), 8 B each; the
+    // sorted copy of the input (h, saved by the first grouped_mm), the gate_up output (2fe:
+    // SiLU saves the gate half, Mul the up half, one tensor), the SiLU output and the product
+    // (fe each: Mul's and the second grouped_mm's saved operands), the down output (h, saved
+    // with the routing weight, 2 B, by their product). _grouped_mm casts its input to the
+    // weight's dtype (fp32 parameters under autocast: the expert path runs in fp32).
     const double e = static_cast<double>(m.num_experts);
     const double k = static_cast<double>(m.num_experts_per_tok);
     const double fe = static_cast<double>(expert_width(m));
-    const double e_act = m.gated_mlp ? 4.0 : 2.0;
-    r.mlp = n * (4 * e + 8 * k) + n * k * (2 * h + e_act * 2 * fe + 2 * h + 4 * 8 + 2);
+    const double eb = o.autocast ? 4.0 : 2.0;
+    const double e_act = m.gated_mlp ? 4.0 : 2.0;  // GELU experts: fc1 output, GELU output
+    r.mlp = n * (4 * e + 8 * k) + n * k * (3 * 8 + 2 + eb * (2 * h + e_act * fe));
     if (m.num_shared_experts > 0) {
       const double fs = static_cast<double>(shared_expert_width(m)) *
                         static_cast<double>(m.num_shared_experts);

@@ -124,9 +124,12 @@ struct RecomputeWorkingSet {
 // checkpointing (layer_activation_bytes, or eager_block_bytes(...).total()); kept_layer: what
 // the checkpointed layer keeps and the recomputation reuses (full: its input;
 // op_selective: OpSelectiveLayer::reused_by_recompute). residual_bytes as above.
+// moe_block: the block is an MoE model's sparse block (eager_block_bytes' Hugging Face
+// grouped path), whose elementwise MLP backward runs over its n*k routed rows of
+// moe_intermediate_size (or a shared expert's width, whichever is wider).
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
-                                          double residual_bytes = 2);
+                                          double residual_bytes = 2, bool moe_block = false);
 // The same with Megatron's numbers: full_layer = layer_activation_bytes(recompute none) less
 // the fused-SwiGLU correction of overheads.cpp (Llama model), kept_layer = the 2sbh input.
 RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,

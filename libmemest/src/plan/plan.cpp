@@ -1,5 +1,6 @@
 #include "plan/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -110,6 +111,13 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     eo.adapter_bytes = plan.adapter.bytes;
   }
   k.plain_layer = eager_block_bytes(m, x, eo).total();
+  k.plain_dense_layer = k.plain_layer;
+  const bool moe = is_moe(m);
+  if (moe) {
+    EagerBlockOptions dense = eo;
+    dense.dense_mlp = true;
+    k.plain_dense_layer = eager_block_bytes(m, x, dense).total();
+  }
   k.kept_layer = k.plain_layer;
   double reused = k.plain_layer;  // what the block's recomputation reuses of the kept set
   switch (x.recompute) {
@@ -127,7 +135,17 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   }
   k.checkpointing = x.recompute == MEMEST_RECOMPUTE_FULL ||
                     x.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE;
-  k.recompute = recompute_working_set(m, x, k.plain_layer, reused, residual).total();
+  k.recompute = recompute_working_set(m, x, k.plain_layer, reused, residual, moe).total();
+  if (moe && moe_layer_count(m) < m.num_hidden_layers) {
+    // one block is rebuilt at a time: the larger of an MoE and a dense block's working set
+    const double dense_reused = x.recompute == MEMEST_RECOMPUTE_NONE ||
+                                        x.recompute == MEMEST_RECOMPUTE_SELECTIVE
+                                    ? k.plain_dense_layer
+                                    : reused;
+    k.recompute = std::max(k.recompute, recompute_working_set(m, x, k.plain_dense_layer,
+                                                              dense_reused, residual, false)
+                                            .total());
+  }
   return k;
 }
 
