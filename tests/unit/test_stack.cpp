@@ -445,6 +445,13 @@ TEST_CASE("MoE under pytorch: every expert held, counted once, bucketed by DDP")
   CHECK(s["optimizer_bytes"] == 1957765120.0);
   CHECK(s["experts"]["parameters"] == 402653184.0);
   CHECK(s["experts"]["weights_bytes"] == 805306368.0);
+  // The experts' activations: router and routed experts of the eager block
+  // (test_stack_activations.cpp: 33032 B per token) in 8 blocks of 8192 tokens:
+  // 8 * 33032 * 8192 = 2164785152; none under full recomputation.
+  CHECK(s["experts"]["activations_bytes"] == 2164785152.0);
+  test::json full = req;
+  full["training"]["recompute"] = "full";
+  CHECK(ok(full)["stages"][0]["experts"]["activations_bytes"] == 0);
   // DDP (bucket_cap_mb given) buckets every gradient, the experts' too: 2 * 489441280.
   req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
   CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 978882560.0);

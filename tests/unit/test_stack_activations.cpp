@@ -388,6 +388,13 @@ TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") 
   r = memest::eager_block_bytes(m, x, o);
   CHECK(r.mlp == 65800.0 * 8192);
   CHECK(r.norms == 24584.0 * 8192);
+  // tp 2 with SP (fsdp, etp = tp): the expert width splits, fe/t = 256, over all n*k rows: per
+  // slot 24 + 2 + 2 * (2 * 1024 + 4 * 256) = 6170, four 24680, + router 160 = 24840 B.
+  o.autocast = false;
+  memest::ActivationLayout x2 = layout(2, true);
+  x2.seq_len = 2048;
+  x2.micro_batch = 4;
+  CHECK(memest::eager_block_bytes(m, x2, o).mlp == 24840.0 * 8192);
 }
 
 TEST_CASE("recompute working set: an MoE block's MLP backward over its routed rows") {

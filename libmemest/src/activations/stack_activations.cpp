@@ -344,8 +344,8 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   if (is_moe(m) && !o.dense_mlp) {
     // Hugging Face's sparse MoE block as transformers 5.x runs it by default
     // (modeling_utils.py get_correct_experts_implementation: "grouped_mm" unless the GPU or
-    // PyTorch cannot dispatch it; integrations/moe.py grouped_mm_experts_forward), not tensor-
-    // parallel. Per token, the router (models/qwen3_moe, mixtral: *TopKRouter): softmax's fp32
+    // PyTorch cannot dispatch it; integrations/moe.py grouped_mm_experts_forward). Per
+    // token, the router (models/qwen3_moe, mixtral: *TopKRouter): softmax's fp32
     // result (E values, saved by softmax) and topk's int64 indices (k, saved by topk). Per
     // routed slot (n*k rows): the gather's int64 token index, the sort permutation (saved by
     // the two [perm] gathers) and its inverse (saved by the [inv_perm] gather), 8 B each; the
@@ -354,16 +354,18 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     // (fe each: Mul's and the second grouped_mm's saved operands), the down output (h, saved
     // with the routing weight, 2 B, by their product). _grouped_mm casts its input to the
     // weight's dtype (fp32 parameters under autocast: the expert path runs in fp32).
+    // With tp > 1 (fsdp; etp = tp) the experts' width is split as a dense MLP's (column-parallel
+    // gate_up, row-parallel down) over the full routed rows; this layout is not validated.
     const double e = static_cast<double>(m.num_experts);
     const double k = static_cast<double>(m.num_experts_per_tok);
-    const double fe = static_cast<double>(expert_width(m));
+    const double fe = static_cast<double>(expert_width(m)) / t;
     const double eb = o.autocast ? 4.0 : 2.0;
     const double e_act = m.gated_mlp ? 4.0 : 2.0;  // GELU experts: fc1 output, GELU output
     r.mlp = n * (4 * e + 8 * k) + n * k * (3 * 8 + 2 + eb * (2 * h + e_act * fe));
     if (m.num_shared_experts > 0) {
       const double fs = static_cast<double>(shared_expert_width(m)) *
                         static_cast<double>(m.num_shared_experts);
-      r.mlp += e_act * 2 * n * fs;
+      r.mlp += e_act * 2 * n * fs / t;
       // sigmoid(gate(x)) * shared_out saves the bf16 sigmoid result and the shared output.
       if (m.shared_expert_gate) r.mlp += n * (2 + 2 * h);
     }

@@ -117,6 +117,10 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     EagerBlockOptions dense = eo;
     dense.dense_mlp = true;
     k.plain_dense_layer = eager_block_bytes(m, x, dense).total();
+    memest_model routed = m;  // the MLP part without the shared experts
+    routed.num_shared_experts = 0;
+    routed.shared_expert_gate = 0;
+    k.moe_routed = eager_block_bytes(routed, x, eo).mlp;
   }
   k.kept_layer = k.plain_layer;
   double reused = k.plain_layer;  // what the block's recomputation reuses of the kept set

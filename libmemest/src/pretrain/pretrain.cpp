@@ -288,6 +288,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     activations += mtp_activations;
   } else {
     st = stack_activation_terms(plan, layers, moe_layers, in_flight, last, layer, edge);
+    if (moe_count > 0) {
+      // the MoE blocks that keep everything (none under full recomputation of every block)
+      const StackLayerTerms& k = plan.stack_terms;
+      const int64_t every = plan.stack.recompute_every;
+      const double kept_whole =
+          !k.checkpointing ? moe_layers
+                           : (every > 1 ? moe_layers - static_cast<double>(moe_count / every) : 0.0);
+      expert_activations = in_flight * kept_whole * k.moe_routed;
+    }
     per_layer = st.plain_layer;
     activations = st.layers_bytes + st.recompute;
   }
