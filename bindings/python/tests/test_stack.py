@@ -121,3 +121,35 @@ def test_search_takes_the_stack():
     with pytest.raises(memest.InvalidArgumentError) as info:
         memest.search("llama-3.1-8b", "h100-80gb", gpus=8, framework="megatron", compile=True)
     assert info.value.field == "training.compile"
+
+
+# The small Qwen3-MoE of tests/data/measured/h100-stacks.json (489,441,280 parameters).
+QWEN3_MOE_SMALL = {"model_type": "qwen3_moe", "hidden_size": 1024, "intermediate_size": 3072,
+                   "moe_intermediate_size": 512, "num_hidden_layers": 8,
+                   "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
+                   "num_experts": 32, "num_experts_per_tok": 4, "vocab_size": 32000,
+                   "tie_word_embeddings": False}
+
+
+def test_moe_under_pytorch_and_fsdp():
+    r = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=1, seq_len=2048, micro_batch=4,
+                        global_batch=4, framework="pytorch", param_dtype="bf16",
+                        grad_dtype="bf16", optimizer="adamw")
+    assert r.model.num_parameters == 489441280
+    # every expert on the GPU, counted once: bf16 weights of all parameters
+    assert r.stages[0].weights_bytes == 2 * 489441280
+    assert r.stages[0].experts.parameters == 8 * 32 * 3 * 1024 * 512
+    f = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, seq_len=2048, micro_batch=4,
+                        framework="fsdp", recompute="full")
+    assert f.layout.ep == 1 and f.training.framework == "fsdp"
+    # the search enumerates ep = 1 only outside megatron
+    s = memest.search(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, seq_len=2048, global_batch=64,
+                      framework="fsdp", top=50)
+    assert len(s) >= 1 and all(row["layout"]["ep"] == 1 for row in s)
+
+
+def test_moe_expert_parallel_outside_megatron_is_refused_naming_the_field():
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, ep=2, framework="fsdp")
+    assert info.value.field == "parallel.ep"
+    assert "Megatron-Core" in str(info.value)
