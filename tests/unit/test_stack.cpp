@@ -498,3 +498,18 @@ TEST_CASE("the search of an MoE model outside megatron enumerates ep = 1, etp = 
   req["search"] = {{"layouts", {{{"tp", 1}, {"ep", 2}}}}};
   CHECK(refused_field(req) == "search.layouts[0].ep");
 }
+
+TEST_CASE("MoE under pytorch: a dense leading block keeps a dense block's activations") {
+  // Qwen3-MoE small with layer 0 dense (intermediate 3072), no recomputation, 8192 tokens:
+  // that block's MLP part 4 * 2 * 3072 = 24576 B per token instead of the MoE part's 33032
+  // (test_stack_activations.cpp; the norms are the same without autocast): -8456 * 8192 =
+  // -69271552. The recomputation working set is the larger of the two blocks', the dense one:
+  // 117440512 instead of 83886080 (test_stack_activations.cpp): +33554432. Activations change
+  // by -35717120.
+  test::json req = moe_request("pytorch", 1);
+  const double all_moe = ok(req)["stages"][0]["activations_bytes"].get<double>();
+  req["model"]["first_k_dense_replace"] = 1;
+  const test::json r = ok(req);
+  CHECK(r["stages"][0]["activations_bytes"].get<double>() - all_moe == -35717120.0);
+  CHECK(r["stages"][0]["experts"]["moe_layers"] == 7);
+}
