@@ -66,7 +66,7 @@ struct Search {
   bool include_oom;
   bool none_in_space;  // recompute "none" is enumerated too
   uint32_t zero_mask = 0;
-  ModelTerms model;  // the same model for every candidate: counted once (plan/plan.hpp)
+  ModelTerms model{};  // the same model for every candidate: counted once (plan/plan.hpp)
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
     out->candidates += n;
