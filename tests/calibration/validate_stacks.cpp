@@ -149,12 +149,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   // A guard against regressions of the mechanisms, not a fit: the README's figures (2026-11-22:
-  // 3.0, 4.8, 0.5, 7.9 and 5.8 %) with a margin, and no run that ran out of memory predicted to
-  // fit.
+  // 3.0, 4.8, 0.5, 7.9 and 5.8 %; the 2022 GPT2-XL runs under DeepSpeed and ColossalAI with the
+  // 16-bit loss, 18.0 and 24.6 %, were 64 and 74 % with the fp32 one) with a margin, and no run
+  // that ran out of memory predicted to fit.
   int failures = 0;
   const std::pair<const char*, double> bounds[] = {
-      {"h100 fsdp, allocated", 5}, {"h100 pytorch, allocated", 7}, {"h100 lora, allocated", 2},
-      {"lora/qlora, allocated", 10}, {"pytorch (torchtune), allocated", 8}};
+      {"h100 fsdp, allocated", 5},         {"h100 pytorch, allocated", 7},
+      {"h100 lora, allocated", 2},         {"lora/qlora, allocated", 10},
+      {"pytorch (torchtune), allocated", 8}, {"deepspeed, allocated", 20},
+      {"colossalai (as deepspeed zero 3), allocated", 27}};
   for (const auto& [name, bound] : bounds) {
     const auto g = groups.find(name);
     const double mape = g == groups.end() ? INFINITY : g->second.abs_pct / g->second.n;
