@@ -130,8 +130,8 @@ void validate_stack(const PretrainRequest& r) {
     if (r.precision.param_bytes >= 4 && fw != MEMEST_FRAMEWORK_FSDP) {
       fail("training.loss", "unfused_16bit needs 16-bit parameters: with param_dtype fp32, " +
                                 name_of(fw) + " runs under torch.autocast, whose fp32 list "
-                                "(aten/src/ATen/autocast_mode.cpp) computes log_softmax and "
-                                "nll_loss in fp32 anyway; use unfused");
+                                "(aten/src/ATen/autocast_mode.cpp) runs nll_loss on an fp32 copy "
+                                "of the log-probs, so the loss is not 16-bit; use unfused");
     }
     // (fsdp computes in its MixedPrecisionPolicy's bf16 whatever the stored dtype: 16-bit
     // logits.) The model's own code may upcast before any loss sees the logits: LLMem's B,
