@@ -4,7 +4,7 @@
 import { createMemest, GiB } from '@memest';
 import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
-  inputForField, formProblem, applySet,
+  inputForField, formProblem, applySet, BUCKETS, bucketApplies,
 } from './state.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
@@ -76,6 +76,7 @@ const FORM = {
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations',
+  ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant',
 };
@@ -85,6 +86,15 @@ const FORM = {
 const targetBoxes = () => [...document.querySelectorAll('#lora-targets input[type="checkbox"]')];
 
 let state = stateFromHash(location.hash);
+
+/** The state with a preset GPU's capacity in `mem` (what the read-only capacity field shows):
+ *  a shared link carries `mem` only for a custom GPU, so a state read from a URL holds the
+ *  default's (40 GiB) until the preset's is put there. Before the presets are loaded (the first
+ *  answer), the state as it is. */
+function withPresetCapacity(s) {
+  const g = gpuPresets.find((x) => x.id === s.g);
+  return g ? { ...s, mem: String(g.memory_bytes / GiB) } : s;
+}
 
 function writeForm(s) {
   for (const [key, id] of Object.entries(FORM)) {
@@ -128,6 +138,14 @@ function syncFields(s) {
   $('ft-tp-field').hidden = s.fm !== 'dp+tp';
   for (const node of document.querySelectorAll('#lora-fieldset .lora-only')) node.hidden = s.ad === 'none';
   $('double-quant-field').hidden = s.ad !== 'qlora' && s.dq !== '1';
+  // the framework's buffer sizes: only those its framework reads (state.js BUCKETS)
+  let buckets = 0;
+  for (const b of BUCKETS) {
+    const shown = bucketApplies(b, s);
+    $(`${b.id}-field`).hidden = !shown;
+    buckets += shown ? 1 : 0;
+  }
+  $('buckets-hint').hidden = buckets === 0;
   $('mode-note').hidden = !MODE_NOTES[s.tab];
   $('mode-note').textContent = MODE_NOTES[s.tab] ?? '';
 }
@@ -138,7 +156,8 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
   'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
-  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'general'];
+  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant',
+  ...BUCKETS.map((b) => b.id), 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -1187,17 +1206,15 @@ async function start() {
   })), 'Custom capacity…');
   $('gpu-preset').append(new Option('Device profile (calibrate/)…', 'profile'));
   $('version').textContent = `libmemest ${memest.version()} (WebAssembly)`;
-  const presetGpu = gpuPresets.find((g) => g.id === state.g);
-  if (presetGpu) state.mem = String(presetGpu.memory_bytes / GiB);
+  state = withPresetCapacity(state);
   writeForm(state);
 
   const form = $('inputs');
   form.addEventListener('input', (e) => {
     timings.inputAt ??= e.timeStamp;
-    const next = readForm();
+    let next = readForm();
     if (e.target.id === 'gpu-preset' && next.g !== 'custom') {
-      const g = gpuPresets.find((x) => x.id === next.g);
-      if (g) next.mem = String(g.memory_bytes / GiB);
+      next = withPresetCapacity(next);
       $('gpu-memory').value = next.mem;
     }
     if (e.target.id === 'gpu-preset' && next.g === 'custom') $('gpu-memory').focus();
@@ -1293,7 +1310,7 @@ async function start() {
     applyTheme(THEMES[(THEMES.indexOf(cur) + 1) % THEMES.length]);
   });
   window.addEventListener('hashchange', () => {
-    state = stateFromHash(location.hash);
+    state = withPresetCapacity(stateFromHash(location.hash));
     writeForm(state);
     selectTab(state.tab);
     update();

@@ -17,6 +17,10 @@ export const DEFAULTS = Object.freeze({
   // and a request carries a field only when the form differs from them.
   fw: 'megatron', pd: '', gd: '', opt: 'adam', oib: '0', rce: '1', loss: 'auto', fp8: '0',
   cmp: '0', oo: '0', op: '0', oa: '0',
+  // the framework's buffer sizes (training.buckets, README "Training stack"): '' = the
+  // framework's default, which the library holds (a request then carries no such field);
+  // gradient_as_bucket_view off unless checked. BUCKETS says which framework reads which.
+  bcm: '', gbv: '0', rbs: '', abs: '', pbs: '', mlp: '', ppt: '',
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
@@ -155,6 +159,43 @@ export function gpuOf(state) {
   return { memory_gib: num(state.mem) };
 }
 
+/**
+ * The framework buffer sizes of training.buckets: the state key, the request field, the form
+ * control's id and the frameworks whose buffers the library computes from it (DDP's buckets:
+ * pytorch, and fsdp at ZeRO 0-1, which the library runs as DDP; DeepSpeed's: deepspeed). A
+ * control is shown, and its field sent, only under those frameworks.
+ */
+export const BUCKETS = Object.freeze([
+  { key: 'bcm', field: 'bucket_cap_mb', id: 'bucket-cap-mb', frameworks: ['pytorch', 'fsdp'] },
+  { key: 'gbv', field: 'gradient_as_bucket_view', id: 'bucket-view', frameworks: ['pytorch', 'fsdp'], flag: true },
+  { key: 'rbs', field: 'reduce_bucket_size', id: 'reduce-bucket-size', frameworks: ['deepspeed'] },
+  { key: 'abs', field: 'allgather_bucket_size', id: 'allgather-bucket-size', frameworks: ['deepspeed'] },
+  { key: 'pbs', field: 'stage3_prefetch_bucket_size', id: 'prefetch-bucket-size', frameworks: ['deepspeed'] },
+  { key: 'mlp', field: 'stage3_max_live_parameters', id: 'max-live-parameters', frameworks: ['deepspeed'] },
+  { key: 'ppt', field: 'stage3_param_persistence_threshold', id: 'persistence-threshold', frameworks: ['deepspeed'] },
+]);
+
+/** Whether the form's framework reads a bucket field (BUCKETS). */
+export function bucketApplies(bucket, state) {
+  return bucket.frameworks.includes(state.fw ?? DEFAULTS.fw);
+}
+
+/** training.buckets of the form: the fields of its framework that the form sets (a number the
+ *  library reads as given, or the text itself, so that its type error names the field). */
+export function bucketFields(state) {
+  const buckets = {};
+  for (const b of BUCKETS) {
+    if (!bucketApplies(b, state)) continue;
+    const v = String(state[b.key] ?? DEFAULTS[b.key]);
+    if (b.flag) {
+      if (v === '1') buckets[b.field] = true;
+    } else if (v.trim() !== '') {
+      buckets[b.field] = num(v);
+    }
+  }
+  return Object.keys(buckets).length ? { buckets } : {};
+}
+
 /** The training-stack fields of the training block (README "Training stack"), those the form
  *  sets away from the defaults: the library checks every value and combination. */
 export function stackFields(state) {
@@ -178,7 +219,7 @@ export function stackFields(state) {
   if (flag('op')) offload.params = true;
   if (flag('oa')) offload.activations = true;
   if (Object.keys(offload).length) out.offload = offload;
-  return out;
+  return { ...out, ...bucketFields(state) };
 }
 
 /** The adapter of the training block (README "LoRA and QLoRA"): none unless the form chooses
@@ -262,6 +303,7 @@ const STATE_OF_FIELD = {
   'training.recompute_every': 'rce', 'training.loss': 'loss', 'training.fp8': 'fp8',
   'training.compile': 'cmp', 'training.offload.optimizer': 'oo', 'training.offload.params': 'op',
   'training.offload.activations': 'oa',
+  ...Object.fromEntries(BUCKETS.map((b) => [`training.buckets.${b.field}`, b.key])),
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
   'training.adapter.double_quant': 'dq',
@@ -293,6 +335,7 @@ const SLOT_OF_STATE = {
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations',
+  ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',
 };
@@ -306,6 +349,7 @@ export function inputForField(field) {
   if (field === 'gpu' || field.startsWith('gpu.')) return 'gpu';
   if (field.startsWith('parallel.')) return 'gpus';
   if (field.startsWith('training.offload')) return 'offload-optimizer';
+  if (field.startsWith('training.buckets')) return 'general';
   if (field.startsWith('training.adapter.targets')) return 'lora-targets';
   if (field.startsWith('training.adapter')) return 'adapter-type';
   if (field.startsWith('training.')) return 'seq';

@@ -569,6 +569,40 @@ test('the state is shared by URL: a fresh page restores the exact configuration'
   await other.close();
 });
 
+test('a preset GPU from a URL: the capacity field and figure say its capacity (80 GiB for an H100 80GB)', async () => {
+  // The capacity field of a preset GPU is derived from the preset; a link carries `mem` only for a
+  // custom GPU. Loaded into a page that was on the default A100 40GB, it once kept saying 40.
+  await show('#');
+  assert.equal(await page.inputValue('#gpu-memory'), '40');
+  const hash = '#m=llama-3.1-8b&g=h100-80gb&gpus=8&tp=1&pp=1&zero=3&seq=4096&mbs=1&gbs=64';
+  const want = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 8, tp: 1, pp: 1, zero: 3 }, training: { seq_len: 4096, micro_batch: 1, global_batch: 64 } });
+  assert.equal(g2(want.capacity_bytes), '80.00');
+  await show(hash);
+  assert.equal(await page.inputValue('#gpu-preset'), 'h100-80gb');
+  assert.equal(await page.inputValue('#gpu-memory'), '80');
+  assert.equal(await page.textContent('#capacity'), '80.00 GiB');
+  assert.ok((await page.textContent('#status')).includes(`of ${g2(want.capacity_bytes)} GiB per GPU`));
+  // and a fresh page opened on the link
+  const other = await browser.context.newPage();
+  await other.goto(`${server.url}${hash}`);
+  await other.waitForSelector('body[data-ready="1"]');
+  assert.equal(await other.inputValue('#gpu-memory'), '80');
+  assert.equal(await other.textContent('#capacity'), '80.00 GiB');
+  await other.close();
+  // choosing another preset in the form still follows it
+  const before = await probe();
+  await page.selectOption('#gpu-preset', 'a100-80gb');
+  await settle(before);
+  await expectResult('a100-80gb chosen');
+  assert.equal(await page.inputValue('#gpu-memory'), '80');
+  const b4 = await probe();
+  await page.selectOption('#gpu-preset', 'h200-141gb');
+  await settle(b4);
+  assert.equal(await page.inputValue('#gpu-memory'), '141');
+  assert.equal(await page.textContent('#capacity'), '141.00 GiB');
+});
+
 test('downloads: the result as JSON and as CSV (whole byte counts as integers)', async () => {
   await show(hashFor(cases[0].request));
   const want = cli(cases[0].request);

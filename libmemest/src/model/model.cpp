@@ -368,6 +368,13 @@ EdgeParams edge_params(const memest_model& m) {
 }
 
 memest_param_count count_parameters(const memest_model& m) {
+  // A bare count (model states of a parameter count alone) has no shape to take apart.
+  if (is_bare_count(m)) return count_parameters(m, EdgeParams{}, LayerParams{});
+  return count_parameters(m, edge_params(m), dense_layer_params(m));
+}
+
+memest_param_count count_parameters(const memest_model& m, const EdgeParams& edge,
+                                    const LayerParams& dense_layer_parts) {
   memest_param_count c;
   std::memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
@@ -376,8 +383,7 @@ memest_param_count count_parameters(const memest_model& m) {
     c.active = m.num_parameters;
     return c;
   }
-  const EdgeParams edge = edge_params(m);
-  const double dense_layer = dense_layer_params(m).total();
+  const double dense_layer = dense_layer_parts.total();
   c.moe_layers = moe_layer_count(m);
   const double moe_layers = static_cast<double>(c.moe_layers);
   const double dense_layers = static_cast<double>(m.num_hidden_layers - c.moe_layers);

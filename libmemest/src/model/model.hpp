@@ -84,6 +84,10 @@ EdgeParams edge_params(const memest_model& m);
 double mtp_module_params(const memest_model& m, int64_t j);
 
 memest_param_count count_parameters(const memest_model& m);
+// The same from the model's edge and dense-layer parameters computed before (a plan keeps them
+// once instead of recomputing them per stage).
+memest_param_count count_parameters(const memest_model& m, const EdgeParams& edge,
+                                    const LayerParams& dense_layer);
 
 // Copies a std::string into a fixed char array, truncating, always NUL-terminated.
 void copy_name(char (&dst)[64], const std::string& src);

@@ -60,7 +60,11 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
     }
   }
   o.phase_overlap = phase_overlap;
-  o.fragmentation = g.fragmentation * (states_bytes + activation_bytes + o.activation_correction +
+  const bool single_stream = plan.framework == MEMEST_FRAMEWORK_PYTORCH && plan.dp == 1 &&
+                             plan.stack.ddp_bucket_mib <= 0;  // no DDP wrapper
+  const double fragmentation =
+      g.fragmentation * (single_stream ? kSingleStreamFragmentationShare : 1.0);
+  o.fragmentation = fragmentation * (states_bytes + activation_bytes + o.activation_correction +
                                        o.logits + buffers + phase_overlap);
   return o;
 }

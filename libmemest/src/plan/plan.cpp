@@ -395,7 +395,27 @@ Plan make_plan(const PretrainRequest& r) {
   return make_plan_unchecked(r, check);
 }
 
+ModelTerms model_terms(const PretrainRequest& r) {
+  const memest_model& m = r.model;
+  ModelTerms k;
+  k.dense_layer = dense_layer_params(m);
+  k.edge = edge_params(m);
+  k.param_count = count_parameters(m, k.edge, k.dense_layer);
+  k.activation_model = static_cast<memest_activation_model>(r.activation_model);
+  if (k.activation_model == MEMEST_ACTIVATIONS_AUTO) {
+    k.activation_model =
+        m.family == MEMEST_FAMILY_GPT ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_LLAMA;
+  }
+  k.coefficients = activation_coefficients(m, k.activation_model);
+  return k;
+}
+
 Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
+  return make_plan_unchecked(r, check, model_terms(r));
+}
+
+Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check,
+                         const ModelTerms& terms) {
   const memest_model& m = r.model;
   Plan plan;
   plan.model = &m;
@@ -424,12 +444,11 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check) {
   plan.layout.sequence_parallel = r.sequence_parallel == 1;
   plan.layout.flash_attention = r.flash_attention == 1;
   plan.layout.recompute = static_cast<memest_recompute>(r.recompute);
-  plan.activation_model = static_cast<memest_activation_model>(r.activation_model);
-  if (plan.activation_model == MEMEST_ACTIVATIONS_AUTO) {
-    plan.activation_model =
-        m.family == MEMEST_FAMILY_GPT ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_LLAMA;
-  }
-  plan.coefficients = activation_coefficients(m, plan.activation_model);
+  plan.activation_model = terms.activation_model;
+  plan.coefficients = terms.coefficients;
+  plan.dense_layer = terms.dense_layer;
+  plan.edge = terms.edge;
+  plan.param_count = terms.param_count;
   if (plan.framework != MEMEST_FRAMEWORK_MEGATRON || plan.loss != MEMEST_LOSS_FUSED) {
     plan.stack_terms = stack_layer_terms(plan);
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "activations/activations.hpp"
+#include "model/model.hpp"
 #include "memest/memest.h"
 #include "plan/requests.hpp"
 
@@ -62,6 +63,11 @@ struct Plan {
   int32_t framework = MEMEST_FRAMEWORK_MEGATRON;
   int32_t loss = MEMEST_LOSS_FUSED;  // resolved
   StackLayerTerms stack_terms;
+  // The model's parameters, counted once per plan (model/model.hpp): the stage loop and the
+  // throughput model read them instead of recounting per stage.
+  LayerParams dense_layer;
+  EdgeParams edge;
+  memest_param_count param_count;
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
@@ -122,7 +128,19 @@ void validate_fields(const PretrainRequest& r);
 // Validates everything (throws memest::Error naming the field) and prepares the stage loop.
 // The Plan points into `r`, which must outlive it.
 Plan make_plan(const PretrainRequest& r);
+// What a plan takes from the request's model alone, whatever the layout: the search computes
+// it once for all its candidates instead of once per candidate.
+struct ModelTerms {
+  LayerParams dense_layer;
+  EdgeParams edge;
+  memest_param_count param_count;
+  memest_activation_model activation_model;  // resolved (never AUTO)
+  ActivationCoefficients coefficients;
+};
+ModelTerms model_terms(const PretrainRequest& r);
 // Plan for a layout already known to pass check_layout, of a request validated before.
+Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check,
+                         const ModelTerms& terms);
 Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check);
 
 }  // namespace memest

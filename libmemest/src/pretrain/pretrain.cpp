@@ -81,8 +81,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const double expert_split = static_cast<double>(plan.ep) * static_cast<double>(plan.etp);
 
   // Parameters on one GPU of this stage (4D paper Eqs. 6-9; Eq. 10 for the sharding group).
-  const LayerParams layer = dense_layer_params(m);
-  const EdgeParams edge = edge_params(m);
+  const LayerParams& layer = plan.dense_layer;
+  const EdgeParams& edge = plan.edge;
   double params = dense_layers * (layer.sharded / t + layer.replicated);
   double expert_params = 0;
   if (moe_count > 0) {

@@ -66,6 +66,7 @@ struct Search {
   bool include_oom;
   bool none_in_space;  // recompute "none" is enumerated too
   uint32_t zero_mask = 0;
+  ModelTerms model;  // the same model for every candidate: counted once (plan/plan.hpp)
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
     out->candidates += n;
@@ -114,7 +115,7 @@ struct Search {
       return;
     }
     ++out->candidates;
-    const Plan plan = make_plan_unchecked(r, check);
+    const Plan plan = make_plan_unchecked(r, check, model);
     ++out->evaluated;
     memest_search_entry e;
     std::memset(&e, 0, sizeof e);
@@ -396,6 +397,7 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
+  s.model = model_terms(s.candidate);
   if (!r.layouts.empty()) {
     rank_shortlist(r, s);
   } else {

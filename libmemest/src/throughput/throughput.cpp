@@ -176,12 +176,12 @@ Throughput estimate_throughput(const Plan& plan) {
   double routed = 0;  // routed-expert parameters of the whole model (MoE)
   if (is_moe(m)) routed = static_cast<double>(moe_layer_count(m)) * moe_layer_parts(m).routed;
   if (dc > 1) {
-    const double params = (count_parameters(m).total - routed) / (t * p);
+    const double params = (plan.param_count.total - routed) / (t * p);
     const double bw = (t * c * d <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
     step += (dc - 1) / dc * bytes_per_param * params / bw;
     step += sharding_traffic_bytes(plan, params, mb) * (dc - 1) / dc / bw;
   }
-  step += offload_seconds(plan, count_parameters(m).total / (t * p), mb);
+  step += offload_seconds(plan, plan.param_count.total / (t * p), mb);
   const double edp = static_cast<double>(plan.edp);
   if (routed > 0 && edp > 1) {
     // Expert gradients are reduced over the expert data-parallel group (edp ranks, spaced
