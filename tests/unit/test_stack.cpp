@@ -266,6 +266,73 @@ TEST_CASE("bad combinations are refused with the field and the reason") {
   CHECK(refused_field(req) == "training.offload.gpu");
 }
 
+namespace {
+// GPT2-XL as the ColossalAI-Pytorch-lightning benchmark builds it (HF GPT2Config; model_type
+// gpt2 leaves logits_fp32 off: GPT-2's code never upcasts its logits).
+test::json gpt2xl_fp16(const char* framework) {
+  test::json req = base(framework);
+  req["model"] = {{"model_type", "gpt2"}, {"n_embd", 1600}, {"n_layer", 48}, {"n_head", 25},
+                  {"vocab_size", 50257}, {"n_positions", 1024}};
+  req["gpu"] = "a100-40gb";
+  req["parallel"] = {{"gpus", 4}, {"zero", 3}};
+  req["training"] = {{"seq_len", 1024},       {"micro_batch", 40},     {"global_batch", 160},
+                     {"framework", framework}, {"param_dtype", "fp16"}, {"grad_dtype", "fp16"},
+                     {"recompute", "full"},    {"flash_attention", false},
+                     {"loss", "unfused_16bit"}};
+  return req;
+}
+std::string refusal_message(const test::json& req) {
+  const test::Answer a = test::request(req);
+  return a.status == MEMEST_OK ? std::string() : a.body["error"]["message"].get<std::string>();
+}
+}  // namespace
+
+TEST_CASE("unfused_16bit: the loss of fp16 GPT-2 under DeepSpeed holds 6 bytes per logit") {
+  // N = 40 * 1024 = 40960 tokens, V = 50257: N*V = 2058526720 logits; forward: logits 2 +
+  // shifted copy 2 + fp16 log-probs 2 = 6 B/logit = 12351160320 (backward 2 + 2 + 2, the same).
+  const test::json r = ok(gpt2xl_fp16("deepspeed"));
+  CHECK(r["training"]["loss"] == "unfused_16bit");
+  CHECK(r["stages"][0]["stack"]["loss_bytes"].get<double>() == 12351160320.0);
+  // today's unfused (upcast): 12 B/logit = 24702320640
+  test::json req = gpt2xl_fp16("deepspeed");
+  req["training"]["loss"] = "unfused";
+  CHECK(ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>() == 24702320640.0);
+  // fsdp computes in its MixedPrecisionPolicy's bf16 whatever the stored dtype: accepted with
+  // fp32 storage, the same loss bytes
+  req = gpt2xl_fp16("fsdp");
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["grad_dtype"] = "fp32";
+  CHECK(ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>() == 12351160320.0);
+}
+
+TEST_CASE("unfused_16bit: refused where the logits are not 16-bit or the loss upcasts anyway") {
+  // Megatron's cross-entropy always works on fp32 logits
+  test::json req = gpt2xl_fp16("megatron");
+  req["parallel"]["zero"] = 1;
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("cross_entropy.py") != std::string::npos);
+  // fp32 parameters under deepspeed / pytorch run under torch.autocast: log_softmax and
+  // nll_loss are on autocast's fp32 list
+  req = gpt2xl_fp16("deepspeed");
+  req["training"]["param_dtype"] = "fp32";
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("autocast") != std::string::npos);
+  req = gpt2xl_fp16("pytorch");
+  req["parallel"]["zero"] = 0;
+  req["training"]["param_dtype"] = "fp32";
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("autocast") != std::string::npos);
+  // ... which with fp16 parameters (no autocast) is accepted
+  req["training"]["param_dtype"] = "fp16";
+  CHECK(ok(req)["training"]["loss"] == "unfused_16bit");
+  // a model whose code casts its logits to fp32 (Llama-family presets: logits_fp32)
+  req = gpt2xl_fp16("deepspeed");
+  req["model"] = "llama-3.1-8b";
+  req["training"]["param_dtype"] = "bf16";
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("logits_fp32") != std::string::npos);
+}
+
 TEST_CASE("fsdp/pytorch without accumulation: gradients and the forward-end set do not coexist") {
   // One GPU, plain PyTorch, pure bf16, one micro-batch: the peak holds the weights, the
   // optimizer and the larger of (activations + loss) and (gradients + recompute working set).
@@ -362,6 +429,21 @@ TEST_CASE("typed C API: the training stack's fields give the JSON answer") {
   r.optimizer_bytes = -2;
   CHECK(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(std::string(memest_last_error_field()) == "training.optimizer");
+  // 1.4's loss: refused on the Llama preset (its code upcasts: logits_fp32), accepted once a
+  // typed caller says its logits stay 16-bit; the loss shrinks from unfused's 12 B/logit to 6
+  // (N*V = 8192 * 128256 = 1050673152 logits: 12608077824 and 6304038912 bytes)
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  memest_stage stage;
+  stage.struct_size = sizeof stage;
+  REQUIRE(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.loss_bytes == 12608077824.0);
+  r.loss = MEMEST_LOSS_UNFUSED_16BIT;
+  CHECK(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error_field()) == "training.loss");
+  m.logits_fp32 = 0;
+  REQUIRE(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(out.loss == MEMEST_LOSS_UNFUSED_16BIT);
+  CHECK(stage.loss_bytes == 6304038912.0);
 }
 
 namespace {

@@ -67,6 +67,41 @@ TEST_CASE("loss memory: unfused F.cross_entropy on bf16 logits, 10 then 12 bytes
   CHECK(memest::loss_memory(LossKind::Unfused, in).forward == 8405385216.0);
 }
 
+TEST_CASE("loss memory: F.cross_entropy on shifted fp16 logits without upcast, 6 bytes per logit") {
+  // GPT2-XL at micro-batch 40, s = 1024 (the ColossalAI-Pytorch-lightning benchmark under
+  // DeepSpeed fp16): N = 40 * 1024 = 40960, V = 50257, N*V = 50257 * 40000 + 50257 * 960 =
+  // 2010280000 + 48246720 = 2058526720 logits, d = 2 (fp16).
+  // forward, while log_softmax writes: logits 2 + shifted contiguous copy 2 + fp16 log-probs 2
+  //   = 6 B/logit = 12351160320;
+  // backward, inside LogSoftmaxBackward: saved log-probs 2 + nll grad 2 + new grad 2 = 6 B/logit
+  //   = 12351160320, half of unfused's 12 B/logit = 24702320640. Held logits add 2: 8 B/logit
+  //   = 16468213760.
+  memest::LossInputs in;
+  in.tokens = 40960;
+  in.vocab = 50257;
+  in.hidden = 1600;
+  in.logit_bytes = 2;
+  in.shift_copy = true;
+  auto r = memest::loss_memory(LossKind::Unfused16Bit, in);
+  CHECK(r.forward == 12351160320.0);
+  CHECK(r.backward == 12351160320.0);
+  CHECK(r.peak() == 12351160320.0);
+  CHECK(memest::loss_memory(LossKind::Unfused, in).backward == 24702320640.0);
+  in.logits_held = true;
+  CHECK(memest::loss_memory(LossKind::Unfused16Bit, in).backward == 16468213760.0);
+  // Without the shift (labels padded instead): logits 2 + log-probs 2 = 4 B/logit = 8234106880.
+  in.logits_held = false;
+  in.shift_copy = false;
+  CHECK(memest::loss_memory(LossKind::Unfused16Bit, in).forward == 8234106880.0);
+  // compiled: the input logits saved (2 B/logit = 4117053440) and their fp16 gradient
+  // (4 B/logit = 8234106880 at the backward).
+  in.shift_copy = true;
+  in.compiled = true;
+  r = memest::loss_memory(LossKind::Unfused16Bit, in);
+  CHECK(r.forward == 4117053440.0);
+  CHECK(r.backward == 8234106880.0);
+}
+
 TEST_CASE("loss memory: Megatron's fused vocab-parallel CE is today's 6 bytes per logit") {
   // tp = 8: V = 128256 / 8 = 16032, N = 8192 (the output layer's input is gathered):
   // N*V = 131334144; bf16 logits 2 + the fp32 copy made in place into the softmax 4 = 6 B/logit

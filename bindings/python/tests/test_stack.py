@@ -107,11 +107,32 @@ def test_op_selective_under_megatron_is_refused_naming_the_field():
     (dict(framework="fsdp", offload={"gpu": True}), "training.offload.gpu"),
     (dict(framework="pytorch", buckets={"bucket_cap_mb": -1}), "training.buckets.bucket_cap_mb"),
     (dict(framework="fsdp", offload=True), "training.offload"),
+    # the Llama preset's code casts its logits to fp32 (logits_fp32): no 16-bit logits to keep
+    (dict(framework="deepspeed", loss="unfused_16bit"), "training.loss"),
 ])
 def test_bad_stack_input_names_the_field(kw, field):
     with pytest.raises(memest.MemestError) as info:
         memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, **kw)
     assert info.value.field == field, (info.value.field, str(info.value))
+
+
+def test_unfused_16bit_loss_keeps_the_fp16_logits():
+    # GPT2-XL under DeepSpeed fp16 (the ColossalAI-Pytorch-lightning benchmark): the loss holds
+    # logits + shifted copy + fp16 log-probs, 6 bytes per logit of 40 * 1024 * 50257 =
+    # 2058526720 logits = 12351160320 bytes (unfused, upcast to fp32: 12 bytes per logit)
+    assert "unfused_16bit" in memest.enums()["loss"]
+    gpt2xl = {"model_type": "gpt2", "n_embd": 1600, "n_layer": 48, "n_head": 25,
+              "vocab_size": 50257, "n_positions": 1024}
+    kw = dict(gpus=4, zero=3, seq_len=1024, micro_batch=40, framework="deepspeed",
+              param_dtype="fp16", grad_dtype="fp16", recompute="full", flash_attention=False)
+    r = memest.pretrain(gpt2xl, "a100-40gb", loss="unfused_16bit", **kw)
+    assert r.training.loss == "unfused_16bit"
+    assert r.stages[0].stack.loss_bytes == 12351160320
+    assert memest.pretrain(gpt2xl, "a100-40gb", loss="unfused", **kw).stages[0].stack.loss_bytes == 24702320640
+    # under autocast (fp32 parameters) log_softmax runs in fp32 anyway: refused
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain(gpt2xl, "a100-40gb", loss="unfused_16bit", **{**kw, "param_dtype": "fp32"})
+    assert info.value.field == "training.loss" and "autocast" in str(info.value)
 
 
 def test_search_takes_the_stack():

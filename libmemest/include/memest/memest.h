@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 3
+#define MEMEST_VERSION_MINOR 4
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.3.0"
+#define MEMEST_VERSION_STRING "1.4.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -307,7 +307,9 @@ typedef enum memest_loss {
   MEMEST_LOSS_UNFUSED = 2,      /* F.cross_entropy on logits upcast to fp32 */
   MEMEST_LOSS_CHUNKED = 3,      /* chunked output + loss (torchtune, LitGPT) */
   MEMEST_LOSS_LINEAR_FUSED = 4, /* output projection fused with the loss: logits never whole */
-  MEMEST_LOSS_COUNT = 5
+  MEMEST_LOSS_UNFUSED_16BIT = 5, /* (1.4) F.cross_entropy on shifted 16-bit logits, no upcast
+                                    (fp16/bf16 models without torch.autocast) */
+  MEMEST_LOSS_COUNT = 6
 } memest_loss;
 
 /** The optimizer, which decides the state bytes per trainable parameter when

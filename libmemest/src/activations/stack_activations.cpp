@@ -58,6 +58,29 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
         r.backward = nv * 2 * d;
       }
       break;
+    case LossKind::Unfused16Bit:
+      // The loss of Hugging Face's GPT-2 before 4.46 (models/gpt2/modeling_gpt2.py,
+      // GPT2LMHeadModel.forward: `lm_logits[..., :-1, :].contiguous()` then CrossEntropyLoss,
+      // no .float()), copied by training scripts of that time, on a model whose parameters
+      // are 16-bit and that runs without torch.autocast (DeepSpeed's fp16/bf16 engine casts
+      // the module, runtime/engine.py; ColossalAI Gemini's ZeroDDP halves it and returns fp16
+      // outputs, colossalai/nn/parallel/data_parallel.py): log_softmax without a dtype writes
+      // the log-probs in the logits' dtype (aten/src/ATen/native/SoftMax.cpp).
+      // Forward, while log_softmax writes: the logits (d), the shifted contiguous copy (d,
+      // with shift_copy) and the log-probs (d). The copy dies when the loss returns: CloneBackward
+      // and SliceBackward save only sizes, _log_softmax saves its result (derivatives.yaml).
+      // Backward, inside _log_softmax_backward_data: the saved log-probs, nll_loss_backward's
+      // grad_input (self's shape and dtype, LossNLL.cpp) and the new gradient (d each); after
+      // it slice_backward's zero-filled full-size gradient (d) beside the incoming one (d), 2d,
+      // below that peak.
+      r.forward = nv * (2 * d + (in.shift_copy ? d : 0.0));
+      r.backward = nv * (3 * d + held);
+      if (in.compiled) {
+        // As Unfused compiled: the slice and its copy are pointwise reads of the input.
+        r.forward = nv * d;
+        r.backward = nv * 2 * d;
+      }
+      break;
     case LossKind::Chunked: {
       // torchtune ce_chunked_output_loss.py: compute_cross_entropy(logits_chunk.float()) per
       // chunk; every chunk's log_softmax result stays saved for backward, only the fp32 copy is

@@ -82,6 +82,12 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
     case MEMEST_LOSS_CHUNKED: kind = LossKind::Chunked; break;
     case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
+    case MEMEST_LOSS_UNFUSED_16BIT:
+      // the code that skips the upcast (HF models before 4.46 and the scripts that copied
+      // them) also shifts the logits rather than padding the labels: one more 16-bit copy
+      kind = LossKind::Unfused16Bit;
+      in.shift_copy = true;
+      break;
     default: break;
   }
   k.loss = loss_memory(kind, in).peak();

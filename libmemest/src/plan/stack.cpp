@@ -158,6 +158,29 @@ void validate_stack(const PretrainRequest& r) {
            "modelled: use recompute_every 1");
     }
   }
+  if (st.loss == MEMEST_LOSS_UNFUSED_16BIT) {
+    // The 16-bit loss keeps the model's own fp16/bf16 logits (activations/stack_activations.hpp
+    // Unfused16Bit): refused where the logits are not 16-bit or the loss upcasts them anyway.
+    if (megatron) {
+      fail("training.loss", "unfused_16bit is not a Megatron-LM loss: its cross-entropy "
+                            "(megatron/core/tensor_parallel/cross_entropy.py) always works on "
+                            "fp32 logits; use fused or unfused");
+    }
+    if (r.precision.param_bytes >= 4 && fw != MEMEST_FRAMEWORK_FSDP) {
+      fail("training.loss", "unfused_16bit needs 16-bit parameters: with param_dtype fp32, " +
+                                name_of(fw) + " runs under torch.autocast, whose fp32 list "
+                                "(aten/src/ATen/autocast_mode.cpp) runs nll_loss on an fp32 copy "
+                                "of the log-probs, so the loss is not 16-bit; use unfused");
+    }
+    // (fsdp computes in its MixedPrecisionPolicy's bf16 whatever the stored dtype: 16-bit
+    // logits.) The model's own code may upcast before any loss sees the logits: LLMem's B,
+    // HF LlamaForCausalLM's `logits = logits.float()` (models/llama/modeling_llama.py).
+    if (r.model.logits_fp32) {
+      fail("training.loss", "unfused_16bit needs 16-bit logits, but the model casts its logits "
+                            "to fp32 before the loss (model.logits_fp32, as Hugging Face's "
+                            "Llama-family code does): use unfused");
+    }
+  }
   if (megatron && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
     fail("training.recompute", "op_selective is torchtitan's per-op policy: it needs framework "
                                "fsdp, deepspeed or pytorch (Megatron's own is \"selective\")");
