@@ -84,7 +84,8 @@ export class MemestError extends Error {
  * @property {string[]} prune_reason      "oom", "tp_heads", ...
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
  * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch"
- * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused"
+ * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused",
+ *                                        "unfused_16bit"
  * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...
  * @property {string[]} adapter           "none", "lora", "qlora"
  * @property {string[]} lora_target       "q_proj", ..., "embed_tokens"

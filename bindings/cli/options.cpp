@@ -173,7 +173,10 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                   "deepspeed (ZeRO 0-3) or pytorch (one GPU or DDP)",
                   MEMEST_ENUM_FRAMEWORK);
   add_enum_choice(cmd, "--loss", st.loss,
-                  "Loss on the logits (auto: fused under megatron, else unfused)", MEMEST_ENUM_LOSS);
+                  "Loss on the logits (auto: fused under megatron, else unfused, which upcasts "
+                  "to fp32; unfused_16bit keeps 16-bit logits: fp16/bf16 models without "
+                  "autocast)",
+                  MEMEST_ENUM_LOSS);
   add_integer(cmd, "--recompute-every", st.recompute_every,
               "Checkpoint one block in N (with --recompute)", Sign::positive)
       ->capture_default_str();

@@ -32,6 +32,8 @@ const (
 	LossUnfused     = int(C.MEMEST_LOSS_UNFUSED)
 	LossChunked     = int(C.MEMEST_LOSS_CHUNKED)
 	LossLinearFused = int(C.MEMEST_LOSS_LINEAR_FUSED)
+	// Since 1.4: F.cross_entropy on the model's shifted 16-bit logits without an upcast.
+	LossUnfused16Bit = int(C.MEMEST_LOSS_UNFUSED_16BIT)
 )
 
 // What torch.compile compiles (memest_compile, the values of PretrainRequest.CompileParts; their

@@ -115,6 +115,10 @@ func TestStackRefusedNamesField(t *testing.T) {
 			r.Framework, r.OffloadParams = memest.FrameworkDeepSpeed, true
 		}, "training.offload.params"},
 		{func(r *memest.PretrainRequest) { r.Framework, r.RecomputeEvery = memest.FrameworkFSDP, 0 }, "training.recompute_every"},
+		// the Llama preset's code casts its logits to fp32 (logits_fp32): no 16-bit logits
+		{func(r *memest.PretrainRequest) {
+			r.Framework, r.Loss = memest.FrameworkDeepSpeed, memest.LossUnfused16Bit
+		}, "training.loss"},
 	}
 	for i, c := range cases {
 		r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
@@ -162,8 +166,33 @@ func TestStackEnumConstants(t *testing.T) {
 	if memest.EnumNames(memest.EnumRecompute)[memest.RecomputeOpSelective] != tables["recompute"].([]any)[memest.RecomputeOpSelective] {
 		t.Error("op_selective")
 	}
-	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossLinearFused+1 ||
+	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossUnfused16Bit+1 ||
 		len(memest.EnumNames(memest.EnumOptimizer)) != memest.OptimizerSGD+1 {
 		t.Error("loss / optimizer constants vs the tables")
+	}
+}
+
+// The 16-bit loss (1.4) by name and by constant: GPT2-XL under DeepSpeed fp16 at micro-batch
+// 40 holds 6 bytes per logit, 40*1024 tokens * 50257 = 2058526720 logits: 12351160320 bytes.
+func TestStackUnfused16Bit(t *testing.T) {
+	if memest.EnumValue(memest.EnumLoss, "unfused_16bit") != memest.LossUnfused16Bit {
+		t.Fatalf("unfused_16bit is %d", memest.EnumValue(memest.EnumLoss, "unfused_16bit"))
+	}
+	resp, err := memest.Request(map[string]any{"mode": "pretrain", "gpu": "a100-40gb",
+		"model": map[string]any{"model_type": "gpt2", "n_embd": 1600, "n_layer": 48, "n_head": 25,
+			"vocab_size": 50257, "n_positions": 1024},
+		"parallel": map[string]any{"gpus": 4, "zero": 3},
+		"training": map[string]any{"seq_len": 1024, "micro_batch": 40, "framework": "deepspeed",
+			"param_dtype": "fp16", "grad_dtype": "fp16", "recompute": "full", "flash_attention": false,
+			"loss": "unfused_16bit"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := resp["stages"].([]any)[0].(map[string]any)
+	if got := stage["stack"].(map[string]any)["loss_bytes"].(float64); got != 12351160320 {
+		t.Fatalf("loss_bytes %v", got)
+	}
+	if resp["training"].(map[string]any)["loss"] != "unfused_16bit" {
+		t.Fatalf("training %v", resp["training"])
 	}
 }

@@ -266,6 +266,73 @@ TEST_CASE("bad combinations are refused with the field and the reason") {
   CHECK(refused_field(req) == "training.offload.gpu");
 }
 
+namespace {
+// GPT2-XL as the ColossalAI-Pytorch-lightning benchmark builds it (HF GPT2Config; model_type
+// gpt2 leaves logits_fp32 off: GPT-2's code never upcasts its logits).
+test::json gpt2xl_fp16(const char* framework) {
+  test::json req = base(framework);
+  req["model"] = {{"model_type", "gpt2"}, {"n_embd", 1600}, {"n_layer", 48}, {"n_head", 25},
+                  {"vocab_size", 50257}, {"n_positions", 1024}};
+  req["gpu"] = "a100-40gb";
+  req["parallel"] = {{"gpus", 4}, {"zero", 3}};
+  req["training"] = {{"seq_len", 1024},       {"micro_batch", 40},     {"global_batch", 160},
+                     {"framework", framework}, {"param_dtype", "fp16"}, {"grad_dtype", "fp16"},
+                     {"recompute", "full"},    {"flash_attention", false},
+                     {"loss", "unfused_16bit"}};
+  return req;
+}
+std::string refusal_message(const test::json& req) {
+  const test::Answer a = test::request(req);
+  return a.status == MEMEST_OK ? std::string() : a.body["error"]["message"].get<std::string>();
+}
+}  // namespace
+
+TEST_CASE("unfused_16bit: the loss of fp16 GPT-2 under DeepSpeed holds 6 bytes per logit") {
+  // N = 40 * 1024 = 40960 tokens, V = 50257: N*V = 2058526720 logits; forward: logits 2 +
+  // shifted copy 2 + fp16 log-probs 2 = 6 B/logit = 12351160320 (backward 2 + 2 + 2, the same).
+  const test::json r = ok(gpt2xl_fp16("deepspeed"));
+  CHECK(r["training"]["loss"] == "unfused_16bit");
+  CHECK(r["stages"][0]["stack"]["loss_bytes"].get<double>() == 12351160320.0);
+  // today's unfused (upcast): 12 B/logit = 24702320640
+  test::json req = gpt2xl_fp16("deepspeed");
+  req["training"]["loss"] = "unfused";
+  CHECK(ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>() == 24702320640.0);
+  // fsdp computes in its MixedPrecisionPolicy's bf16 whatever the stored dtype: accepted with
+  // fp32 storage, the same loss bytes
+  req = gpt2xl_fp16("fsdp");
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["grad_dtype"] = "fp32";
+  CHECK(ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>() == 12351160320.0);
+}
+
+TEST_CASE("unfused_16bit: refused where the logits are not 16-bit or the loss upcasts anyway") {
+  // Megatron's cross-entropy always works on fp32 logits
+  test::json req = gpt2xl_fp16("megatron");
+  req["parallel"]["zero"] = 1;
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("cross_entropy.py") != std::string::npos);
+  // fp32 parameters under deepspeed / pytorch run under torch.autocast: log_softmax and
+  // nll_loss are on autocast's fp32 list
+  req = gpt2xl_fp16("deepspeed");
+  req["training"]["param_dtype"] = "fp32";
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("autocast") != std::string::npos);
+  req = gpt2xl_fp16("pytorch");
+  req["parallel"]["zero"] = 0;
+  req["training"]["param_dtype"] = "fp32";
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("autocast") != std::string::npos);
+  // ... which with fp16 parameters (no autocast) is accepted
+  req["training"]["param_dtype"] = "fp16";
+  CHECK(ok(req)["training"]["loss"] == "unfused_16bit");
+  // a model whose code casts its logits to fp32 (Llama-family presets: logits_fp32)
+  req = gpt2xl_fp16("deepspeed");
+  req["model"] = "llama-3.1-8b";
+  req["training"]["param_dtype"] = "bf16";
+  CHECK(refused_field(req) == "training.loss");
+  CHECK(refusal_message(req).find("logits_fp32") != std::string::npos);
+}
+
 TEST_CASE("fsdp/pytorch without accumulation: gradients and the forward-end set do not coexist") {
   // One GPU, plain PyTorch, pure bf16, one micro-batch: the peak holds the weights, the
   // optimizer and the larger of (activations + loss) and (gradients + recompute working set).
@@ -362,4 +429,169 @@ TEST_CASE("typed C API: the training stack's fields give the JSON answer") {
   r.optimizer_bytes = -2;
   CHECK(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(std::string(memest_last_error_field()) == "training.optimizer");
+  // 1.4's loss: refused on the Llama preset (its code upcasts: logits_fp32), accepted once a
+  // typed caller says its logits stay 16-bit; the loss shrinks from unfused's 12 B/logit to 6
+  // (N*V = 8192 * 128256 = 1050673152 logits: 12608077824 and 6304038912 bytes)
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  memest_stage stage;
+  stage.struct_size = sizeof stage;
+  REQUIRE(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.loss_bytes == 12608077824.0);
+  r.loss = MEMEST_LOSS_UNFUSED_16BIT;
+  CHECK(memest_pretrain(&r, &out, nullptr, 0, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error_field()) == "training.loss");
+  m.logits_fp32 = 0;
+  REQUIRE(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(out.loss == MEMEST_LOSS_UNFUSED_16BIT);
+  CHECK(stage.loss_bytes == 6304038912.0);
+}
+
+namespace {
+
+// The small Qwen3-MoE of tests/data/measured/h100-stacks.json (calibrate/measure_stacks.py).
+test::json qwen3_moe_small() {
+  return {{"model_type", "qwen3_moe"}, {"hidden_size", 1024}, {"intermediate_size", 3072},
+          {"moe_intermediate_size", 512}, {"num_hidden_layers", 8}, {"num_attention_heads", 16},
+          {"num_key_value_heads", 4}, {"head_dim", 64}, {"num_experts", 32},
+          {"num_experts_per_tok", 4}, {"decoder_sparse_step", 1}, {"vocab_size", 32000},
+          {"tie_word_embeddings", false}};
+}
+
+test::json moe_request(const char* framework, int gpus) {
+  test::json req = base(framework);
+  req["model"] = qwen3_moe_small();
+  req["parallel"] = {{"gpus", gpus}};
+  req["training"]["seq_len"] = 2048;
+  req["training"]["micro_batch"] = 4;
+  req["training"]["param_dtype"] = "bf16";
+  req["training"]["grad_dtype"] = "bf16";
+  req["training"]["optimizer"] = "adamw";
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("MoE outside megatron: ep = 1 only, DeepSpeed-MoE, MLA and MTP refused with the reason") {
+  test::json req = moe_request("fsdp", 8);
+  req["parallel"]["ep"] = 2;
+  CHECK(refused_field(req) == "parallel.ep");
+  const test::Answer a = test::request(req);
+  CHECK(a.body["error"]["message"].get<std::string>().find("token dispatcher") !=
+        std::string::npos);
+
+  req = moe_request("fsdp", 8);
+  req["parallel"]["tp"] = 2;
+  req["parallel"]["sp"] = true;
+  req["parallel"]["etp"] = 1;
+  CHECK(refused_field(req) == "parallel.etp");
+
+  CHECK(refused_field(moe_request("deepspeed", 8)) == "training.framework");
+
+  req = moe_request("fsdp", 8);
+  req["training"]["recompute"] = "op_selective";
+  CHECK(refused_field(req) == "training.recompute");
+
+  // a dense leading layer and one block in two checkpointed: which blocks are is not modelled
+  req = moe_request("pytorch", 1);
+  req["model"]["first_k_dense_replace"] = 1;
+  req["training"]["recompute"] = "full";
+  req["training"]["recompute_every"] = 2;
+  CHECK(refused_field(req) == "training.recompute_every");
+  req["training"]["recompute_every"] = 1;
+  ok(req);
+
+  // latent attention and MTP stay Megatron-Core's
+  req = moe_request("pytorch", 1);
+  req["model"] = "deepseek-v3";
+  CHECK(refused_field(req) == "training.framework");
+
+  // the same MoE request under pytorch and fsdp (ep = 1) is answered
+  ok(moe_request("pytorch", 1));
+  ok(moe_request("fsdp", 8));
+}
+
+TEST_CASE("MoE under pytorch: every expert held, counted once, bucketed by DDP") {
+  // Qwen3-MoE small: per layer attention 1024*1024*2 + 1024*256*2 = 2621440, q/k norms 128,
+  // norms 2048, router 32*1024 = 32768, experts 32*3*1024*512 = 50331648: 52988032; 8 layers
+  // 423904256 + embeddings and head 2*32000*1024 = 65536000 + final norm 1024 = 489441280,
+  // the run's num_parameters. Experts alone: 8 * 50331648 = 402653184.
+  test::json req = moe_request("pytorch", 1);
+  const test::json r = ok(req);
+  CHECK(r["model"]["num_parameters"] == 489441280.0);
+  const test::json& s = r["stages"][0];
+  CHECK(s["parameters"] == 489441280.0);
+  // bf16 storage, bf16 AdamW states (no master outside megatron/deepspeed: 2 * 2 B):
+  // weights 2 * 489441280 = 978882560, gradients the same, optimizer 4 * 489441280.
+  CHECK(s["weights_bytes"] == 978882560.0);
+  CHECK(s["gradients_bytes"] == 978882560.0);
+  CHECK(s["optimizer_bytes"] == 1957765120.0);
+  CHECK(s["experts"]["parameters"] == 402653184.0);
+  CHECK(s["experts"]["weights_bytes"] == 805306368.0);
+  // The experts' activations: router and routed experts of the eager block
+  // (test_stack_activations.cpp: 33032 B per token) in 8 blocks of 8192 tokens:
+  // 8 * 33032 * 8192 = 2164785152; none under full recomputation.
+  CHECK(s["experts"]["activations_bytes"] == 2164785152.0);
+  test::json full = req;
+  full["training"]["recompute"] = "full";
+  CHECK(ok(full)["stages"][0]["experts"]["activations_bytes"] == 0);
+  // DDP (bucket_cap_mb given) buckets every gradient, the experts' too: 2 * 489441280.
+  req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
+  CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 978882560.0);
+}
+
+TEST_CASE("MoE under fsdp: the experts shard with their block, which is gathered whole") {
+  // fp32 storage on 8 GPUs (zero 3): weights 4 * 489441280 / 8 = 244720640; the largest
+  // gathered block is an MoE layer, 52988032 parameters: an fp32 reduce-scatter input and two
+  // bf16 all-gathers, 52988032 * (4 + 2 * 2) = 423904256.
+  test::json req = moe_request("fsdp", 8);
+  req["training"]["param_dtype"] = "fp32";
+  req["training"]["grad_dtype"] = "fp32";
+  const test::json r = ok(req);
+  const test::json& s = r["stages"][0];
+  CHECK(s["weights_bytes"] == 244720640.0);
+  CHECK(s["stack"]["framework_buffer_bytes"] == 423904256.0);
+}
+
+TEST_CASE("the search of an MoE model outside megatron enumerates ep = 1, etp = tp only") {
+  for (const char* fw : {"fsdp", "pytorch"}) {
+    CAPTURE(fw);
+    test::json req = moe_request(fw, 8);
+    req["mode"] = "search";
+    req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", fw}};
+    req["search"] = {{"top", 200}, {"include_oom", true}};
+    const test::json r = ok(req);
+    REQUIRE(!r["results"].empty());
+    for (const test::json& e : r["results"]) {
+      CHECK(e["layout"]["ep"] == 1);
+      CHECK(e["layout"]["etp"] == e["layout"]["tp"]);
+      CHECK(e["layout"]["recompute"] != "op_selective");
+    }
+    // under megatron the same model's space holds ep > 1
+    req["training"]["framework"] = "megatron";
+    bool expert_parallel = false;
+    const test::json meg = ok(req);
+    for (const test::json& e : meg["results"]) expert_parallel |= e["layout"]["ep"] > 1;
+    CHECK(expert_parallel);
+  }
+  // a shortlist with ep 2 under fsdp is refused at the layout
+  test::json req = moe_request("fsdp", 8);
+  req["mode"] = "search";
+  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "fsdp"}};
+  req["search"] = {{"layouts", {{{"tp", 1}, {"ep", 2}}}}};
+  CHECK(refused_field(req) == "search.layouts[0].ep");
+}
+
+TEST_CASE("MoE under pytorch: a dense leading block keeps a dense block's activations") {
+  // Qwen3-MoE small with layer 0 dense (intermediate 3072), no recomputation, 8192 tokens:
+  // that block's MLP part 4 * 2 * 3072 = 24576 B per token instead of the MoE part's 33032
+  // (test_stack_activations.cpp; the norms are the same without autocast): -8456 * 8192 =
+  // -69271552. The recomputation working set is the larger of the two blocks', the dense one:
+  // 117440512 instead of 83886080 (test_stack_activations.cpp): +33554432. Activations change
+  // by -35717120.
+  test::json req = moe_request("pytorch", 1);
+  const double all_moe = ok(req)["stages"][0]["activations_bytes"].get<double>();
+  req["model"]["first_k_dense_replace"] = 1;
+  const test::json r = ok(req);
+  CHECK(r["stages"][0]["activations_bytes"].get<double>() - all_moe == -35717120.0);
+  CHECK(r["stages"][0]["experts"]["moe_layers"] == 7);
 }

@@ -67,6 +67,41 @@ TEST_CASE("loss memory: unfused F.cross_entropy on bf16 logits, 10 then 12 bytes
   CHECK(memest::loss_memory(LossKind::Unfused, in).forward == 8405385216.0);
 }
 
+TEST_CASE("loss memory: F.cross_entropy on shifted fp16 logits without upcast, 6 bytes per logit") {
+  // GPT2-XL at micro-batch 40, s = 1024 (the ColossalAI-Pytorch-lightning benchmark under
+  // DeepSpeed fp16): N = 40 * 1024 = 40960, V = 50257, N*V = 50257 * 40000 + 50257 * 960 =
+  // 2010280000 + 48246720 = 2058526720 logits, d = 2 (fp16).
+  // forward, while log_softmax writes: logits 2 + shifted contiguous copy 2 + fp16 log-probs 2
+  //   = 6 B/logit = 12351160320;
+  // backward, inside LogSoftmaxBackward: saved log-probs 2 + nll grad 2 + new grad 2 = 6 B/logit
+  //   = 12351160320, half of unfused's 12 B/logit = 24702320640. Held logits add 2: 8 B/logit
+  //   = 16468213760.
+  memest::LossInputs in;
+  in.tokens = 40960;
+  in.vocab = 50257;
+  in.hidden = 1600;
+  in.logit_bytes = 2;
+  in.shift_copy = true;
+  auto r = memest::loss_memory(LossKind::Unfused16Bit, in);
+  CHECK(r.forward == 12351160320.0);
+  CHECK(r.backward == 12351160320.0);
+  CHECK(r.peak() == 12351160320.0);
+  CHECK(memest::loss_memory(LossKind::Unfused, in).backward == 24702320640.0);
+  in.logits_held = true;
+  CHECK(memest::loss_memory(LossKind::Unfused16Bit, in).backward == 16468213760.0);
+  // Without the shift (labels padded instead): logits 2 + log-probs 2 = 4 B/logit = 8234106880.
+  in.logits_held = false;
+  in.shift_copy = false;
+  CHECK(memest::loss_memory(LossKind::Unfused16Bit, in).forward == 8234106880.0);
+  // compiled: the input logits saved (2 B/logit = 4117053440) and their fp16 gradient
+  // (4 B/logit = 8234106880 at the backward).
+  in.shift_copy = true;
+  in.compiled = true;
+  r = memest::loss_memory(LossKind::Unfused16Bit, in);
+  CHECK(r.forward == 4117053440.0);
+  CHECK(r.backward == 8234106880.0);
+}
+
 TEST_CASE("loss memory: Megatron's fused vocab-parallel CE is today's 6 bytes per logit") {
   // tp = 8: V = 128256 / 8 = 16032, N = 8192 (the output layer's input is gathered):
   // N*V = 131334144; bf16 logits 2 + the fp32 copy made in place into the softmax 4 = 6 B/logit
@@ -346,9 +381,11 @@ TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") 
   // h = 1024, a = 16, k = 4, d = 64, 32 experts, top-4, expert width 512, s = 2048, b = 4:
   // N = 8192. Norms 2 * (8h + 4) = 16392 B. Attention: Q 2048 + K, V 2*2*256 = 1024 + output
   // 2048 + logsumexp 64 = 5184, q_norm per head (4 + 2)*1024 + 4*16 = 6208, k_norm 6*256 + 4*4 =
-  // 1552: 12944 B. MoE: router softmax fp32 4*32 + topk indices 8*4 = 160; per slot the gathered
-  // input 2048 + expert SwiGLU 4*2*512 = 4096 + expert output 2048 + indices 4*8 + weight 2 =
-  // 8226, four slots 32904: 33064 B. Total 62400 B per token * 8192 = 511180800.
+  // 1552: 12944 B. MoE (transformers 5 grouped_mm path): router softmax fp32 4*32 + topk
+  // indices 8*4 = 160; per slot the three int64 indices (token, perm, inverse perm) 24, the
+  // routing weight 2, the sorted input 2*1024 = 2048, gate_up 2*1024 = 2048, SiLU output and
+  // product 2*512 each = 2048, down output 2048: 8218; four slots 32872: 33032 B.
+  // Total 62368 B per token * 8192 = 510918656.
   memest_model m = memest::default_model();
   m.hidden_size = 1024;
   m.num_hidden_layers = 8;
@@ -370,11 +407,51 @@ TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") 
   auto r = memest::eager_block_bytes(m, x, o);
   CHECK(r.norms == 16392.0 * 8192);
   CHECK(r.attention == 12944.0 * 8192);
-  CHECK(r.mlp == 33064.0 * 8192);
-  CHECK(r.total() == 511180800.0);
+  CHECK(r.mlp == 33032.0 * 8192);
+  CHECK(r.total() == 510918656.0);
   // Its dense layer (dense_mlp): 4 * 2 * 3072 = 24576 B of MLP.
   o.dense_mlp = true;
   CHECK(memest::eager_block_bytes(m, x, o).mlp == 24576.0 * 8192);
+  // fp32 parameters under autocast: _grouped_mm casts its input to the fp32 weight, so the
+  // expert path is fp32: per slot 24 + 2 + 4 * (2048 + 2048) = 16410, four 65640, + 160 =
+  // 65800 B. The post-attention norm's output is cast once, for the router (the gather saves
+  // no copy): that norm 4*1024 (fp32 upcast; its input is fp32) + 4*1024 (normed, fp32) + 4 +
+  // 2*1024 (the router's bf16 cast) = 10244 B; the attention norm's output is cast by q, k
+  // and v: 8196 + 3 * 2048 = 14340 B. Norms 24584 B.
+  o.dense_mlp = false;
+  o.autocast = true;
+  r = memest::eager_block_bytes(m, x, o);
+  CHECK(r.mlp == 65800.0 * 8192);
+  CHECK(r.norms == 24584.0 * 8192);
+  // tp 2 with SP (fsdp, etp = tp): the expert width splits, fe/t = 256, over all n*k rows: per
+  // slot 24 + 2 + 2 * (2 * 1024 + 4 * 256) = 6170, four 24680, + router 160 = 24840 B.
+  o.autocast = false;
+  memest::ActivationLayout x2 = layout(2, true);
+  x2.seq_len = 2048;
+  x2.micro_batch = 4;
+  CHECK(memest::eager_block_bytes(m, x2, o).mlp == 24840.0 * 8192);
+}
+
+TEST_CASE("recompute working set: an MoE block's MLP backward over its routed rows") {
+  // The Qwen3-MoE layer above, nothing kept or rebuilt (full = kept): the output gradient
+  // 2 * 1024 = 2048 B per token plus the SwiGLU backward's two gradients over k * fe =
+  // 4 * 512 = 2048 elements: 2 * 2 * 2048 = 8192 B: 10240 B per token * 8192 = 83886080.
+  // The dense block (intermediate 3072): 2048 + 2 * 2 * 3072 = 14336 B * 8192 = 117440512.
+  memest_model m = memest::default_model();
+  m.hidden_size = 1024;
+  m.num_attention_heads = 16;
+  m.num_key_value_heads = 4;
+  m.head_dim = 64;
+  m.intermediate_size = 3072;
+  m.gated_mlp = 1;
+  m.num_experts = 32;
+  m.num_experts_per_tok = 4;
+  m.moe_intermediate_size = 512;
+  memest::ActivationLayout x = layout(1, false);
+  x.seq_len = 2048;
+  x.micro_batch = 4;
+  CHECK(memest::recompute_working_set(m, x, 1e9, 1e9, 2, true).total() == 83886080.0);
+  CHECK(memest::recompute_working_set(m, x, 1e9, 1e9, 2, false).total() == 117440512.0);
 }
 
 TEST_CASE("eager head and Hugging Face's cache copies under an outside checkpoint wrapper") {

@@ -329,6 +329,25 @@ test('training stack: pretrainTable() equals request() for an FSDP request; its 
   assert.notEqual(megatron.peak_bytes, d.peak_bytes);
 });
 
+test('training stack: the 16-bit loss (1.4) by its library name, and its refusal under autocast', () => {
+  assert.ok(memest.enums().loss.includes('unfused_16bit'));
+  // GPT2-XL under DeepSpeed fp16, micro-batch 40: 40 * 1024 * 50257 = 2058526720 logits, 6 bytes
+  // each (logits, shifted copy, fp16 log-probs) = 12351160320
+  const gpt2 = {
+    mode: 'pretrain', gpu: 'a100-40gb',
+    model: { model_type: 'gpt2', n_embd: 1600, n_layer: 48, n_head: 25, vocab_size: 50257, n_positions: 1024 },
+    parallel: { gpus: 4, zero: 3 },
+    training: { seq_len: 1024, micro_batch: 40, framework: 'deepspeed', param_dtype: 'fp16', grad_dtype: 'fp16',
+                recompute: 'full', flash_attention: false, loss: 'unfused_16bit' },
+  };
+  const d = memest.request(gpt2);
+  assert.equal(d.training.loss, 'unfused_16bit');
+  assert.equal(d.stages[0].stack.loss_bytes, 12351160320);
+  const bad = memest.answer({ ...gpt2, training: { ...gpt2.training, param_dtype: 'fp32' } });
+  assert.equal(bad.ok, false);
+  assert.equal(bad.error.field, 'training.loss');
+});
+
 test('training stack: op_selective under megatron is refused naming training.recompute, in a table cell too', () => {
   const bad = { ...fsdp, training: { ...fsdp.training, framework: 'megatron', offload: {} } };
   const d = memest.answer(bad);

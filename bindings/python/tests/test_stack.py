@@ -107,11 +107,32 @@ def test_op_selective_under_megatron_is_refused_naming_the_field():
     (dict(framework="fsdp", offload={"gpu": True}), "training.offload.gpu"),
     (dict(framework="pytorch", buckets={"bucket_cap_mb": -1}), "training.buckets.bucket_cap_mb"),
     (dict(framework="fsdp", offload=True), "training.offload"),
+    # the Llama preset's code casts its logits to fp32 (logits_fp32): no 16-bit logits to keep
+    (dict(framework="deepspeed", loss="unfused_16bit"), "training.loss"),
 ])
 def test_bad_stack_input_names_the_field(kw, field):
     with pytest.raises(memest.MemestError) as info:
         memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, **kw)
     assert info.value.field == field, (info.value.field, str(info.value))
+
+
+def test_unfused_16bit_loss_keeps_the_fp16_logits():
+    # GPT2-XL under DeepSpeed fp16 (the ColossalAI-Pytorch-lightning benchmark): the loss holds
+    # logits + shifted copy + fp16 log-probs, 6 bytes per logit of 40 * 1024 * 50257 =
+    # 2058526720 logits = 12351160320 bytes (unfused, upcast to fp32: 12 bytes per logit)
+    assert "unfused_16bit" in memest.enums()["loss"]
+    gpt2xl = {"model_type": "gpt2", "n_embd": 1600, "n_layer": 48, "n_head": 25,
+              "vocab_size": 50257, "n_positions": 1024}
+    kw = dict(gpus=4, zero=3, seq_len=1024, micro_batch=40, framework="deepspeed",
+              param_dtype="fp16", grad_dtype="fp16", recompute="full", flash_attention=False)
+    r = memest.pretrain(gpt2xl, "a100-40gb", loss="unfused_16bit", **kw)
+    assert r.training.loss == "unfused_16bit"
+    assert r.stages[0].stack.loss_bytes == 12351160320
+    assert memest.pretrain(gpt2xl, "a100-40gb", loss="unfused", **kw).stages[0].stack.loss_bytes == 24702320640
+    # under autocast (fp32 parameters) log_softmax runs in fp32 anyway: refused
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain(gpt2xl, "a100-40gb", loss="unfused_16bit", **{**kw, "param_dtype": "fp32"})
+    assert info.value.field == "training.loss" and "autocast" in str(info.value)
 
 
 def test_search_takes_the_stack():
@@ -121,3 +142,35 @@ def test_search_takes_the_stack():
     with pytest.raises(memest.InvalidArgumentError) as info:
         memest.search("llama-3.1-8b", "h100-80gb", gpus=8, framework="megatron", compile=True)
     assert info.value.field == "training.compile"
+
+
+# The small Qwen3-MoE of tests/data/measured/h100-stacks.json (489,441,280 parameters).
+QWEN3_MOE_SMALL = {"model_type": "qwen3_moe", "hidden_size": 1024, "intermediate_size": 3072,
+                   "moe_intermediate_size": 512, "num_hidden_layers": 8,
+                   "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
+                   "num_experts": 32, "num_experts_per_tok": 4, "vocab_size": 32000,
+                   "tie_word_embeddings": False}
+
+
+def test_moe_under_pytorch_and_fsdp():
+    r = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=1, seq_len=2048, micro_batch=4,
+                        global_batch=4, framework="pytorch", param_dtype="bf16",
+                        grad_dtype="bf16", optimizer="adamw")
+    assert r.model.num_parameters == 489441280
+    # every expert on the GPU, counted once: bf16 weights of all parameters
+    assert r.stages[0].weights_bytes == 2 * 489441280
+    assert r.stages[0].experts.parameters == 8 * 32 * 3 * 1024 * 512
+    f = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, seq_len=2048, micro_batch=4,
+                        framework="fsdp", recompute="full")
+    assert f.layout.ep == 1 and f.training.framework == "fsdp"
+    # the search enumerates ep = 1 only outside megatron
+    s = memest.search(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, seq_len=2048, global_batch=64,
+                      framework="fsdp", top=50)
+    assert len(s) >= 1 and all(row["layout"]["ep"] == 1 for row in s)
+
+
+def test_moe_expert_parallel_outside_megatron_is_refused_naming_the_field():
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, ep=2, framework="fsdp")
+    assert info.value.field == "parallel.ep"
+    assert "Megatron-Core" in str(info.value)

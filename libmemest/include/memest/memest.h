@@ -307,7 +307,9 @@ typedef enum memest_loss {
   MEMEST_LOSS_UNFUSED = 2,      /* F.cross_entropy on logits upcast to fp32 */
   MEMEST_LOSS_CHUNKED = 3,      /* chunked output + loss (torchtune, LitGPT) */
   MEMEST_LOSS_LINEAR_FUSED = 4, /* output projection fused with the loss: logits never whole */
-  MEMEST_LOSS_COUNT = 5
+  MEMEST_LOSS_UNFUSED_16BIT = 5, /* (1.4) F.cross_entropy on shifted 16-bit logits, no upcast
+                                    (fp16/bf16 models without torch.autocast) */
+  MEMEST_LOSS_COUNT = 6
 } memest_loss;
 
 /** The optimizer, which decides the state bytes per trainable parameter when

@@ -58,6 +58,29 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
         r.backward = nv * 2 * d;
       }
       break;
+    case LossKind::Unfused16Bit:
+      // The loss of Hugging Face's GPT-2 before 4.46 (models/gpt2/modeling_gpt2.py,
+      // GPT2LMHeadModel.forward: `lm_logits[..., :-1, :].contiguous()` then CrossEntropyLoss,
+      // no .float()), copied by training scripts of that time, on a model whose parameters
+      // are 16-bit and that runs without torch.autocast (DeepSpeed's fp16/bf16 engine casts
+      // the module, runtime/engine.py; ColossalAI Gemini's ZeroDDP halves it and returns fp16
+      // outputs, colossalai/nn/parallel/data_parallel.py): log_softmax without a dtype writes
+      // the log-probs in the logits' dtype (aten/src/ATen/native/SoftMax.cpp).
+      // Forward, while log_softmax writes: the logits (d), the shifted contiguous copy (d,
+      // with shift_copy) and the log-probs (d). The copy dies when the loss returns: CloneBackward
+      // and SliceBackward save only sizes, _log_softmax saves its result (derivatives.yaml).
+      // Backward, inside _log_softmax_backward_data: the saved log-probs, nll_loss_backward's
+      // grad_input (self's shape and dtype, LossNLL.cpp) and the new gradient (d each); after
+      // it slice_backward's zero-filled full-size gradient (d) beside the incoming one (d), 2d,
+      // below that peak.
+      r.forward = nv * (2 * d + (in.shift_copy ? d : 0.0));
+      r.backward = nv * (3 * d + held);
+      if (in.compiled) {
+        // As Unfused compiled: the slice and its copy are pointwise reads of the input.
+        r.forward = nv * d;
+        r.backward = nv * 2 * d;
+      }
+      break;
     case LossKind::Chunked: {
       // torchtune ce_chunked_output_loss.py: compute_cross_entropy(logits_chunk.float()) per
       // chunk; every chunk's log_softmax result stays saved for backward, only the fp32 copy is
@@ -179,12 +202,20 @@ double every_nth_checkpointed_bytes(int64_t layers, int64_t every, double checkp
 
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
-                                          double residual_bytes) {
+                                          double residual_bytes, bool moe_block) {
   const double n = tokens_per_gpu(x);
   const double t = x.tp;
   const bool sp = x.sequence_parallel && t > 1;
   const double h = static_cast<double>(m.hidden_size);
-  const double f = static_cast<double>(m.intermediate_size);
+  double f = static_cast<double>(m.intermediate_size);
+  if (moe_block && is_moe(m)) {
+    // per token: k routed rows of the expert width; a shared expert's MLP runs on its own
+    const double routed = static_cast<double>(m.num_experts_per_tok) *
+                          static_cast<double>(expert_width(m));
+    const double shared = static_cast<double>(m.num_shared_experts) *
+                          static_cast<double>(shared_expert_width(m));
+    f = std::max(routed, shared);
+  }
   RecomputeWorkingSet r;
   r.rebuilt = std::max(0.0, full_layer - kept_layer);
   // The block's backward starts with the gradient of its output (residual dtype, sharded with
@@ -195,7 +226,9 @@ RecomputeWorkingSet recompute_working_set(const memest_model& m, const Activatio
   // backward writes one beside its input gradient: +1. The attention backward runs after the
   // MLP's saved tensors are freed and, for h_ffn >= a*d, stays below this.
   const double out_grad = residual_bytes * n * h / (sp ? t : 1.0) + (sp ? 2 * n * h : 0.0);
-  const double mlp_grads = (m.gated_mlp ? 2.0 : 1.0) * 2 * n * f / t;
+  // (an MoE block's expert path runs in fp32 under autocast: _grouped_mm casts to the weight)
+  const double elem = moe_block && is_moe(m) && residual_bytes >= 4 ? 4.0 : 2.0;
+  const double mlp_grads = (m.gated_mlp ? 2.0 : 1.0) * elem * n * f / t;
   r.gradients = out_grad + mlp_grads;
   return r;
 }
@@ -241,7 +274,13 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // autocast each linear casts its input itself (the autocast cache holds only leaf tensors),
   // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
   const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
-  const double mlp_consumers = m.gated_mlp && !m.fused_gate_up ? 2.0 : 1.0;
+  const double mlp_linears = m.gated_mlp && !m.fused_gate_up ? 2.0 : 1.0;
+  // An MoE layer's norm output feeds the router (a linear) and the experts' gather (an index:
+  // saves no copy), plus the shared experts' input linears and Qwen2-MoE's shared gate.
+  const double mlp_consumers =
+      is_moe(m) && !o.dense_mlp
+          ? 1.0 + (m.num_shared_experts > 0 ? mlp_linears : 0.0) + (m.shared_expert_gate ? 1.0 : 0.0)
+          : mlp_linears;
   const unsigned tg = o.lora ? o.lora_targets : 0u;
   auto adapted = [&](unsigned bits) {
     double c = 0;
@@ -326,21 +365,30 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // output and GELU output (fc2's saved input) both ways.
   const double act_tensors = m.gated_mlp ? (o.compiled ? 3.0 : 4.0) : 2.0;
   if (is_moe(m) && !o.dense_mlp) {
-    // Hugging Face's sparse MoE block (modeling_qwen3_moe.py, modeling_mixtral.py,
-    // modeling_qwen2_moe.py): the router's fp32 softmax result (E per token, saved by softmax)
-    // and topk's int64 indices (k); then per expert a gather of its tokens (a copy, 2h, saved by
-    // the expert's linears; the gather keeps int64 indices), the expert MLP as above on it, the
-    // expert output (2h) and the routing weight saved by their product, int64 indices kept by
-    // the weight lookup (2) and by index_add_ (1). k slots per token. Not tensor-parallel.
+    // Hugging Face's sparse MoE block as transformers 5.x runs it by default
+    // (modeling_utils.py get_correct_experts_implementation: "grouped_mm" unless the GPU or
+    // PyTorch cannot dispatch it; integrations/moe.py grouped_mm_experts_forward). Per
+    // token, the router (models/qwen3_moe, mixtral: *TopKRouter): softmax's fp32
+    // result (E values, saved by softmax) and topk's int64 indices (k, saved by topk). Per
+    // routed slot (n*k rows): the gather's int64 token index, the sort permutation (saved by
+    // the two [perm] gathers) and its inverse (saved by the [inv_perm] gather), 8 B each; the
+    // sorted copy of the input (h, saved by the first grouped_mm), the gate_up output (2fe:
+    // SiLU saves the gate half, Mul the up half, one tensor), the SiLU output and the product
+    // (fe each: Mul's and the second grouped_mm's saved operands), the down output (h, saved
+    // with the routing weight, 2 B, by their product). _grouped_mm casts its input to the
+    // weight's dtype (fp32 parameters under autocast: the expert path runs in fp32).
+    // With tp > 1 (fsdp; etp = tp) the experts' width is split as a dense MLP's (column-parallel
+    // gate_up, row-parallel down) over the full routed rows; this layout is not validated.
     const double e = static_cast<double>(m.num_experts);
     const double k = static_cast<double>(m.num_experts_per_tok);
-    const double fe = static_cast<double>(expert_width(m));
-    const double e_act = m.gated_mlp ? 4.0 : 2.0;
-    r.mlp = n * (4 * e + 8 * k) + n * k * (2 * h + e_act * 2 * fe + 2 * h + 4 * 8 + 2);
+    const double fe = static_cast<double>(expert_width(m)) / t;
+    const double eb = o.autocast ? 4.0 : 2.0;
+    const double e_act = m.gated_mlp ? 4.0 : 2.0;  // GELU experts: fc1 output, GELU output
+    r.mlp = n * (4 * e + 8 * k) + n * k * (3 * 8 + 2 + eb * (2 * h + e_act * fe));
     if (m.num_shared_experts > 0) {
       const double fs = static_cast<double>(shared_expert_width(m)) *
                         static_cast<double>(m.num_shared_experts);
-      r.mlp += e_act * 2 * n * fs;
+      r.mlp += e_act * 2 * n * fs / t;
       // sigmoid(gate(x)) * shared_out saves the bf16 sigmoid result and the shared output.
       if (m.shared_expert_gate) r.mlp += n * (2 + 2 * h);
     }

@@ -28,6 +28,8 @@ enum class LossKind {
   Unfused,      // F.cross_entropy(logits.float(), labels) (HF loss_utils.py, torchtitan components/loss.py)
   Chunked,      // torchtune CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py)
   LinearFused,  // Liger-Kernel fused linear + cross-entropy (ops/fused_linear_cross_entropy.py)
+  Unfused16Bit, // F.cross_entropy on the model's 16-bit logits, no .float() and no autocast
+                // (HF modeling_gpt2.py before 4.46; fp16 DeepSpeed / ColossalAI Gemini models)
 };
 
 struct LossInputs {
@@ -43,9 +45,12 @@ struct LossInputs {
                               // the HF Trainer drop them before backward
   bool compiled = false;      // Unfused / Chunked: the loss function is torch.compile'd
                               // (torchtitan compile.components "loss", torchtune compile_loss)
-  bool shift_copy = false;    // Unfused: Hugging Face's ForCausalLMLoss of the releases that
-                              // shifted the logits (`logits[..., :-1, :].contiguous()` on the
-                              // fp32 copy) instead of padding the labels: one more fp32 copy
+  bool shift_copy = false;    // the loss shifts the logits (`logits[..., :-1, :].contiguous()`)
+                              // instead of padding the labels: one more copy in the forward.
+                              // Unfused: HF ForCausalLMLoss of 4.46-4.48 shifted its fp32 copy
+                              // (4 bytes; 4.49 pads the labels, torchtitan never shifts: not
+                              // set). Unfused16Bit: the pre-4.46 models' own shift of their
+                              // 16-bit logits (d bytes; the plan always sets it for this kind)
 };
 
 struct LossMemory {
@@ -63,8 +68,11 @@ struct LossMemory {
 //                logit, today's Megatron numbers (Eq. 14's 4sbv/t + the overhead model's 2sbv/(tc))
 //   Unfused      forward N*V*(d + c + 4), backward N*V*12 (+ d when logits_held): 10 and 12
 //                bytes per bf16 logit; shift_copy adds 4 to the forward (14)
+//   Unfused16Bit forward N*V*(2d + (shift_copy ? d : 0)), backward N*V*3d (+ d when
+//                logits_held): 6 and 6 bytes per fp16 logit with the shift
 //   Chunked      forward N*V*(d + 4 + c/C), backward N*V*(4 + 8/C) (+ d when logits_held)
-//   compiled     Unfused: forward N*V*d, backward N*V*2d (the saved input and its gradient);
+//   compiled     Unfused, Unfused16Bit: forward N*V*d, backward N*V*2d (the saved input and
+//                its gradient);
 //                Chunked: forward N*V*d, backward N*V*d*(1 + 1/C)
 //   LinearFused  forward r*V*d + N*h*d + 4N with r = min(N, next_pow2(ceil(N / ceil(V/h)))),
 //                backward N*h*d
@@ -124,9 +132,12 @@ struct RecomputeWorkingSet {
 // checkpointing (layer_activation_bytes, or eager_block_bytes(...).total()); kept_layer: what
 // the checkpointed layer keeps and the recomputation reuses (full: its input;
 // op_selective: OpSelectiveLayer::reused_by_recompute). residual_bytes as above.
+// moe_block: the block is an MoE model's sparse block (eager_block_bytes' Hugging Face
+// grouped path), whose elementwise MLP backward runs over its n*k routed rows of
+// moe_intermediate_size (or a shared expert's width, whichever is wider).
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
-                                          double residual_bytes = 2);
+                                          double residual_bytes = 2, bool moe_block = false);
 // The same with Megatron's numbers: full_layer = layer_activation_bytes(recompute none) less
 // the fused-SwiGLU correction of overheads.cpp (Llama model), kept_layer = the 2sbh input.
 RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,

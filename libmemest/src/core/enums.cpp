@@ -22,7 +22,8 @@ constexpr const char* kPruneReason[] = {
     "equivalent", "framework", "ep_experts", "expert_gpus", "etp_ffn", "moe_needs_sp"};
 constexpr const char* kFinetuneMethod[] = {"cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"};
 constexpr const char* kFramework[] = {"megatron", "fsdp", "deepspeed", "pytorch"};
-constexpr const char* kLoss[] = {"auto", "fused", "unfused", "chunked", "linear_fused"};
+constexpr const char* kLoss[] = {"auto",    "fused",        "unfused",
+                                 "chunked", "linear_fused", "unfused_16bit"};
 constexpr const char* kOptimizer[] = {"adam",         "adamw", "adamw_8bit", "paged_adamw_8bit",
                                       "sgd_momentum", "sgd"};
 constexpr const char* kAdapter[] = {"none", "lora", "qlora"};

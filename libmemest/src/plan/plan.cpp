@@ -1,5 +1,6 @@
 #include "plan/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -84,6 +85,12 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
     case MEMEST_LOSS_CHUNKED: kind = LossKind::Chunked; break;
     case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
+    case MEMEST_LOSS_UNFUSED_16BIT:
+      // the code that skips the upcast (HF models before 4.46 and the scripts that copied
+      // them) also shifts the logits rather than padding the labels: one more 16-bit copy
+      kind = LossKind::Unfused16Bit;
+      in.shift_copy = true;
+      break;
     default: break;
   }
   k.loss = loss_memory(kind, in).peak();
@@ -113,6 +120,17 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     eo.adapter_bytes = plan.adapter.bytes;
   }
   k.plain_layer = eager_block_bytes(m, x, eo).total();
+  k.plain_dense_layer = k.plain_layer;
+  const bool moe = is_moe(m);
+  if (moe) {
+    EagerBlockOptions dense = eo;
+    dense.dense_mlp = true;
+    k.plain_dense_layer = eager_block_bytes(m, x, dense).total();
+    memest_model routed = m;  // the MLP part without the shared experts
+    routed.num_shared_experts = 0;
+    routed.shared_expert_gate = 0;
+    k.moe_routed = eager_block_bytes(routed, x, eo).mlp;
+  }
   k.kept_layer = k.plain_layer;
   double reused = k.plain_layer;  // what the block's recomputation reuses of the kept set
   switch (x.recompute) {
@@ -130,7 +148,17 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   }
   k.checkpointing = x.recompute == MEMEST_RECOMPUTE_FULL ||
                     x.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE;
-  k.recompute = recompute_working_set(m, x, k.plain_layer, reused, residual).total();
+  k.recompute = recompute_working_set(m, x, k.plain_layer, reused, residual, moe).total();
+  if (moe && moe_layer_count(m) < m.num_hidden_layers) {
+    // one block is rebuilt at a time: the larger of an MoE and a dense block's working set
+    const double dense_reused = x.recompute == MEMEST_RECOMPUTE_NONE ||
+                                        x.recompute == MEMEST_RECOMPUTE_SELECTIVE
+                                    ? k.plain_dense_layer
+                                    : reused;
+    k.recompute = std::max(k.recompute, recompute_working_set(m, x, k.plain_dense_layer,
+                                                              dense_reused, residual, false)
+                                            .total());
+  }
   return k;
 }
 

@@ -35,7 +35,12 @@ bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers&
 // stage (activations/stack_activations.hpp), resolved once per plan (zero under megatron with
 // its fused loss, whose numbers are the 4D paper's).
 struct StackLayerTerms {
-  double plain_layer = 0;     // one block keeping everything, one micro-batch
+  double plain_layer = 0;     // one block keeping everything, one micro-batch (an MoE
+                              // model's MoE block)
+  double plain_dense_layer = 0;  // an MoE model's dense block (first dense layers, a layer
+                                 // step); plain_layer for a dense model
+  double moe_routed = 0;      // of plain_layer, the router and the routed experts' saved
+                              // tensors (an MoE block's experts part; 0 for a dense model)
   double kept_layer = 0;      // what a checkpointed block keeps
   double recompute = 0;       // the recomputation working set, once per stage
   double loss = 0;            // the loss's peak on the last stage, one micro-batch

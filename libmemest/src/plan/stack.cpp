@@ -52,6 +52,11 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
   const Stack& st = r.stack;
   const int32_t fw = st.framework;
   if (fw == MEMEST_FRAMEWORK_MEGATRON) return r.recompute != MEMEST_RECOMPUTE_OP_SELECTIVE;
+  if (is_moe(r.model) && (fw == MEMEST_FRAMEWORK_DEEPSPEED || r.ep > 1 ||
+                          (r.etp > 0 && r.etp != r.tp) ||
+                          r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE)) {
+    return false;  // as validate_stack refuses them
+  }
   if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
     return false;
   }
@@ -112,12 +117,69 @@ void validate_stack(const PretrainRequest& r) {
   const int32_t fw = st.framework;
   const bool megatron = fw == MEMEST_FRAMEWORK_MEGATRON;
   const int32_t zero = effective_zero(fw, r.zero);
-  if (!megatron && (is_moe(r.model) || is_mla(r.model) || r.model.mtp_layers > 0)) {
-    // The mixture-of-experts, latent-attention and MTP terms (expert parallelism, token
-    // dispatch) are Megatron-Core's; the other stacks' blocks are modelled for dense models.
+  if (!megatron && (is_mla(r.model) || r.model.mtp_layers > 0)) {
+    // The latent-attention and MTP terms are Megatron-Core's (multi_latent_attention.py,
+    // multi_token_prediction.py); the other stacks' blocks are modelled for standard attention.
     fail("training.framework",
-         "mixture-of-experts, multi-head latent attention and multi-token-prediction models are "
-         "estimated for framework \"megatron\" (Megatron-Core expert parallelism) only");
+         "multi-head latent attention and multi-token-prediction models are estimated for "
+         "framework \"megatron\" (Megatron-Core) only");
+  }
+  if (!megatron && is_moe(r.model)) {
+    // A mixture-of-experts block outside Megatron is Hugging Face's sparse block
+    // (activations/stack_activations.cpp eager_block_bytes; under fsdp too, where torchtitan's
+    // own MoE is not modelled separately) run data-parallel or sharded: every GPU holds every
+    // expert. Expert parallelism is modelled on Megatron-Core's token dispatcher only
+    // (megatron/core/transformer/moe/token_dispatcher.py).
+    if (fw == MEMEST_FRAMEWORK_DEEPSPEED) {
+      fail("training.framework",
+           "mixture-of-experts models under deepspeed run DeepSpeed-MoE (deepspeed/moe/layer.py: "
+           "its own gating, capacity and expert-parallel groups), which is not modelled: use "
+           "framework fsdp or pytorch (every GPU holds every expert) or megatron");
+    }
+    if (r.ep > 1) {
+      fail("parallel.ep", "expert parallelism is modelled on Megatron-Core's token dispatcher "
+                          "only: ep must be 1 under framework " + name_of(fw) +
+                              " (got " + std::to_string(r.ep) + "), or use framework megatron");
+    }
+    if (r.etp > 0 && r.etp != r.tp) {
+      fail("parallel.etp", "expert tensor parallelism apart from tp is Megatron-Core's folding: "
+                           "etp must be 0 (= tp) under framework " + name_of(fw) + ", got " +
+                               std::to_string(r.etp));
+    }
+    if (r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
+      fail("training.recompute", "op_selective (torchtitan's per-op policy) is modelled for "
+                                 "dense blocks: with a mixture-of-experts model use none, "
+                                 "selective or full");
+    }
+    if (st.recompute_every > 1 && moe_layer_count(r.model) < r.model.num_hidden_layers) {
+      fail("training.recompute_every",
+           "checkpointing one block in N of a model mixing dense and MoE blocks (dense leading "
+           "layers, a layer step) depends on which blocks are checkpointed, which is not "
+           "modelled: use recompute_every 1");
+    }
+  }
+  if (st.loss == MEMEST_LOSS_UNFUSED_16BIT) {
+    // The 16-bit loss keeps the model's own fp16/bf16 logits (activations/stack_activations.hpp
+    // Unfused16Bit): refused where the logits are not 16-bit or the loss upcasts them anyway.
+    if (megatron) {
+      fail("training.loss", "unfused_16bit is not a Megatron-LM loss: its cross-entropy "
+                            "(megatron/core/tensor_parallel/cross_entropy.py) always works on "
+                            "fp32 logits; use fused or unfused");
+    }
+    if (r.precision.param_bytes >= 4 && fw != MEMEST_FRAMEWORK_FSDP) {
+      fail("training.loss", "unfused_16bit needs 16-bit parameters: with param_dtype fp32, " +
+                                name_of(fw) + " runs under torch.autocast, whose fp32 list "
+                                "(aten/src/ATen/autocast_mode.cpp) runs nll_loss on an fp32 copy "
+                                "of the log-probs, so the loss is not 16-bit; use unfused");
+    }
+    // (fsdp computes in its MixedPrecisionPolicy's bf16 whatever the stored dtype: 16-bit
+    // logits.) The model's own code may upcast before any loss sees the logits: LLMem's B,
+    // HF LlamaForCausalLM's `logits = logits.float()` (models/llama/modeling_llama.py).
+    if (r.model.logits_fp32) {
+      fail("training.loss", "unfused_16bit needs 16-bit logits, but the model casts its logits "
+                            "to fp32 before the loss (model.logits_fp32, as Hugging Face's "
+                            "Llama-family code does): use unfused");
+    }
   }
   if (megatron && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
     fail("training.recompute", "op_selective is torchtitan's per-op policy: it needs framework "

@@ -44,23 +44,36 @@ struct StackActivationTerms {
   double weight_copies = 0;  // autocast's bf16 copies of the linear weights
 };
 
-StackActivationTerms stack_activation_terms(const Plan& plan, double layers, double in_flight,
-                                            bool last, const LayerParams& layer,
-                                            const EdgeParams& edge) {
+// `moe_layers` of the stage's `layers` are an MoE model's sparse blocks (k.plain_layer), the
+// others dense blocks (k.plain_dense_layer; the same for a dense model). recompute_every > 1
+// is refused for a model mixing both (plan/stack.cpp), so every_nth_checkpointed_bytes sees
+// one kind of block.
+StackActivationTerms stack_activation_terms(const Plan& plan, double layers, double moe_layers,
+                                            double in_flight, bool last,
+                                            const LayerParams& layer, const EdgeParams& edge) {
   const StackLayerTerms& k = plan.stack_terms;
   StackActivationTerms r;
-  r.plain_layer = k.plain_layer;
+  const double dense_layers = layers - moe_layers;
+  r.plain_layer = moe_layers > 0 ? k.plain_layer : k.plain_dense_layer;
   r.layers_bytes =
       in_flight * (k.checkpointing
                        ? every_nth_checkpointed_bytes(static_cast<int64_t>(layers),
                                                       plan.stack.recompute_every, k.kept_layer,
-                                                      k.plain_layer)
-                       : layers * k.plain_layer);
+                                                      r.plain_layer)
+                       : moe_layers * k.plain_layer + dense_layers * k.plain_dense_layer);
   r.recompute = k.recompute;
   if (k.autocast) {
+    // Autocast casts the weights of the linears it runs (attention, dense MLPs, the router,
+    // shared experts); the routed experts' grouped_mm is not autocast-enabled and runs on the
+    // fp32 weights themselves (transformers integrations/moe.py _grouped_mm).
     const double t = plan.layout.tp;
-    r.weight_copies =
-        autocast_weight_copies_bytes(layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0));
+    const memest_model& m = *plan.model;
+    double linear = dense_layers * layer.sharded / t;
+    if (moe_layers > 0) {
+      const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.num_experts);
+      linear += moe_layers * (moe_layer_parts(m).base.sharded / t + router);
+    }
+    r.weight_copies = autocast_weight_copies_bytes(linear + (last ? edge.lm_head / t : 0.0));
   }
   return r;
 }
@@ -134,6 +147,14 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   sin.largest_tensor =
       std::max(edge.word_embedding, static_cast<double>(m.hidden_size) *
                                         static_cast<double>(m.intermediate_size)) / t;
+  if (moe_count > 0) {
+    // transformers 5.x keeps a layer's experts as 3-D parameters: gate_up_proj (E x 2fe x h)
+    // is one tensor (models/qwen3_moe/modeling_qwen3_moe.py Qwen3MoeExperts)
+    const double gate_up = static_cast<double>(m.num_experts) * (m.gated_mlp ? 2.0 : 1.0) *
+                           static_cast<double>(expert_width(m)) *
+                           static_cast<double>(m.hidden_size) / expert_split;
+    sin.largest_tensor = std::max(sin.largest_tensor, gate_up);
+  }
   sin.shard_group = static_cast<double>(plan.dp * plan.cp);
   sin.pp = plan.pp;
   sin.zero = plan.zero;
@@ -158,20 +179,31 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // expert data-parallel group (megatron/core/distributed/distributed_data_parallel.py keeps
   // them in separate buffers on the expert data-parallel group;
   // megatron/core/optimizer/__init__.py builds their distributed optimizer over that group).
-  // Mixture-of-experts models run under megatron only (plan/stack.cpp).
+  // Under fsdp and pytorch (ep = 1, etp = tp: plan/stack.cpp) edp = dp * cp, the group the
+  // other parameters shard over: FSDP2 shards the experts with the rest of their block.
   StackStates es;
   if (expert_params > 0) {
     StackStateInput ein = sin;
     ein.params = expert_params;
     ein.shard_group = static_cast<double>(plan.edp);
     es = stack_state_bytes(ein);
+    // with the step in backward one gradient is alive at a time: counted once, in ss, whose
+    // largest_tensor includes the experts' own
+    if (plan.stack.optimizer_in_backward) es.gradients = 0;
   }
   StateBytes states;
   states.weights = ss.weights + es.weights;
   states.gradients = ss.gradients + es.gradients;
   states.optimizer = ss.optimizer + es.optimizer;
-  // The training stack's buffers (0 under megatron).
-  const double block = layer.sharded / t + layer.replicated;
+  // The training stack's buffers (0 under megatron). FSDP2 gathers a whole block at a time:
+  // an MoE block with all its experts (ep = 1 outside megatron).
+  double block = layer.sharded / t + layer.replicated;
+  if (moe_count > 0) {
+    const MoeLayerParts moe = moe_layer_parts(m);
+    block = std::max(block, moe.base.sharded / t + moe.base.replicated + moe.routed / expert_split);
+  }
+  // DDP buckets every gradient, the experts' too (under megatron no DDP bucket is counted)
+  const double bucketed = params + expert_params;
   const bool ddp = plan.dp > 1 || plan.stack.ddp_bucket_mib > 0;  // DDP-wrapped
   double framework_buffers = 0;
   if (plan.adapter.enabled()) {
@@ -214,11 +246,11 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     case MEMEST_FRAMEWORK_FSDP:
       framework_buffers = plan.zero >= 2
                               ? fsdp_buffer_bytes(block, plan.zero, plan.pp, plan.precision.grad_bytes)
-                              : ddp_bucket_bytes(params, plan.precision.grad_bytes, ddp,
+                              : ddp_bucket_bytes(bucketed, plan.precision.grad_bytes, ddp,
                                                  plan.stack.ddp_gradient_as_bucket_view == 1);
       break;
     case MEMEST_FRAMEWORK_PYTORCH:
-      framework_buffers = ddp_bucket_bytes(params, plan.precision.grad_bytes, ddp,
+      framework_buffers = ddp_bucket_bytes(bucketed, plan.precision.grad_bytes, ddp,
                                            plan.stack.ddp_gradient_as_bucket_view == 1);
       break;
     case MEMEST_FRAMEWORK_DEEPSPEED: {
@@ -255,7 +287,16 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     }
     activations += mtp_activations;
   } else {
-    st = stack_activation_terms(plan, layers, in_flight, last, layer, edge);
+    st = stack_activation_terms(plan, layers, moe_layers, in_flight, last, layer, edge);
+    if (moe_count > 0) {
+      // the MoE blocks that keep everything (none under full recomputation of every block)
+      const StackLayerTerms& k = plan.stack_terms;
+      const int64_t every = plan.stack.recompute_every;
+      const double kept_whole =
+          !k.checkpointing ? moe_layers
+                           : (every > 1 ? moe_layers - static_cast<double>(moe_count / every) : 0.0);
+      expert_activations = in_flight * kept_whole * k.moe_routed;
+    }
     per_layer = st.plain_layer;
     activations = st.layers_bytes + st.recompute;
   }

@@ -66,7 +66,7 @@ struct Search {
   bool include_oom;
   bool none_in_space;  // recompute "none" is enumerated too
   uint32_t zero_mask = 0;
-  ModelTerms model;  // the same model for every candidate: counted once (plan/plan.hpp)
+  ModelTerms model{};  // the same model for every candidate: counted once (plan/plan.hpp)
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
     out->candidates += n;
@@ -242,7 +242,8 @@ void validate_search(const SearchRequest& r) {
       std::string at = "search.layouts[" + std::to_string(i) + "]";
       const std::string& f = e.field();
       const std::string key = f.substr(f.rfind('.') + 1);
-      for (const char* k : {"recompute", "zero", "tp", "cp", "pp", "vpp", "micro_batch"}) {
+      for (const char* k : {"recompute", "zero", "tp", "cp", "pp", "vpp", "micro_batch", "ep",
+                            "etp"}) {
         if (key == k) at += "." + key;
       }
       throw Error(e.status(), at, at + " (" + f + "): " + e.what());
@@ -283,20 +284,23 @@ void enumerate_space(const SearchRequest& r, Search& s) {
   const uint64_t per_tcp = static_cast<uint64_t>(r.max_vpp) * static_cast<uint64_t>(mb_count) *
                            static_cast<uint64_t>(options);
 
-  // Expert-parallel sizes (MoE models only): divisors of the GPUs that divide the experts,
-  // up to max_ep; a dense model has ep = 1 only, so its space is unchanged.
+  // Expert-parallel sizes (MoE models under megatron only): divisors of the GPUs that divide
+  // the experts, up to max_ep, and etp = tp or 1. A dense model, or an MoE model under another
+  // framework (every GPU holds every expert: plan/stack.cpp validate_stack), has ep = 1 and
+  // etp = tp only, so its space is that of a dense model.
   int64_t eps[kMaxGpuDivisors];
   int ne = 0;
   const bool moe = is_moe(base.model);
+  const bool expert_parallel = moe && base.stack.framework == MEMEST_FRAMEWORK_MEGATRON;
   for (int i = 0; i < nd; ++i) {
     const int64_t ep = divs[i];
-    if (!moe && ep > 1) break;
+    if (!expert_parallel && ep > 1) break;
     if (r.max_ep > 0 && ep > r.max_ep) break;
     if (moe && base.model.num_experts % ep != 0) continue;
     eps[ne++] = ep;
   }
   const uint64_t per_expert = per_tcp;  // vpp x micro-batches x options per (ep, etp)
-  const double expert_options = static_cast<double>(ne) * (moe ? 2.0 : 1.0);
+  const double expert_options = static_cast<double>(ne) * (expert_parallel ? 2.0 : 1.0);
 
   const int64_t max_tp = r.max_tp > 0 ? r.max_tp : base.gpus;
   auto count_upto = [&](int64_t limit) {
@@ -338,7 +342,7 @@ void enumerate_space(const SearchRequest& r, Search& s) {
           const int64_t ep = eps[ie];
           // etp: the same as tp (Megatron's default, 0), or 1 when tp > 1 (experts not split).
           for (int64_t etp : {int64_t{0}, int64_t{1}}) {
-            if (!moe && etp == 1) continue;
+            if (!expert_parallel && etp == 1) continue;
             if (etp == 1 && tp == 1) {  // the same layout as etp = tp
               s.prune(MEMEST_PRUNE_EQUIVALENT, per_expert);
               continue;

@@ -285,6 +285,21 @@ public class MemestTest {
     expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.offload.params");
     expectError(() -> Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
         + " \"training\": {\"recompute\": \"op_selective\"}}"), "invalid_argument", "training.recompute");
+
+    // 1.4's 16-bit loss: its name from the library; refused on the Llama preset, whose code
+    // casts its logits to fp32 (logits_fp32); GPT2-XL under DeepSpeed fp16 (micro-batch 40):
+    // 6 bytes per logit, 40 * 1024 * 50257 = 2058526720 logits = 12351160320 bytes
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_LOSS).get(memest_loss.MEMEST_LOSS_UNFUSED_16BIT)
+        .equals("unfused_16bit"), "unfused_16bit named by the library");
+    bad.setOffload_params(0);
+    bad.setLoss(memest_loss.MEMEST_LOSS_UNFUSED_16BIT);
+    expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.loss");
+    String gpt2 = Memest.request("{\"mode\": \"pretrain\", \"gpu\": \"a100-40gb\", \"model\": {\"model_type\": \"gpt2\","
+        + " \"n_embd\": 1600, \"n_layer\": 48, \"n_head\": 25, \"vocab_size\": 50257, \"n_positions\": 1024},"
+        + " \"parallel\": {\"gpus\": 4, \"zero\": 3}, \"training\": {\"seq_len\": 1024, \"micro_batch\": 40,"
+        + " \"framework\": \"deepspeed\", \"param_dtype\": \"fp16\", \"grad_dtype\": \"fp16\", \"recompute\": \"full\","
+        + " \"flash_attention\": false, \"loss\": \"unfused_16bit\"}}");
+    check(jsonNumber(gpt2, "loss_bytes") == 12351160320.0, "unfused_16bit: 6 bytes per fp16 logit");
   }
 
   /** What torch.compile compiles (memest_compile, 1.4) in the int field compile. Llama-3.1-8B on
