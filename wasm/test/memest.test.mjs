@@ -190,8 +190,9 @@ test('enums() and verdictBands() are the library\'s tables (the C functions agre
   const core = memest.core;
   const e = memest.enums();
   const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
-    'framework', 'loss', 'optimizer', 'adapter', 'lora_target'];
+    'framework', 'loss', 'optimizer', 'adapter', 'lora_target', 'compile'];
   assert.deepEqual(Object.keys(e), kinds);
+  assert.deepEqual(e.compile, ['none', 'all', 'model', 'loss']);
   kinds.forEach((key, which) => {
     const n = core._memest_enum_count(which);
     assert.equal(e[key].length, n, key);
