@@ -148,11 +148,13 @@ test('the stack travels in the URL: a fresh page restores it', async () => {
 });
 
 test('torch.compile parts: the library\'s names; an old link\'s cmp=1 is "all"; "model" equals the CLI', async () => {
-  // Llama-3.1-8B on one H100 under plain PyTorch: a link of before 1.4 (the checkbox, cmp=1)
+  // Llama-3.1-8B on one H100 under plain PyTorch, accumulating 1024 sequences (the gradients are
+  // alive at the loss's backward, the peak, where "model" and "all" differ): a link of before 1.4
+  // (the checkbox, cmp=1)
   const hash = new URLSearchParams({ m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '1', tp: '1', cp: '1', pp: '1',
-    vpp: '1', seq: '2048', mbs: '1', gbs: '1', fw: 'pytorch', cmp: '1' }).toString();
+    vpp: '1', seq: '2048', mbs: '1', gbs: '1024', fw: 'pytorch', cmp: '1' }).toString();
   const args = ['-m', 'llama-3.1-8b', '-g', 'h100-80gb', '--gpus', '1', '--tp', '1', '--cp', '1', '--pp', '1',
-    '--seq-len', '2048', '--micro-batch', '1', '--global-batch', '1', '--framework', 'pytorch'];
+    '--seq-len', '2048', '--micro-batch', '1', '--global-batch', '1024', '--framework', 'pytorch'];
   await show(`#${hash}`);
   await expectResult('compile all');
   const tables = cli({ mode: 'enums' });
