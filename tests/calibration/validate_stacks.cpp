@@ -205,13 +205,14 @@ int main(int argc, char** argv) {
     ++failures;
   }
   // A guard against regressions of the mechanisms, not a fit: the README's figures (2026-11-22:
-  // 3.0, 4.8, 0.5, 7.9, 5.8 and, h100 moe, 1.3 %; the 2022 GPT2-XL runs under DeepSpeed and
-  // ColossalAI with the 16-bit loss, 18.0 and 24.6 %, were 64 and 74 % with the fp32 one) with a
-  // margin, and no run that ran out of memory predicted to fit.
+  // 3.0, 2.6, 0.5, 7.9, 3.9 and, h100 moe, 1.3 %; the 2022 GPT2-XL runs under DeepSpeed and
+  // ColossalAI with the 16-bit loss, 18.0 and 24.6 %, were 64 and 74 % with the fp32 one; the
+  // plain-PyTorch and torchtune groups were 4.8 and 5.8 % while their compile runs counted the
+  // loss as compiled) with a margin, and no run that ran out of memory predicted to fit.
   const std::pair<const char*, double> bounds[] = {
-      {"h100 fsdp, allocated", 5},         {"h100 pytorch, allocated", 7},
+      {"h100 fsdp, allocated", 5},         {"h100 pytorch, allocated", 4},
       {"h100 lora, allocated", 2},         {"lora/qlora, allocated", 10},
-      {"pytorch (torchtune), allocated", 8}, {"h100 moe, allocated", 2},
+      {"pytorch (torchtune), allocated", 5}, {"h100 moe, allocated", 2},
       {"deepspeed, allocated", 20},        {"colossalai (as deepspeed zero 3), allocated", 27}};
   for (const auto& [name, bound] : bounds) {
     const auto g = groups.find(name);
