@@ -199,6 +199,10 @@ int main(int argc, char** argv) {
               reserved_mape(fit_on, memest::kSingleStreamFragmentationShare));
   std::printf("| h100 lora (held out) | %.1f %% | %.1f %% |\n", reserved_mape(held_out, 1.0),
               reserved_mape(held_out, memest::kSingleStreamFragmentationShare));
+  if (const std::vector<ReservedCase>& moe = reserved_cases["h100 moe"]; !moe.empty()) {
+    std::printf("| h100 moe (held out) | %.1f %% | %.1f %% |\n", reserved_mape(moe, 1.0),
+                reserved_mape(moe, memest::kSingleStreamFragmentationShare));
+  }
   if (std::fabs(best - memest::kSingleStreamFragmentationShare) > 0.015) {
     std::fprintf(stderr, "FAIL: the refitted single-stream share %.2f is not the library's %.2f\n",
                  best, memest::kSingleStreamFragmentationShare);
