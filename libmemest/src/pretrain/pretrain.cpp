@@ -86,7 +86,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const bool first = i == 0;
   const bool last = i == plan.pp - 1;
   const double layers = static_cast<double>(plan.layers.of(i, plan.pp));
-  const int64_t moe_count = stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i);
+  const int64_t moe_count =
+      is_moe(m) ? stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i) : 0;
   const double moe_layers = static_cast<double>(moe_count);
   const double dense_layers = layers - moe_layers;
   // Routed experts are split over ep x etp ranks (megatron/core/transformer/moe/experts.py:
