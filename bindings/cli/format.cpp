@@ -171,7 +171,7 @@ std::string pretrain_table(const ojson& r) {
         "  training stack: {} | loss {} | optimizer {} ({} bytes/param)\n"
         "  allocated {} | reserved {} | host {} | paged (outside reserved) {}\n"
         "  parts: framework buffers {}, fp32 master {}, loss {}, recompute {}, offload staging {}, "
-        "gradients/activations not alive together {}\n",
+        "phases not alive together {}\n",
         t["framework"].get<std::string>(), t["loss"].get<std::string>(),
         t["optimizer"].get<std::string>(), t["optimizer_bytes"].get<double>(),
         gib(r["peak_allocated_bytes"].get<double>()), gib(r["peak_reserved_bytes"].get<double>()),

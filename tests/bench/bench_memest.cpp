@@ -48,8 +48,7 @@ memest::PretrainRequest llama8b_request() {
 // One estimate as the search makes it: layout check, peak memory (overhead model) and throughput
 // (the model's parameter counts and activation coefficients, the same for every candidate, are
 // computed once per search, as run_search does).
-void BM_SearchEstimate(benchmark::State& state) {
-  const memest::PretrainRequest r = llama8b_request();
+void run_search_estimates(benchmark::State& state, const memest::PretrainRequest& r) {
   const memest::ModelTerms model = memest::model_terms(r);
   double sink = 0;
   for (auto _ : state) {
@@ -61,6 +60,8 @@ void BM_SearchEstimate(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_SearchEstimate(benchmark::State& state) { run_search_estimates(state, llama8b_request()); }
 BENCHMARK(BM_SearchEstimate);
 
 // The same estimate with the training stack's dimensions: FSDP2 (fp32 storage, zero 3),
@@ -74,16 +75,7 @@ void BM_SearchEstimateFsdp(benchmark::State& state) {
   r.stack.compile = 1;
   r.precision.param_bytes = 4;
   r.precision.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
-  const memest::ModelTerms model = memest::model_terms(r);
-  double sink = 0;
-  for (auto _ : state) {
-    memest::LayoutCheck check;
-    if (memest::check_layout(r, check) != memest::LayoutIssue::None) std::abort();
-    const memest::Plan plan = memest::make_plan_unchecked(r, check, model);
-    sink += memest::peak_memory(plan, nullptr) + memest::estimate_throughput(plan).tflops_per_gpu;
-    benchmark::DoNotOptimize(sink);
-  }
-  state.SetItemsProcessed(state.iterations());
+  run_search_estimates(state, r);
 }
 BENCHMARK(BM_SearchEstimateFsdp);
 

@@ -577,7 +577,9 @@ typedef struct memest_stage {
                                   accumulation allocate gradients during backward as activations
                                   are freed (zero_grad(set_to_none=True)), so the smaller of the
                                   forward-end set (activations + loss) and the backward-end set
-                                  (gradients + recompute working set) is not alive at the peak */
+                                  (gradients + recompute working set) is not alive at the peak;
+                                  otherwise (not megatron) the smaller of the last stage's loss
+                                  and its rebuilt block, which never coexist (1.4) */
   /* appended in 1.2: the expert part of this stage (included in the totals above) */
   int64_t moe_layers;              /* of `layers`, those with routed experts */
   double expert_parameters;        /* routed-expert parameters on one GPU (over ep x etp) */

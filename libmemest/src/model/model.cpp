@@ -27,8 +27,6 @@ int64_t head_dim(const memest_model& m) {
   return m.head_dim > 0 ? m.head_dim : m.hidden_size / m.num_attention_heads;
 }
 
-bool is_moe(const memest_model& m) { return m.num_experts > 0; }
-bool is_mla(const memest_model& m) { return m.kv_lora_rank > 0; }
 
 namespace {
 int64_t layer_step(const memest_model& m) { return m.moe_layer_step > 1 ? m.moe_layer_step : 1; }

@@ -20,8 +20,8 @@ bool is_bare_count(const memest_model& m);
 // Query/key head width: head_dim, or h/a when 0; for MLA qk_nope_head_dim + qk_rope_head_dim.
 int64_t head_dim(const memest_model& m);
 
-bool is_moe(const memest_model& m);  // num_experts > 0
-bool is_mla(const memest_model& m);  // kv_lora_rank > 0
+inline bool is_moe(const memest_model& m) { return m.num_experts > 0; }
+inline bool is_mla(const memest_model& m) { return m.kv_lora_rank > 0; }
 // Whether layer i (0-based; i >= num_hidden_layers for the multi-token-prediction modules)
 // has an MoE MLP: i >= moe_first_dense_layers and (i + 1) % moe_layer_step == 0.
 bool is_moe_layer(const memest_model& m, int64_t i);

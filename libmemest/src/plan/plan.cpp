@@ -432,6 +432,7 @@ ModelTerms model_terms(const PretrainRequest& r) {
         m.family == MEMEST_FAMILY_GPT ? MEMEST_ACTIVATIONS_GPT : MEMEST_ACTIVATIONS_LLAMA;
   }
   k.coefficients = activation_coefficients(m, k.activation_model);
+  k.flops = model_flops(m);
   return k;
 }
 
@@ -474,6 +475,7 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check,
   plan.dense_layer = terms.dense_layer;
   plan.edge = terms.edge;
   plan.param_count = terms.param_count;
+  plan.flops = terms.flops;
   if (plan.framework != MEMEST_FRAMEWORK_MEGATRON || plan.loss != MEMEST_LOSS_FUSED) {
     plan.stack_terms = stack_layer_terms(plan);
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "activations/activations.hpp"
+#include "model/flops.hpp"
 #include "model/model.hpp"
 #include "memest/memest.h"
 #include "plan/requests.hpp"
@@ -73,6 +74,7 @@ struct Plan {
   LayerParams dense_layer;
   EdgeParams edge;
   memest_param_count param_count;
+  ModelFlops flops;  // model/flops.hpp
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
@@ -141,6 +143,7 @@ struct ModelTerms {
   memest_param_count param_count;
   memest_activation_model activation_model;  // resolved (never AUTO)
   ActivationCoefficients coefficients;
+  ModelFlops flops;
 };
 ModelTerms model_terms(const PretrainRequest& r);
 // Plan for a layout already known to pass check_layout, of a request validated before.

@@ -86,7 +86,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const bool first = i == 0;
   const bool last = i == plan.pp - 1;
   const double layers = static_cast<double>(plan.layers.of(i, plan.pp));
-  const int64_t moe_count = stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i);
+  const int64_t moe_count =
+      is_moe(m) ? stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i) : 0;
   const double moe_layers = static_cast<double>(moe_count);
   const double dense_layers = layers - moe_layers;
   // Routed experts are split over ep x etp ranks (megatron/core/transformer/moe/experts.py:
@@ -363,6 +364,12 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     const double forward_end = activations - st.recompute + std::max(loss_logits, 0.0);
     const double backward_end = states.gradients + st.recompute;
     phase_overlap = -std::min(forward_end, backward_end);
+  } else if (last && loss_logits > 0 && st.recompute > 0) {
+    // Otherwise the loss and the rebuilt block still never coexist: the loss's temporaries die
+    // when its backward has produced the last block's output gradient, and only then does that
+    // block's backward rerun its forward (torch/utils/checkpoint.py recomputes on unpack, in
+    // backward), so the last stage holds the larger of the two, not both.
+    phase_overlap = -std::min(loss_logits, st.recompute);
   }
 
   memest_stage s;

@@ -3,49 +3,12 @@
 #include <algorithm>
 
 #include "activations/activations.hpp"
+#include "model/flops.hpp"
 #include "model/model.hpp"
 #include "plan/plan.hpp"
 
 namespace memest {
 
-namespace {
-
-struct Widths {
-  double h, q, kv, f, v, layers;
-};
-
-Widths widths(const memest_model& m) {
-  const double d = static_cast<double>(head_dim(m));
-  return {static_cast<double>(m.hidden_size), static_cast<double>(m.num_attention_heads) * d,
-          static_cast<double>(m.num_key_value_heads) * d, static_cast<double>(m.intermediate_size),
-          static_cast<double>(m.vocab_size), static_cast<double>(m.num_hidden_layers)};
-}
-
-// Weights of the matrix multiplies of one layer (Q, K, V, O and the MLP).
-double matmul_params_per_layer(const memest_model& m, const Widths& w) {
-  return w.h * w.q + 2 * w.h * w.kv + w.q * w.h + (m.gated_mlp ? 3.0 : 2.0) * w.h * w.f;
-}
-
-
-// Weights a token multiplies by in the layers, per layer on average: for a mixture-of-experts
-// or latent-attention model the ACTIVE parameters of the layers (every parameter the token's
-// forward reads: attention, shared experts, the router, its top-k experts; norms included,
-// a negligible excess), for a dense model the matrices of Q, K, V, O and the MLP.
-double active_layer_params(const memest_model& m, const Widths& w) {
-  if (!is_moe(m) && !is_mla(m)) return matmul_params_per_layer(m, w);
-  const memest_param_count c = count_parameters(m);
-  return (c.active - c.embedding - c.lm_head) / w.layers;
-}
-
-// Attention score FLOPs per token per layer and pass: QK^T over the query/key width and
-// PV over the value width (a * d each for standard attention: 2 * 2 * s * a * d forward).
-double score_width(const memest_model& m, const Widths& w) {
-  if (!is_mla(m)) return w.q;
-  const double a = static_cast<double>(m.num_attention_heads);
-  return a * static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2;
-}
-
-}  // namespace
 
 double sharding_traffic_bytes(const Plan& plan, double params, double microbatches) {
   // The step above counts one reduce-scatter of the gradients and one all-gather of the
@@ -91,13 +54,6 @@ double offload_seconds(const Plan& plan, double params, double microbatches) {
   return bytes / (plan.gpu->pcie_gbps * 1e9);
 }
 
-double model_flops_per_token(const memest_model& m, double seq_len) {
-  const Widths w = widths(m);
-  // Dense: 6 N_matmul + 6vh + 12 s L a d (Narayanan et al.); MoE / MLA: the same with the
-  // active parameters (6 N_active, the top-k experts a token uses) and MLA's head widths.
-  return 6 * w.layers * active_layer_params(m, w) + 6 * w.v * w.h +
-         12 * seq_len * w.layers * score_width(m, w);
-}
 
 double moe_all_to_all_seconds(const Plan& plan) {
   if (!is_moe(*plan.model) || plan.ep <= 1) return 0;
@@ -126,7 +82,6 @@ Throughput estimate_throughput(const Plan& plan) {
   const memest_model& m = *plan.model;
   const memest_gpu& g = *plan.gpu;
   const ActivationLayout& x = plan.layout;
-  const Widths w = widths(m);
   const double t = x.tp, c = x.cp, p = static_cast<double>(plan.pp);
   const double vpp = static_cast<double>(plan.vpp);
   const double d = static_cast<double>(plan.dp);
@@ -138,12 +93,12 @@ Throughput estimate_throughput(const Plan& plan) {
   const double middle = static_cast<double>(plan.layers.middle);
   const double last = static_cast<double>(plan.layers.last);
 
-  out.model_flops = model_flops_per_token(m, s) * s * b * mb * d;
+  out.model_flops = model_flops_per_token(m, plan.flops, s) * s * b * mb * d;
 
   // One micro-batch on one GPU of a stage: 3-pass GEMM and attention FLOPs.
   const double tokens = s * b / (t * c);
-  double gemm_layer = 6 * active_layer_params(m, w) * tokens;
-  double attn_layer = 12 * s * score_width(m, w) * tokens / 2;  // causal: half the counted
+  double gemm_layer = 6 * plan.flops.active_layer_params * tokens;
+  double attn_layer = 12 * s * plan.flops.score_width * tokens / 2;  // causal: half the counted
   if (x.recompute == MEMEST_RECOMPUTE_FULL) {
     gemm_layer *= 4.0 / 3;
     attn_layer *= 4.0 / 3;
@@ -154,17 +109,19 @@ Throughput estimate_throughput(const Plan& plan) {
   const double gemm_rate = peak * g.gemm_efficiency * rows / (rows + g.gemm_half_tokens);
   const double attn_rate = peak * g.attention_efficiency / (1 + g.cp_attention_penalty * (c - 1));
   const double per_layer = gemm_layer / gemm_rate + attn_layer / attn_rate;
-  const double head = 6 * w.v * w.h * tokens / gemm_rate;  // the last stage also runs the LM head
+  const double hv = static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
+  const double head = 6 * hv * tokens / gemm_rate;  // the last stage also runs the LM head
   double tp_per_layer = 0;
   if (t > 1) {
     const double bw = (t <= g.gpus_per_node ? g.tp_bandwidth_gbps : g.inter_node_gbps) * 1e9;
-    tp_per_layer = 8 * (t - 1) / t * (2 * s * b * w.h / c) / bw;
+    tp_per_layer = 8 * (t - 1) / t * (2 * s * b * static_cast<double>(m.hidden_size) / c) / bw;
   }
   // The slowest stage sets the pace: the last (LM head), or a full middle stage when an
   // uneven pipeline lightened the ends.
   // MoE layers add their all-to-alls (spread evenly over the layers for the pace).
   if (is_moe(m)) {
-    tp_per_layer += moe_all_to_all_seconds(plan) * static_cast<double>(moe_layer_count(m)) / w.layers;
+    tp_per_layer += moe_all_to_all_seconds(plan) * static_cast<double>(moe_layer_count(m)) /
+                    static_cast<double>(m.num_hidden_layers);
   }
   double tau = last * (per_layer + tp_per_layer) + head;
   if (plan.pp > 1) tau = std::max(tau, std::max(first, middle) * (per_layer + tp_per_layer));

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "memest/memest.h"
+#include "model/flops.hpp"
 
 namespace memest {
 
@@ -30,8 +31,7 @@ struct Throughput {
   double bubble_fraction = 0;  // (p - 1) / (vpp * m)
 };
 
-// Model FLOPs per token (3 passes) of a model at sequence length `seq_len`.
-double model_flops_per_token(const memest_model& m, double seq_len);
+// Model FLOPs per token: model/flops.hpp.
 
 // Bytes a data-parallel rank sends per step beyond one gradient reduce-scatter and one
 // parameter all-gather (ZeRO-3 / FSDP re-gathers per micro-batch, per-micro-batch gradient

@@ -1,0 +1,26 @@
+// FLOPs a token costs in a model, independent of the layout (Narayanan et al. 2021, as
+// Megatron-LM reports TFLOP/s; adapted to GQA, SwiGLU, mixture-of-experts and latent attention).
+#pragma once
+
+#include "memest/memest.h"
+
+namespace memest {
+
+struct ModelFlops {
+  // Weights a token multiplies by in a layer, on average over the layers: the matrices of Q, K,
+  // V, O and the MLP for a dense model; the ACTIVE parameters (attention, shared experts, the
+  // router, the top-k experts; norms included, a negligible excess) for a mixture-of-experts or
+  // latent-attention model.
+  double active_layer_params = 0;
+  // Attention score FLOPs per token per layer and pass, per query position: QK^T over the
+  // query/key width and PV over the value width (a * d for standard attention).
+  double score_width = 0;
+};
+ModelFlops model_flops(const memest_model& m);
+
+// Model FLOPs per token (3 passes) at sequence length `seq_len`:
+// 6 N_active + 6vh + 12 s L score_width.
+double model_flops_per_token(const memest_model& m, const ModelFlops& f, double seq_len);
+double model_flops_per_token(const memest_model& m, double seq_len);
+
+}  // namespace memest
