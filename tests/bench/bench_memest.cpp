@@ -112,6 +112,25 @@ void BM_RequestJson(benchmark::State& state) {
 }
 BENCHMARK(BM_RequestJson);
 
+// Runs a full search per iteration and reports its counts; returns its best layout (count 0
+// when none fits).
+struct SearchRun {
+  memest_search_result res;
+  memest_search_entry top[10];
+};
+void run_searches(benchmark::State& state, const memest_search_request& r, SearchRun& run) {
+  run.res.struct_size = sizeof run.res;
+  for (auto _ : state) {
+    if (memest_search(&r, &run.res, run.top, sizeof run.top[0], 10, nullptr, 0) != MEMEST_OK) {
+      std::abort();
+    }
+    benchmark::DoNotOptimize(run.top[0].tflops_per_gpu);
+  }
+  state.counters["candidates"] = static_cast<double>(run.res.candidates);
+  state.counters["evaluated"] = static_cast<double>(run.res.evaluated);
+  state.counters["fit"] = static_cast<double>(run.res.ranked);
+}
+
 // The full search: Llama-3.1-405B on 16,384 H100-80GB GPUs, sequence 8192, 2048 sequences per
 // step (Llama 3's 16M-token batches); tp within a node, ZeRO 1 and 3, every recompute option.
 void BM_Search405B(benchmark::State& state) {
@@ -123,16 +142,10 @@ void BM_Search405B(benchmark::State& state) {
   memest_search_request_init(&r, sizeof r);
   r.base = &base.r;
   r.zero_mask = (1u << 1) | (1u << 3);
-  memest_search_result res;
-  res.struct_size = sizeof res;
-  memest_search_entry top[10];
-  for (auto _ : state) {
-    if (memest_search(&r, &res, top, sizeof top[0], 10, nullptr, 0) != MEMEST_OK) std::abort();
-    benchmark::DoNotOptimize(top[0].tflops_per_gpu);
-  }
-  state.counters["candidates"] = static_cast<double>(res.candidates);
-  state.counters["evaluated"] = static_cast<double>(res.evaluated);
-  state.counters["fit"] = static_cast<double>(res.ranked);
+  SearchRun run;
+  run_searches(state, r, run);
+  const memest_search_result& res = run.res;
+  const memest_search_entry* top = run.top;
   state.counters["estimates/s"] =
       benchmark::Counter(static_cast<double>(res.evaluated), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(res.count ? "best: tp " + std::to_string(top[0].tp) + " cp " +
@@ -160,15 +173,8 @@ void BM_Search405BFsdp(benchmark::State& state) {
   r.base = &base.r;
   r.zero_mask = (1u << 2) | (1u << 3);
   r.recompute_mask = (1u << MEMEST_RECOMPUTE_COUNT) - 1;
-  memest_search_result res;
-  res.struct_size = sizeof res;
-  memest_search_entry top[10];
-  for (auto _ : state) {
-    if (memest_search(&r, &res, top, sizeof top[0], 10, nullptr, 0) != MEMEST_OK) std::abort();
-    benchmark::DoNotOptimize(top[0].tflops_per_gpu);
-  }
-  state.counters["evaluated"] = static_cast<double>(res.evaluated);
-  state.counters["fit"] = static_cast<double>(res.ranked);
+  SearchRun run;
+  run_searches(state, r, run);
 }
 BENCHMARK(BM_Search405BFsdp)->Unit(benchmark::kMillisecond);
 
@@ -183,16 +189,10 @@ void BM_SearchDeepSeekV3(benchmark::State& state) {
   memest_search_request r;
   memest_search_request_init(&r, sizeof r);
   r.base = &base.r;
-  memest_search_result res;
-  res.struct_size = sizeof res;
-  memest_search_entry top[10];
-  for (auto _ : state) {
-    if (memest_search(&r, &res, top, sizeof top[0], 10, nullptr, 0) != MEMEST_OK) std::abort();
-    benchmark::DoNotOptimize(top[0].tflops_per_gpu);
-  }
-  state.counters["candidates"] = static_cast<double>(res.candidates);
-  state.counters["evaluated"] = static_cast<double>(res.evaluated);
-  state.counters["fit"] = static_cast<double>(res.ranked);
+  SearchRun run;
+  run_searches(state, r, run);
+  const memest_search_result& res = run.res;
+  const memest_search_entry* top = run.top;
   state.SetLabel(res.count ? "best: tp " + std::to_string(top[0].tp) + " pp " +
                                  std::to_string(top[0].pp) + " ep " + std::to_string(top[0].ep) +
                                  " etp " + std::to_string(top[0].etp) + " mbs " +

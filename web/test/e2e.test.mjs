@@ -6,24 +6,19 @@
 //
 // Every test fails when the page shows an error where a result is expected: show() and
 // expectResult() check the status line's state, the error slots and the console.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, copyFileSync } from 'node:fs';
+import { readFileSync, copyFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { serve } from './server.mjs';
-import { launch } from './browser.mjs';
+import { CLI, RESULTS, g2, cli, usePage, page, browser, server, pageErrors, probe,
+  expectResult } from './harness.mjs';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const CLI = process.env.MEMEST_CLI ?? here('../../build-web-cli/bindings/cli/memest');
-const RESULTS = here('../test-results/');
-const GiB = 1024 ** 3;
-const g2 = (bytes) => (bytes / GiB).toFixed(2);
 const pct = (f) => `${Math.round(f * 1000) / 10} %`;
 /** The verdict in words, as the CLI prints it ("verdict: out of memory"). */
 const words = (v) => (v === 'oom' ? 'out of memory' : v);
 const cases = JSON.parse(readFileSync(here('./cross-check.json'), 'utf8')).cases;
-mkdirSync(RESULTS, { recursive: true });
 
 /** The 4D paper's OOM run: (tp 4, cp 2, pp 1, mbs 2) on 8 x A100 40GB, Llama-3.1-8B, seq 8192. */
 const OOM = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-40gb',
@@ -32,17 +27,6 @@ const OOM = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'a100-40gb',
 
 /** A layout whose peak is tight (between the library's fits band and capacity). */
 const TIGHT = { ...OOM, parallel: { ...OOM.parallel, cp: 1 }, training: { ...OOM.training, micro_batch: 1 } };
-
-/** The CLI's answer to a JSON request (`memest request`): exit 0 with {ok: true}, 2 with {ok: false}. */
-function cli(request) {
-  try {
-    return JSON.parse(execFileSync(CLI, ['request'], { input: JSON.stringify(request), encoding: 'utf8',
-      stdio: ['pipe', 'pipe', 'pipe'] }));
-  } catch (e) {
-    if (e.stdout) return JSON.parse(e.stdout);
-    throw e;
-  }
-}
 
 /** The CLI's table output for a subcommand. */
 function cliText(args) {
@@ -68,44 +52,7 @@ function hashFor(req, extra = {}) {
   return `#${p.toString()}`;
 }
 
-let server;
-let browser;
-let page;
-const pageErrors = [];
-
-before(async () => {
-  assert.ok(existsSync(CLI), `the memest CLI is built at ${CLI}`);
-  assert.ok(existsSync(here('../dist/index.html')), 'web/dist is built (npx vite build)');
-  server = await serve(here('../dist/'));
-  browser = await launch();
-  page = await browser.context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
-  await page.goto(server.url);
-  await page.waitForSelector('body[data-ready="1"]');
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-const probe = () => page.evaluate(() => ({ ...window.__memest, timings: undefined }));
-
-/** Fails unless the page shows a result: the status line in its "result" state, no error in any
- *  slot, the form not marked invalid, nothing on the console. */
-async function expectResult(what = '') {
-  const s = await page.evaluate(() => ({
-    state: document.querySelector('#status').dataset.state,
-    text: document.querySelector('#status').textContent,
-    invalid: document.body.classList.contains('invalid'),
-    errors: [...document.querySelectorAll('.field-error')].map((e) => e.textContent).filter(Boolean),
-  }));
-  assert.equal(s.state, 'result', `${what}: the page shows no result: ${s.text}`);
-  assert.equal(s.invalid, false, `${what}: the form is marked invalid`);
-  assert.deepEqual(s.errors, [], `${what}: error messages on the page`);
-  assert.deepEqual(pageErrors, [], `${what}: console errors`);
-}
+usePage();
 
 /** Waits for the active tab's answer after an update (fine-tuning answers after its debounce). */
 async function settleTab(before) {

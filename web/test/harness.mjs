@@ -1,4 +1,4 @@
-// What the page's E2E suites of single sections share (stack.test.mjs, lora.test.mjs): the
+// What the page's E2E suites share (e2e.test.mjs, stack, lora, buckets): the
 // memest CLI to compare against, and one page of the built calculator (web/dist) in Debian's
 // headless Chromium with the helpers that wait for its answers. `page`, `browser` and
 // `server` are live bindings, set once usePage()'s `before` hook has run.
@@ -66,7 +66,7 @@ export async function settle(before) {
 }
 
 /** Fails unless the page shows a result: no error anywhere, nothing on the console. */
-export async function expectResult(what) {
+export async function expectResult(what = '') {
   const s = await page.evaluate(() => ({
     state: document.querySelector('#status').dataset.state,
     text: document.querySelector('#status').textContent,
