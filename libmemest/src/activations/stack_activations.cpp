@@ -12,6 +12,26 @@ namespace {
 // Tokens of one micro-batch on one GPU: s*b/cp.
 double tokens_per_gpu(const ActivationLayout& x) { return x.seq_len * x.micro_batch / x.cp; }
 
+// What a block's saved tensors are counted in: the tokens of one micro-batch on this GPU (n),
+// the tensor-parallel size (t; sequence parallelism only with t > 1) and the model's widths:
+// hidden h, head dim dh, heads a, key/value heads kv, MLP width f.
+struct BlockDims {
+  double n, t;
+  bool sp;
+  double h, dh, a, kv, f;
+};
+
+BlockDims block_dims(const memest_model& m, const ActivationLayout& x) {
+  return {tokens_per_gpu(x),
+          x.tp,
+          x.sequence_parallel && x.tp > 1,
+          static_cast<double>(m.hidden_size),
+          static_cast<double>(head_dim(m)),
+          static_cast<double>(m.num_attention_heads),
+          static_cast<double>(m.num_key_value_heads),
+          static_cast<double>(m.intermediate_size)};
+}
+
 double next_pow2(double v) {
   double p = 1;
   while (p < v) p *= 2;
@@ -117,14 +137,7 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
 
 OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
                                     double residual_bytes, bool gqa_native) {
-  const double n = tokens_per_gpu(x);
-  const double t = x.tp;
-  const bool sp = x.sequence_parallel && t > 1;
-  const double h = static_cast<double>(m.hidden_size);
-  const double dh = static_cast<double>(head_dim(m));
-  const double a = static_cast<double>(m.num_attention_heads);
-  const double kv = static_cast<double>(m.num_key_value_heads);
-  const double f = static_cast<double>(m.intermediate_size);
+  const auto [n, t, sp, h, dh, a, kv, f] = block_dims(m, x);
 
   // The block's matmuls in execution order (torchtitan models/llama3/model.py:
   // wq, wk, wv, sdpa, wo, w1, w3, w2), as elements per token of their output on this GPU.
@@ -203,11 +216,10 @@ double every_nth_checkpointed_bytes(int64_t layers, int64_t every, double checkp
 RecomputeWorkingSet recompute_working_set(const memest_model& m, const ActivationLayout& x,
                                           double full_layer, double kept_layer,
                                           double residual_bytes, bool moe_block) {
-  const double n = tokens_per_gpu(x);
-  const double t = x.tp;
-  const bool sp = x.sequence_parallel && t > 1;
-  const double h = static_cast<double>(m.hidden_size);
-  double f = static_cast<double>(m.intermediate_size);
+  const BlockDims d = block_dims(m, x);
+  const double n = d.n, t = d.t, h = d.h;
+  const bool sp = d.sp;
+  double f = d.f;
   if (moe_block && is_moe(m)) {
     // per token: k routed rows of the expert width; a shared expert's MLP runs on its own
     const double routed = static_cast<double>(m.num_experts_per_tok) *
@@ -257,14 +269,7 @@ RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,
 
 EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
                                   const EagerBlockOptions& o) {
-  const double n = tokens_per_gpu(x);
-  const double t = x.tp;
-  const bool sp = x.sequence_parallel && t > 1;
-  const double h = static_cast<double>(m.hidden_size);
-  const double dh = static_cast<double>(head_dim(m));
-  const double a = static_cast<double>(m.num_attention_heads);
-  const double kv = static_cast<double>(m.num_key_value_heads);
-  const double f = static_cast<double>(m.intermediate_size);
+  const auto [n, t, sp, h, dh, a, kv, f] = block_dims(m, x);
   const double r_bytes = o.autocast ? 4.0 : 2.0;  // residual stream: fp32 params under autocast
   const double seq_div = sp ? t : 1.0;            // the norms run on the sequence shard
   const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
@@ -417,10 +422,9 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
 
 double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
                         const EagerBlockOptions& o) {
-  const double n = tokens_per_gpu(x);
-  const double t = x.tp;
-  const bool sp = x.sequence_parallel && t > 1;
-  const double h = static_cast<double>(m.hidden_size);
+  const BlockDims d = block_dims(m, x);
+  const double n = d.n, t = d.t, h = d.h;
+  const bool sp = d.sp;
   const double in_bytes = o.autocast ? 4.0 : 2.0;
   const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
   double norm;
