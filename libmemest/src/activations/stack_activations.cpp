@@ -137,7 +137,11 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
 
 OpSelectiveLayer op_selective_layer(const memest_model& m, const ActivationLayout& x,
                                     double residual_bytes, bool gqa_native) {
-  const auto [n, t, sp, h, dh, a, kv, f] = block_dims(m, x);
+  // (named copies, not structured bindings: lambdas below capture them, which C++17 forbids
+  // for bindings)
+  const BlockDims d = block_dims(m, x);
+  const double n = d.n, t = d.t, h = d.h, dh = d.dh, a = d.a, kv = d.kv, f = d.f;
+  const bool sp = d.sp;
 
   // The block's matmuls in execution order (torchtitan models/llama3/model.py:
   // wq, wk, wv, sdpa, wo, w1, w3, w2), as elements per token of their output on this GPU.
@@ -269,7 +273,11 @@ RecomputeWorkingSet megatron_full_recompute_working_set(const memest_model& m,
 
 EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,
                                   const EagerBlockOptions& o) {
-  const auto [n, t, sp, h, dh, a, kv, f] = block_dims(m, x);
+  // (named copies, not structured bindings: lambdas below capture them, which C++17 forbids
+  // for bindings)
+  const BlockDims d = block_dims(m, x);
+  const double n = d.n, t = d.t, h = d.h, dh = d.dh, a = d.a, kv = d.kv, f = d.f;
+  const bool sp = d.sp;
   const double r_bytes = o.autocast ? 4.0 : 2.0;  // residual stream: fp32 params under autocast
   const double seq_div = sp ? t : 1.0;            // the norms run on the sequence shard
   const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
