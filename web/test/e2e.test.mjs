@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, copyFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CLI, RESULTS, g2, cli, usePage, page, browser, server, pageErrors, probe,
+import { CLI, RESULTS, GiB, g2, cli, usePage, page, browser, server, pageErrors, probe,
   expectResult } from './harness.mjs';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));

@@ -13,7 +13,7 @@ import { launch } from './browser.mjs';
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 export const CLI = process.env.MEMEST_CLI ?? here('../../build-web-cli/bindings/cli/memest');
 export const RESULTS = here('../test-results/');
-const GiB = 1024 ** 3;
+export const GiB = 1024 ** 3;
 export const g2 = (bytes) => (bytes / GiB).toFixed(2);
 mkdirSync(RESULTS, { recursive: true });
 
