@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 4
+#define MEMEST_VERSION_MINOR 5
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.4.0"
+#define MEMEST_VERSION_STRING "1.5.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -260,6 +260,19 @@ typedef struct memest_gpu {
                                     (default 25: PCIe Gen4 x16's 32 GB/s at ~80 % efficiency) */
   double fp8;                    /* 1: fp8 tensor cores (Hopper, Ada, Blackwell); 0: none (Ampere
                                     and older). Custom GPUs default to 1 (not checked) */
+  /* ---- appended in 1.5: the step-time model (README "Throughput model"). From 1.5 the model
+     no longer reads gemm_half_tokens, cp_attention_penalty, tp_bandwidth_gbps and
+     pipeline_stage_seconds (kept for the ABI, accepted and echoed) ---- */
+  double peak_fp8_tflops;        /* dense FP8 Tensor Core peak, TFLOP/s (0: twice the BF16 peak
+                                    when fp8 is 1) */
+  double hbm_gbps;               /* device-memory bandwidth, GB/s: memory-bound kernels */
+  double gemm_half_dim;          /* GEMM dimension (M, N or K) at which tile and wave
+                                    quantisation halve the efficiency along it */
+  double attention_half_seq;     /* keys per causal query block at which FlashAttention reaches
+                                    half its attention_efficiency */
+  double kernel_overhead_us;     /* launch and tail time per kernel, microseconds */
+  double intra_node_latency_us;  /* collective latency inside the NVLink domain, microseconds */
+  double inter_node_latency_us;  /* collective latency across nodes, microseconds */
 } memest_gpu;
 
 /** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
@@ -363,6 +376,42 @@ typedef enum memest_compile {
   MEMEST_COMPILE_COUNT = 4
 } memest_compile;
 
+/** (1.5) Communication a training stack overlaps with computation: bit (1 << value) of
+ *  memest_pretrain_request.comm_overlap for each. */
+typedef enum memest_overlap {
+  MEMEST_OVERLAP_DP = 0, /* gradient reduction during backward and parameter all-gather during
+                            forward (Megatron --overlap-grad-reduce / --overlap-param-gather,
+                            FSDP prefetch, DDP buckets, DeepSpeed overlap_comm) */
+  MEMEST_OVERLAP_TP = 1, /* TP/SP collectives hidden behind their GEMMs (Transformer Engine
+                            userbuffers --tp-comm-overlap, torchtitan async TP) */
+  MEMEST_OVERLAP_PP = 2, /* pipeline sends and receives overlapped with compute (Megatron
+                            overlap_p2p_comm, interleaved schedule) */
+  MEMEST_OVERLAP_EP = 3, /* MoE dispatch/combine all-to-all hidden behind expert compute
+                            (DeepEP, --overlap-moe-expert-parallel-comm) */
+  MEMEST_OVERLAP_COUNT = 4
+} memest_overlap;
+
+/** comm_overlap value (the default): what the training stack overlaps by itself: megatron
+ *  dp | pp (Megatron-Core's distributed data-parallel and interleaved p2p as its recipes run
+ *  them), fsdp dp (FSDP2 prefetch), pytorch dp (DDP buckets), deepspeed dp with ZeRO-3 only
+ *  (overlap_comm defaults to true for stage 3 alone). */
+#define MEMEST_OVERLAP_STACK_DEFAULT (-1)
+
+/** (1.5) Parts of a training step's time (seconds per iteration, summing to step_seconds). */
+typedef enum memest_step_part {
+  MEMEST_STEP_COMPUTE = 0,   /* forward and backward kernels (GEMMs, attention, memory-bound) */
+  MEMEST_STEP_RECOMPUTE = 1, /* forward kernels repeated by activation recomputation */
+  MEMEST_STEP_BUBBLE = 2,    /* pipeline fill and drain, and stages waiting for the slowest */
+  MEMEST_STEP_TP_COMM = 3,   /* exposed tensor/sequence-parallel collectives */
+  MEMEST_STEP_CP_COMM = 4,   /* exposed context-parallel ring exchange */
+  MEMEST_STEP_DP_COMM = 5,   /* exposed gradient reduction and parameter gathers (DP, ZeRO, FSDP) */
+  MEMEST_STEP_PP_COMM = 6,   /* exposed pipeline sends */
+  MEMEST_STEP_EP_COMM = 7,   /* exposed MoE all-to-all */
+  MEMEST_STEP_OPTIMIZER = 8, /* optimizer step, gradient clipping and zeroing */
+  MEMEST_STEP_OFFLOAD = 9,   /* host <-> GPU transfers of offloaded parts */
+  MEMEST_STEP_PART_COUNT = 10
+} memest_step_part;
+
 /** optimizer_bytes value asking the library to derive K from the optimizer, the framework
  *  and param_bytes (an fp32 master copy only where the stored dtype is below fp32 and the
  *  framework keeps masters: megatron, deepspeed). JSON requests derive K unless
@@ -413,7 +462,9 @@ typedef enum memest_enum {
   MEMEST_ENUM_ADAPTER = 10,         /* memest_adapter: "none", "lora", "qlora" */
   MEMEST_ENUM_LORA_TARGET = 11,     /* memest_lora_target: "q_proj", ..., "embed_tokens" */
   MEMEST_ENUM_COMPILE = 12,         /* (1.4) memest_compile: "none", "all", "model", "loss" */
-  MEMEST_ENUM_COUNT = 13
+  MEMEST_ENUM_OVERLAP = 13,         /* (1.5) memest_overlap: "dp", "tp", "pp", "ep" */
+  MEMEST_ENUM_STEP_PART = 14,       /* (1.5) memest_step_part: "compute", "recompute", ... */
+  MEMEST_ENUM_COUNT = 15
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -536,6 +587,9 @@ typedef struct memest_pretrain_request {
                                  optimizer states: 4 (default, fp32: peft casts adapters up) or 2 */
   int32_t double_quant;       /* qlora: 1 quantises the absmax values too
                                  (bnb_4bit_use_double_quant) */
+  /* appended in 1.5: the step-time model */
+  int32_t comm_overlap;       /* bit (1 << memest_overlap) per overlapped kind, or
+                                 MEMEST_OVERLAP_STACK_DEFAULT (default) */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -631,6 +685,21 @@ typedef struct memest_pretrain_result {
   int64_t edp;               /* expert data-parallel size: gpus / (etp*ep*pp) (dense: dp*cp) */
   /* appended in 1.3 */
   double trainable_parameters; /* whole model: adapter parameters, or num_parameters without */
+  /* appended in 1.5: throughput of the layout (all 0 when global_batch was not given) */
+  double step_seconds;        /* per iteration: the sum of the parts below */
+  double tokens_per_s;        /* whole job */
+  double tflops_per_gpu;      /* model FLOP/s per GPU (Narayanan et al.'s count, no recompute) */
+  double mfu;                 /* tflops_per_gpu / peak_bf16_tflops */
+  double compute_seconds;     /* memest_step_part, seconds per iteration: */
+  double recompute_seconds;
+  double bubble_seconds;
+  double tp_comm_seconds;
+  double cp_comm_seconds;
+  double dp_comm_seconds;
+  double pp_comm_seconds;
+  double ep_comm_seconds;
+  double optimizer_seconds;
+  double offload_seconds;
 } memest_pretrain_result;
 
 /** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
@@ -730,6 +799,11 @@ typedef struct memest_search_request {
   int64_t max_ep;                /* 0: no limit; a mixture-of-experts model's search enumerates
                                     ep over the divisors of the GPUs dividing num_experts and
                                     etp in {tp, 1}; a dense model only ep = 1 */
+  /* appended in 1.5 */
+  uint32_t fp8_options;          /* bit 0: without fp8, bit 1: with fp8; 0 (default): the base
+                                    request's setting only */
+  uint32_t compile_options;      /* bit (1 << memest_compile) per value to try; 0 (default): the
+                                    base request's only */
 } memest_search_request;
 
 typedef struct memest_search_entry {
@@ -761,6 +835,23 @@ typedef struct memest_search_entry {
   int64_t ep;                 /* expert-parallel size */
   int64_t etp;                /* expert tensor-parallel size in effect */
   int64_t edp;                /* expert data-parallel size */
+  /* appended in 1.5 */
+  int32_t fp8;                /* the entry's fp8 setting (searched with fp8_options) */
+  int32_t compile;            /* memest_compile (searched with compile_options) */
+  int32_t tie;                /* 1: within the search's tie_margin of the best entry's tokens/s:
+                                 the model cannot tell it apart from the best */
+  double gap_to_best;         /* 1 - tokens_per_s / the best entry's (0 for the best) */
+  double mfu;
+  double compute_seconds;     /* memest_step_part, seconds per iteration: */
+  double recompute_seconds;
+  double bubble_seconds;
+  double tp_comm_seconds;
+  double cp_comm_seconds;
+  double dp_comm_seconds;
+  double pp_comm_seconds;
+  double ep_comm_seconds;
+  double optimizer_seconds;
+  double offload_seconds;
 } memest_search_entry;
 
 typedef struct memest_search_result {
@@ -770,6 +861,9 @@ typedef struct memest_search_result {
   uint64_t pruned_total;     /* layouts dropped, all reasons together */
   uint32_t count;            /* entries written, best first */
   uint64_t ranked;           /* layouts that could be ranked (count is min(ranked, capacity)) */
+  /* appended in 1.5 */
+  double tie_margin;         /* relative tokens/s difference below which entries are ties: the
+                                model's measured ranking error (README "Throughput model") */
 } memest_search_result;
 
 /** Fills defaults (no base request, max_vpp 4, all recompute options, ZeRO 1, tp within a

@@ -142,6 +142,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.lora_targets = d.adapter.targets;
   c.adapter_bytes = d.adapter.bytes;
   c.double_quant = d.adapter.double_quant;
+  c.comm_overlap = st.comm_overlap;  // 1.5
   return c;
 }
 
@@ -166,6 +167,8 @@ memest_search_request c_defaults(const memest::SearchRequest& d) {
   c.include_oom = d.include_oom;
   c.uneven_pipeline = d.uneven_pipeline;
   c.max_ep = d.max_ep;
+  c.fp8_options = d.fp8_options;
+  c.compile_options = d.compile_options;
   return c;
 }
 
@@ -273,6 +276,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.adapter.targets = c.lora_targets;
   r.adapter.bytes = c.adapter_bytes;
   r.adapter.double_quant = c.double_quant;
+  st.comm_overlap = c.comm_overlap;
   return r;
 }
 
@@ -328,6 +332,8 @@ memest::SearchRequest to_core(const memest_search_request* request) {
   r.include_oom = c.include_oom;
   r.uneven_pipeline = c.uneven_pipeline;
   r.max_ep = c.max_ep;
+  r.fp8_options = c.fp8_options;
+  r.compile_options = c.compile_options;
   return r;
 }
 
@@ -569,6 +575,7 @@ memest_status memest_search(const memest_search_request* request, memest_search_
     for (uint64_t n : out.pruned) res.pruned_total += n;
     res.count = static_cast<uint32_t>(out.entries.size());
     res.ranked = out.ranked;
+    res.tie_margin = out.tie_margin;
     for (std::size_t i = 0; i < out.entries.size(); ++i) {
       write_element(entries, entry_size, i, out.entries[i]);
     }

@@ -105,6 +105,31 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
                       enum_choices(MEMEST_ENUM_COMPILE) + ", got " + std::string(v.type_name()));
     }
   }
+  if (training.has("comm_overlap")) {
+    // "default" (the stack's), "none", or a list of memest_overlap names
+    const json& v = block(top, "training").at("comm_overlap");
+    if (v.is_string() && v.get<std::string>() == "default") {
+      st.comm_overlap = MEMEST_OVERLAP_STACK_DEFAULT;
+    } else if (v.is_string() && v.get<std::string>() == "none") {
+      st.comm_overlap = 0;
+    } else if (v.is_array()) {
+      st.comm_overlap = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string at = "training.comm_overlap[" + std::to_string(i) + "]";
+        const int32_t o = v[i].is_string() ? enum_value(MEMEST_ENUM_OVERLAP, v[i].get<std::string>()) : -1;
+        if (o < 0) {
+          fail(at, "must be one of " + enum_choices(MEMEST_ENUM_OVERLAP) +
+                       (v[i].is_string() ? ", got \"" + echo(v[i].get<std::string>()) + "\"" : ", got " + std::string(v[i].type_name())));
+        }
+        st.comm_overlap |= 1 << o;
+      }
+    } else {
+      throw Error(MEMEST_ERR_TYPE, "training.comm_overlap",
+                  "training.comm_overlap: expected \"default\", \"none\" or a list of " +
+                      enum_choices(MEMEST_ENUM_OVERLAP) + ", got " +
+                      (v.is_string() ? "\"" + echo(v.get<std::string>()) + "\"" : std::string(v.type_name())));
+    }
+  }
   if (const json* o = training.object("offload")) {
     JsonFields offload(*o, "training.offload");
     offload.reject_unknown({"optimizer", "params", "activations"});
@@ -250,6 +275,14 @@ ojson model_json(const memest_model& m) {
   if (m.mtp_layers > 0) parts["mtp"] = c.mtp;
   j["parameters"] = parts;
   return j;
+}
+
+ojson overlap_json(uint32_t bits) {
+  ojson names = ojson::array();
+  for (int32_t i = 0; i < MEMEST_OVERLAP_COUNT; ++i) {
+    if (bits & (1u << i)) names.push_back(enum_name(MEMEST_ENUM_OVERLAP, i));
+  }
+  return names;
 }
 
 ojson gpu_json(const memest_gpu& g) {

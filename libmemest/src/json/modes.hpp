@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enums.hpp"
 #include "core/json_fields.hpp"
 #include "memest/memest.h"
 #include "plan/requests.hpp"
@@ -37,7 +38,9 @@ constexpr const char* kPretrainTraining[] = {
     "framework", "optimizer_in_backward", "recompute_every", "loss", "fp8", "compile", "offload",
     "buckets", "adapter",
     // mixture-of-experts routing
-    "moe_capacity_factor"};
+    "moe_capacity_factor",
+    // the step-time model (1.5)
+    "comm_overlap"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;
@@ -63,9 +66,34 @@ const char* recompute_name(int32_t recompute);
 const char* verdict_name(int32_t verdict);
 ojson model_json(const memest_model& m);
 ojson gpu_json(const memest_gpu& g);
+// The overlap bits as names (memest_overlap), and a result's step breakdown by
+// memest_step_part name (throughput/throughput.hpp).
+ojson overlap_json(uint32_t bits);
+// An enum value's library name, "unknown" out of range.
+inline const char* enum_text(memest_enum which, int32_t v) {
+  const char* name = enum_name(which, v);
+  return name ? name : "unknown";
+}
+template <typename Result>
+ojson throughput_json(const Result& r) {
+  const double parts[] = {r.compute_seconds,   r.recompute_seconds, r.bubble_seconds,
+                          r.tp_comm_seconds,   r.cp_comm_seconds,   r.dp_comm_seconds,
+                          r.pp_comm_seconds,   r.ep_comm_seconds,   r.optimizer_seconds,
+                          r.offload_seconds};
+  static_assert(sizeof parts / sizeof parts[0] == MEMEST_STEP_PART_COUNT, "one per step part");
+  ojson step = ojson::object();
+  for (int32_t i = 0; i < MEMEST_STEP_PART_COUNT; ++i) {
+    step[enum_name(MEMEST_ENUM_STEP_PART, i)] = parts[i];
+  }
+  return {{"step_seconds", r.step_seconds}, {"tokens_per_s", r.tokens_per_s},
+          {"tflops_per_gpu", r.tflops_per_gpu}, {"mfu", r.mfu}, {"step", step}};
+}
 
 // ---- one function per mode: the request's fields in, the response document out
 ojson pretrain_mode(const JsonFields& top);
+// A pretrain request document as the core's request (validated when estimated); the
+// throughput validator reads its measured cases with it.
+PretrainRequest parse_pretrain_request(const JsonFields& top);
 ojson model_states_mode(const JsonFields& top);
 ojson finetune_mode(const JsonFields& top);
 ojson search_mode(const JsonFields& top);

@@ -10,7 +10,9 @@
 #include "json/request.hpp"
 #include "model/model.hpp"
 #include "pretrain/pretrain.hpp"
+#include "plan/stack.hpp"
 #include "states/model_states.hpp"
+#include "throughput/throughput.hpp"
 
 namespace memest {
 
@@ -104,11 +106,6 @@ ojson adapter_json(const Adapter& a) {
              {"dtype", a.bytes == 4 ? "fp32" : "bf16"}};
   if (a.type == MEMEST_ADAPTER_QLORA) j["double_quant"] = a.double_quant == 1;
   return j;
-}
-
-const char* enum_text(memest_enum which, int32_t v) {
-  const char* name = enum_name(which, v);
-  return name ? name : "unknown";
 }
 
 // The request fields a suggestion changes, as a request would give them.
@@ -222,7 +219,9 @@ ojson pretrain_response(const PretrainRequest& r) {
              {{"optimizer", r.stack.offload_optimizer == 1},
               {"params", r.stack.offload_params == 1},
               {"activations", r.stack.offload_activations == 1}}},
-            {"moe_capacity_factor", r.moe_capacity_factor}}},
+            {"moe_capacity_factor", r.moe_capacity_factor},
+            {"comm_overlap", overlap_json(overlap_bits(r.stack.comm_overlap, res.framework,
+                                                       effective_zero(res.framework, r.zero)))}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},
           {"peak_bytes", res.peak_bytes},
@@ -239,6 +238,7 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"verdict", verdict_name(res.verdict)},
           {"peak_verdict", verdict_name(res.peak_verdict)},
           {"stages", stage_list}};
+  if (res.step_seconds > 0) j["throughput"] = throughput_json(res);
   if (r.adapter.enabled()) {
     j["training"]["adapter"] = adapter_json(r.adapter);
     j["trainable_parameters"] = res.trainable_parameters;
@@ -275,6 +275,8 @@ ojson model_states_response(const ModelStatesRequest& r) {
 }  // namespace
 
 ojson pretrain_mode(const JsonFields& top) { return pretrain_response(parse_pretrain(top)); }
+
+PretrainRequest parse_pretrain_request(const JsonFields& top) { return parse_pretrain(top); }
 
 ojson model_states_mode(const JsonFields& top) {
   return model_states_response(parse_model_states(top));

@@ -71,7 +71,9 @@ ojson enums_mode(const JsonFields& top) {
       {"optimizer", MEMEST_ENUM_OPTIMIZER},
       {"adapter", MEMEST_ENUM_ADAPTER},
       {"lora_target", MEMEST_ENUM_LORA_TARGET},
-      {"compile", MEMEST_ENUM_COMPILE}};
+      {"compile", MEMEST_ENUM_COMPILE},
+      {"overlap", MEMEST_ENUM_OVERLAP},
+      {"step_part", MEMEST_ENUM_STEP_PART}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);

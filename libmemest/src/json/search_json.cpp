@@ -93,7 +93,7 @@ JsonSearch parse_search(const JsonFields& top) {
   JsonFields f(block(top, "search"), "search");
   f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
                     "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline",
-                    "max_ep"});
+                    "max_ep", "fp8", "compile"});
   out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
   r.max_tp = f.integer_or("max_tp", 0, -big, big);
   r.max_cp = f.integer_or("max_cp", 0, -big, big);
@@ -104,6 +104,31 @@ JsonSearch parse_search(const JsonFields& top) {
   if (auto w = f.boolean("tp_within_node")) r.tp_within_node = *w;
   if (auto o = f.boolean("include_oom")) r.include_oom = *o;
   if (auto u = f.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
+  // fp8 / compile options tried for every layout (1.5): a list of bools / memest_compile names
+  const json& search_block = block(top, "search");
+  if (f.has("fp8")) {
+    const json* v = &search_block.at("fp8");
+    if (!v->is_array() || v->empty()) fail("search.fp8", "expected a non-empty list of true/false");
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_boolean()) {
+        throw Error(MEMEST_ERR_TYPE, "search.fp8[" + std::to_string(i) + "]",
+                    "search.fp8[" + std::to_string(i) + "]: expected true or false");
+      }
+      r.fp8_options |= 1u << ((*v)[i].get<bool>() ? 1 : 0);
+    }
+  }
+  if (f.has("compile")) {
+    const json* v = &search_block.at("compile");
+    if (!v->is_array() || v->empty()) {
+      fail("search.compile", "expected a non-empty list of " + enum_choices(MEMEST_ENUM_COMPILE));
+    }
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const std::string at = "search.compile[" + std::to_string(i) + "]";
+      const int32_t c = (*v)[i].is_string() ? enum_value(MEMEST_ENUM_COMPILE, (*v)[i].get<std::string>()) : -1;
+      if (c < 0) fail(at, "must be one of " + enum_choices(MEMEST_ENUM_COMPILE));
+      r.compile_options |= 1u << c;
+    }
+  }
   r.recompute_mask = recompute_mask(f);
   r.zero_mask = zero_mask(f);
   r.layouts = shortlist(f);
@@ -173,6 +198,11 @@ ojson search_response(const JsonSearch& sr) {
                        {"tokens_per_s", e.tokens_per_s},
                        {"step_seconds", e.step_seconds},
                        {"bubble_fraction", e.bubble_fraction},
+                       {"fp8", e.fp8 == 1},
+                       {"compile", enum_text(MEMEST_ENUM_COMPILE, e.compile)},
+                       {"tie", e.tie == 1},
+                       {"gap_to_best", e.gap_to_best},
+                       {"throughput", throughput_json(e)},
                        {"reason", search_reason(e, r.base.gpu.gpus_per_node, r.base.model.num_hidden_layers)}});
   }
   ojson pruned = ojson::object();
@@ -192,6 +222,7 @@ ojson search_response(const JsonSearch& sr) {
              {"pruned", pruned},
              {"pruned_total", pruned_total},
              {"ranked", res.ranked},
+             {"tie_margin", res.tie_margin},
              {"count", res.entries.size()},
              {"results", results}};
   if (res.entries.empty()) {

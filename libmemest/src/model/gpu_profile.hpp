@@ -33,6 +33,14 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     // appended in 1.2: offload transfers (throughput) and the fp8 capability (0 or 1)
     {"pcie_gbps", &memest_gpu::pcie_gbps, 1, 1e-3, 1e6},
     {"fp8", &memest_gpu::fp8, 1, 0, 1},
+    // appended in 1.5: the step-time model (throughput/kernels.hpp, collectives.hpp)
+    {"peak_fp8_tflops", &memest_gpu::peak_fp8_tflops, 1, 0, 1e6},
+    {"hbm_gbps", &memest_gpu::hbm_gbps, 1, 1e-3, 1e6},
+    {"gemm_half_dim", &memest_gpu::gemm_half_dim, 1, 0, 1e6},
+    {"attention_half_seq", &memest_gpu::attention_half_seq, 1, 0, 1e9},
+    {"kernel_overhead_us", &memest_gpu::kernel_overhead_us, 1, 0, 1e6},
+    {"intra_node_latency_us", &memest_gpu::intra_node_latency_us, 1, 0, 1e6},
+    {"inter_node_latency_us", &memest_gpu::inter_node_latency_us, 1, 0, 1e6},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.

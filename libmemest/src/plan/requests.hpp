@@ -43,6 +43,9 @@ struct Stack {
   double ds_max_live_parameters = 0;
   double ds_param_persistence_threshold = 0;
   int32_t ddp_gradient_as_bucket_view = 0;
+  // Communication overlapped with compute: bits (1 << memest_overlap), or the stack's own
+  // defaults (MEMEST_OVERLAP_STACK_DEFAULT; throughput/throughput.hpp overlap_bits).
+  int32_t comm_overlap = MEMEST_OVERLAP_STACK_DEFAULT;
 };
 
 // A LoRA / QLoRA adapter on a frozen base (README "LoRA and QLoRA"). Defaults are peft's
@@ -134,6 +137,10 @@ struct SearchRequest {
   std::vector<Layout> layouts;  // or exactly these
   int32_t include_oom = 0;
   int32_t uneven_pipeline = 1;
+  // Options tried for every layout (1.5): bit 0 fp8 off, bit 1 on; bit (1 << memest_compile)
+  // per compile setting; 0 = the base request's setting only.
+  uint32_t fp8_options = 0;
+  uint32_t compile_options = 0;
 };
 
 struct FinetuneRequest {

@@ -101,6 +101,12 @@ void validate_stack(const PretrainRequest& r) {
   check_flag("training.optimizer_in_backward", st.optimizer_in_backward);
   check_flag("training.fp8", st.fp8);
   check_enum("training.compile", MEMEST_ENUM_COMPILE, st.compile);
+  if (st.comm_overlap != MEMEST_OVERLAP_STACK_DEFAULT &&
+      (st.comm_overlap < 0 || st.comm_overlap >= (1 << MEMEST_OVERLAP_COUNT))) {
+    fail("training.comm_overlap", "must be -1 (the stack's default) or bits (1 << memest_overlap) of " +
+                                      enum_choices(MEMEST_ENUM_OVERLAP) + ", got " +
+                                      std::to_string(st.comm_overlap));
+  }
   check_flag("training.offload.optimizer", st.offload_optimizer);
   check_flag("training.offload.params", st.offload_params);
   check_flag("training.offload.activations", st.offload_activations);

@@ -15,6 +15,7 @@
 #include "states/adapter_states.hpp"
 #include "states/model_states.hpp"
 #include "states/stack_states.hpp"
+#include "throughput/throughput.hpp"
 
 namespace memest {
 
@@ -503,6 +504,14 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
                                    .total();
     out.optimizer_bytes_per_parameter = derived_optimizer_bytes(
         r.precision.optimizer, r.stack.framework, plan.adapter.bytes);
+  }
+  // The step time of the layout, when the global batch (the micro-batches per step) is known.
+  if (plan.num_microbatches > 0 && r.gpu.peak_bf16_tflops > 0) {
+    const Throughput t = estimate_throughput(plan);
+    if (!std::isfinite(t.step_seconds) || !(t.step_seconds > 0)) {
+      fail("", "the sizes given overflow a finite step time", MEMEST_ERR_OVERFLOW);
+    }
+    write_throughput(t, out);
   }
   // Only now, with every check passed, write the caller's stage array.
   const int64_t written = std::min<int64_t>(plan.pp, stages ? stage_capacity : 0);

@@ -55,7 +55,9 @@ bool better(const memest_search_entry& a, const memest_search_entry& b) {
   if (a.recompute != b.recompute) return a.recompute < b.recompute;
   if (a.zero != b.zero) return a.zero < b.zero;
   if (a.ep != b.ep) return a.ep < b.ep;
-  return a.etp < b.etp;
+  if (a.etp != b.etp) return a.etp < b.etp;
+  if (a.fp8 != b.fp8) return a.fp8 < b.fp8;
+  return a.compile < b.compile;
 }
 
 // The search's state: one request copy mutated per candidate, and the top-k list.
@@ -87,7 +89,17 @@ struct Search {
     list[pos] = e;
   }
 
+  // Each layout under every fp8 / compile option the request tries (1.5).
+  std::vector<std::pair<int32_t, int32_t>> options;
   void evaluate(const Layout& layout) {
+    for (const auto& [fp8, compile] : options) {
+      candidate.stack.fp8 = fp8;
+      candidate.stack.compile = compile;
+      evaluate_one(layout);
+    }
+  }
+
+  void evaluate_one(const Layout& layout) {
     // FlashAttention keeps no attention scores, so selective recomputation changes nothing:
     // counted once, as "none", when that is in the space too.
     if (layout.recompute == MEMEST_RECOMPUTE_SELECTIVE && candidate.flash_attention == 1 &&
@@ -139,11 +151,9 @@ struct Search {
     e.capacity_bytes = r.gpu.memory_bytes;
     e.verdict = verdict_for(e.estimate_bytes, e.capacity_bytes);
     e.peak_verdict = peak_verdict_for(e.peak_bytes, e.capacity_bytes);
-    const Throughput t = estimate_throughput(plan);
-    e.tflops_per_gpu = t.tflops_per_gpu;
-    e.tokens_per_s = t.tokens_per_s;
-    e.step_seconds = t.step_seconds;
-    e.bubble_fraction = t.bubble_fraction;
+    write_throughput(estimate_throughput(plan), e);
+    e.fp8 = r.stack.fp8;
+    e.compile = r.stack.compile;
     e.first_stage_layers = plan.layers.first;
     e.last_stage_layers = plan.layers.last;
     e.ep = plan.ep;
@@ -226,6 +236,10 @@ void validate_search(const SearchRequest& r) {
   check_flag("search.tp_within_node", r.tp_within_node);
   check_flag("search.include_oom", r.include_oom);
   check_flag("search.uneven_pipeline", r.uneven_pipeline);
+  if (r.fp8_options > 3) fail("search.fp8", "bit 0 (without fp8) and bit 1 (with fp8) only");
+  if (r.compile_options >= (1u << MEMEST_COMPILE_COUNT)) {
+    fail("search.compile", "bits (1 << memest_compile) of " + enum_choices(MEMEST_ENUM_COMPILE) + " only");
+  }
   if (r.layouts.size() > kMaxShortlist) {
     fail("search.layouts", "at most " + std::to_string(kMaxShortlist) + " layouts, got " +
                                std::to_string(r.layouts.size()));
@@ -392,21 +406,68 @@ int divisors(int64_t n, int64_t* out, int max) {
   return count + nlarge;
 }
 
+namespace {
+
+// The fp8 and compile settings the search tries: the base request's, or every option the
+// request names that the training stack can run (validate_stack: fp8 needs fp8 tensor cores,
+// megatron does not compile, ...); an option no layout can run is left out.
+std::vector<std::pair<int32_t, int32_t>> search_options(const SearchRequest& r) {
+  const uint32_t fp8s = r.fp8_options ? r.fp8_options : 1u << r.base.stack.fp8;
+  const uint32_t compiles = r.compile_options ? r.compile_options : 1u << r.base.stack.compile;
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (int32_t fp8 = 0; fp8 < 2; ++fp8) {
+    if (!((fp8s >> fp8) & 1)) continue;
+    for (int32_t compile = 0; compile < MEMEST_COMPILE_COUNT; ++compile) {
+      if (!((compiles >> compile) & 1)) continue;
+      PretrainRequest one = r.base;
+      one.stack.fp8 = fp8;
+      one.stack.compile = compile;
+      try {
+        validate_stack(one);
+      } catch (const Error&) {
+        if (r.fp8_options == 0 && r.compile_options == 0) throw;
+        continue;
+      }
+      out.emplace_back(fp8, compile);
+    }
+  }
+  if (out.empty()) {
+    fail(r.fp8_options ? "search.fp8" : "search.compile",
+         "none of the options can run on this GPU and training stack (fp8 needs fp8 tensor "
+         "cores; megatron does not run under torch.compile)");
+  }
+  return out;
+}
+
+void mark_ties(SearchOutcome& out) {
+  out.tie_margin = kThroughputTieMargin;
+  if (out.entries.empty() || out.entries[0].oom_predicted) return;
+  const double best = out.entries[0].tokens_per_s;
+  for (memest_search_entry& e : out.entries) {
+    e.gap_to_best = best > 0 ? 1 - e.tokens_per_s / best : 0;
+    e.tie = !e.oom_predicted && e.gap_to_best <= kThroughputTieMargin;
+  }
+}
+
+}  // namespace
+
 SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   validate_search(r);
   SearchOutcome out;
   // A shortlist is ranked as given; the enumeration counts selective-as-none once.
   const bool none_in_space =
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
-  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space};
+  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, ModelTerms{}, {}};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
   s.model = model_terms(s.candidate);
+  s.options = search_options(r);
   if (!r.layouts.empty()) {
     rank_shortlist(r, s);
   } else {
     enumerate_space(r, s);
   }
+  mark_ties(out);
   return out;
 }
 

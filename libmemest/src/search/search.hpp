@@ -18,6 +18,7 @@ struct SearchOutcome {
   std::array<uint64_t, MEMEST_PRUNE_REASON_COUNT> pruned{};  // by memest_prune_reason
   uint64_t ranked = 0;      // layouts that could be ranked
   std::vector<memest_search_entry> entries;  // the best `capacity`, best first
+  double tie_margin = 0;    // entries within it of the best's tokens/s are ties
 };
 
 // Validates the request (throws memest::Error naming the field), then enumerates the space

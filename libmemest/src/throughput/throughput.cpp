@@ -1,14 +1,37 @@
 #include "throughput/throughput.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "activations/activations.hpp"
+#include "model/adapter.hpp"
 #include "model/flops.hpp"
 #include "model/model.hpp"
 #include "plan/plan.hpp"
+#include "throughput/collectives.hpp"
+#include "throughput/kernels.hpp"
 
 namespace memest {
 
+double StepParts::total() const {
+  double sum = 0;
+  for (double s : seconds) sum += s;
+  return sum;
+}
+
+uint32_t overlap_bits(int32_t comm_overlap, int32_t framework, int32_t zero) {
+  if (comm_overlap != MEMEST_OVERLAP_STACK_DEFAULT) return static_cast<uint32_t>(comm_overlap);
+  constexpr uint32_t dp = 1u << MEMEST_OVERLAP_DP, pp = 1u << MEMEST_OVERLAP_PP;
+  switch (framework) {
+    case MEMEST_FRAMEWORK_MEGATRON: return dp | pp;  // Megatron-Core DDP overlap, overlap_p2p_comm
+    case MEMEST_FRAMEWORK_DEEPSPEED: return zero >= 3 ? dp : 0;  // overlap_comm: stage 3 only
+    default: return dp;  // FSDP2 prefetch, DDP buckets during backward
+  }
+}
+
+uint32_t overlap_bits(const Plan& plan) {
+  return overlap_bits(plan.stack.comm_overlap, plan.framework, plan.zero);
+}
 
 double sharding_traffic_bytes(const Plan& plan, double params, double microbatches) {
   // The step above counts one reduce-scatter of the gradients and one all-gather of the
@@ -54,107 +77,577 @@ double offload_seconds(const Plan& plan, double params, double microbatches) {
   return bytes / (plan.gpu->pcie_gbps * 1e9);
 }
 
+namespace {
+
+constexpr uint32_t bit(memest_overlap o) { return 1u << o; }
+
+// What one layer costs one GPU for one micro-batch (forward + backward), by part.
+struct LayerTime {
+  double forward = 0;    // kernels of the forward pass
+  double backward = 0;   // kernels of the backward pass
+  double recompute = 0;  // forward kernels run again
+  double tp = 0, cp = 0, ep = 0, dp = 0;  // exposed communication
+  double total() const { return forward + backward + recompute + tp + cp + ep + dp; }
+  void add(const LayerTime& o, double n) {
+    forward += n * o.forward, backward += n * o.backward, recompute += n * o.recompute;
+    tp += n * o.tp, cp += n * o.cp, ep += n * o.ep, dp += n * o.dp;
+  }
+};
+
+// The layout and the device as the block functions read them.
+struct Context {
+  const Plan& plan;
+  const memest_model& m;
+  const memest_gpu& g;
+  DeviceRates dev;
+  uint32_t overlap;
+  double s, b, t, c, ep, etp;
+  double t_sp;     // ranks the sequence is split over between blocks (t with SP, else 1)
+  double rows;     // GEMM rows of a TP-split linear: the micro-batch's tokens on this CP rank
+  double h;
+  bool fp8;
+  bool fused;      // memory-bound kernels fused (Megatron/TE, or torch.compile'd blocks)
+  double recompute_share;  // of the layers, those whose forward runs again in backward
+  bool frozen_base;        // LoRA/QLoRA: no weight gradients for the base linears
+  Group tp_group, cp_group, ep_group, etp_group;
+
+  explicit Context(const Plan& p)
+      : plan(p), m(*p.model), g(*p.gpu), dev(device_rates(*p.gpu)), overlap(overlap_bits(p)) {
+    const ActivationLayout& x = p.layout;
+    s = x.seq_len, b = x.micro_batch, t = x.tp, c = x.cp;
+    ep = static_cast<double>(p.ep), etp = static_cast<double>(p.etp);
+    t_sp = x.sequence_parallel ? t : 1;
+    rows = s * b / c;
+    h = static_cast<double>(m.hidden_size);
+    fp8 = p.stack.fp8 != 0;
+    fused = p.framework == MEMEST_FRAMEWORK_MEGATRON || p.stack.compile == MEMEST_COMPILE_ALL ||
+            p.stack.compile == MEMEST_COMPILE_MODEL;
+    recompute_share = x.recompute == MEMEST_RECOMPUTE_FULL
+                          ? 1.0 / static_cast<double>(std::max<int64_t>(1, p.stack.recompute_every))
+                          : 0.0;
+    frozen_base = p.adapter.enabled();
+    // Megatron's rank order tp, cp, (ep), dp, pp: a group of stride s and size n spans s*n.
+    tp_group = {t, t};
+    cp_group = {c, t * c};
+    etp_group = {etp, etp};
+    ep_group = {ep, etp * ep};
+  }
+};
+
+double fp8_cast_bytes(const Context& x, double m, double n, double k, bool backward) {
+  // Transformer Engine casts a linear's inputs to FP8 with their scaling amax: forward the
+  // activation (read 2, write 1 byte per element); backward the output gradient, cast and
+  // transposed for the weight gradient (read 2, write 1 + 1), and the saved input's transpose
+  // (write 1). The weight's cast is cached across micro-batches (is_first_microbatch).
+  if (!x.fp8) return 0;
+  return backward ? 4 * m * n + m * k : 3 * m * k;
+}
+
+// A TP-split linear (column- or row-parallel) of n_out x k_in on this GPU.
+void linear(const Context& x, LayerTime& out, double m, double n, double k, double& gemm) {
+  const LinearSeconds l = linear_seconds(x.dev, m, n, k, x.fp8, !x.frozen_base);
+  out.forward += l.forward + memory_seconds(x.dev, fp8_cast_bytes(x, m, n, k, false), 0);
+  out.backward += l.backward + memory_seconds(x.dev, fp8_cast_bytes(x, m, n, k, true), 0);
+  gemm += l.forward + l.backward;
+}
+
+// `groups` same-shaped GEMMs run as one grouped kernel (MoE experts: Megatron-Core's
+// GroupedMLP / TEGroupedLinear): one launch, each group at its own shape's efficiency.
+void grouped_linear(const Context& x, LayerTime& out, double groups, double m, double n, double k,
+                    double& gemm) {
+  if (!(m > 0)) return;
+  const LinearSeconds l = linear_seconds(x.dev, m, n, k, x.fp8, !x.frozen_base);
+  const double launches_saved = (groups - 1) * x.dev.kernel_seconds;
+  const double f = groups * l.forward - launches_saved;
+  const double bw = groups * l.backward - (x.frozen_base ? 1 : 2) * launches_saved;
+  out.forward += f + memory_seconds(x.dev, groups * fp8_cast_bytes(x, m, n, k, false), 0);
+  out.backward += bw + memory_seconds(x.dev, groups * fp8_cast_bytes(x, m, n, k, true), 0);
+  gemm += f + bw;
+}
+
+// Bytes the memory-bound kernels of one block's forward move (norms, RoPE, the activation
+// function, residual adds, dropout), `tokens` rows on this GPU. Fused (Megatron-Core with
+// Transformer Engine: fused RMSNorm/LayerNorm, apply_rope_fusion, bias_swiglu_fusion,
+// bias-dropout-add; or torch.compile'd blocks): each reads its input and writes its output
+// once. Eager Hugging Face modules: LlamaRMSNorm upcasts, squares, averages, scales and
+// downcasts in separate kernels (32 bytes per element against 4), apply_rotary_pos_emb builds
+// rotate_half by slicing, concatenation and negation (22 against 4), act_fn(gate) * up
+// writes the activation before the product (10 against 6). Backward moves about twice the
+// forward's bytes (the saved input and the incoming gradient read, the gradient written).
+double block_elementwise_bytes(const Context& x, double attn_width, double ffn_rows,
+                               double ffn_width) {
+  const memest_model& m = x.m;
+  const double th = x.rows * x.h / x.t_sp;  // the hidden state between blocks, per GPU
+  const bool rms = m.norm_type == MEMEST_NORM_RMS;
+  const double norm = x.fused || !rms ? 4 : 32;  // F.layer_norm is one kernel even eager
+  double bytes = static_cast<double>(m.norms_per_layer) * norm * th;
+  bytes += 2 * 6 * th;  // two residual adds: read 2, write 1
+  if (m.family == MEMEST_FAMILY_GPT) bytes += 2 * th;  // dropout masks (1 byte) after both
+  if (m.learned_position_rows == 0 && m.family == MEMEST_FAMILY_LLAMA) {
+    bytes += (x.fused ? 4 : 22) * x.rows * attn_width / x.t;  // RoPE on q and k
+  }
+  const double act = m.gated_mlp ? (x.fused ? 6 : 10) : 4;
+  bytes += act * ffn_rows * ffn_width;
+  return bytes;
+}
+
+// Kernels a block launches beyond its GEMMs and attention (fused: a handful; eager: dozens).
+double block_elementwise_kernels(const Context& x) { return x.fused ? 8 : 40; }
+
+// The attention half of a block: projections, FlashAttention, TP and CP communication.
+void attention_part(const Context& x, LayerTime& out, double& gemm) {
+  const memest_model& m = x.m;
+  const double r = x.rows, t = x.t, h = x.h;
+  const double a = static_cast<double>(m.num_attention_heads);
+  double head = static_cast<double>(head_dim(m));
+  if (is_mla(m)) {
+    // DeepSeek-V2/V3 latent attention (megatron/core/transformer/multi_latent_attention.py):
+    // the down projections are not split by TP, the up projections and the output are.
+    const double nope = static_cast<double>(m.qk_nope_head_dim);
+    const double rope = static_cast<double>(m.qk_rope_head_dim);
+    const double v = static_cast<double>(m.v_head_dim);
+    const double ql = static_cast<double>(m.q_lora_rank), kvl = static_cast<double>(m.kv_lora_rank);
+    if (ql > 0) {
+      linear(x, out, r, ql, h, gemm);
+      linear(x, out, r, a * (nope + rope) / t, ql, gemm);
+    } else {
+      linear(x, out, r, a * (nope + rope) / t, h, gemm);
+    }
+    linear(x, out, r, kvl + rope, h, gemm);
+    linear(x, out, r, a * (nope + v) / t, kvl, gemm);
+    linear(x, out, r, h, a * v / t, gemm);
+  } else {
+    const double q = a * head, kv = static_cast<double>(m.num_key_value_heads) * head;
+    linear(x, out, r, (q + 2 * kv) / t, h, gemm);
+    linear(x, out, r, h, q / t, gemm);
+  }
+  // Causal attention: each query sees half the keys on average (the count of model FLOPs
+  // takes the full square); context parallelism splits the queries, load-balanced.
+  const double flops = r * 2 * x.s * x.plan.flops.score_width / t;
+  if (x.plan.layout.flash_attention) {
+    const AttentionSeconds at = flash_attention_seconds(x.dev, flops, x.s / x.c, head);
+    out.forward += at.forward;
+    out.backward += at.backward;
+    // Context parallelism (Transformer Engine's ring attention, P2P): c - 1 steps each way,
+    // each sending this rank's K and V (2 x s/c x b x kv width / t, 16-bit), backward also
+    // the K/V gradients; each transfer hides behind one step's attention.
+    if (x.c > 1) {
+      const double kv_width = is_mla(m) ? a * (static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim) +
+                                               static_cast<double>(m.v_head_dim))
+                                        : 2 * static_cast<double>(m.num_key_value_heads) * head;
+      const double bytes = r * kv_width / t * 2;
+      const double send = collective_seconds(x.g, Collective::SendRecv, x.cp_group, bytes);
+      const double send2 = collective_seconds(x.g, Collective::SendRecv, x.cp_group, 2 * bytes);
+      out.cp += (x.c - 1) * (std::max(0.0, send - at.forward / x.c) +
+                             std::max(0.0, send2 - at.backward / x.c));
+    }
+  } else {
+    // Eager attention: QK^T and PV as batched GEMMs at full (masked) size, and the s x s
+    // scores: written, softmaxed, dropped out (GPT) and read again; backward twice that.
+    const double heads = a / t * x.b;
+    const double sq = x.s / x.c;
+    for (int i = 0; i < 2; ++i) {
+      const LinearSeconds l = linear_seconds(x.dev, sq, x.s, head, false);
+      out.forward += heads * (l.forward - x.dev.kernel_seconds) + x.dev.kernel_seconds;
+      out.backward += heads * (l.backward - 2 * x.dev.kernel_seconds) + 2 * x.dev.kernel_seconds;
+    }
+    const double scores = heads * sq * x.s;
+    out.forward += memory_seconds(x.dev, 8 * scores, 3);
+    out.backward += memory_seconds(x.dev, 12 * scores, 3);
+  }
+}
+
+// Bytes of one TP/SP collective's buffer: the micro-batch's hidden states on this CP rank.
+double tp_collectives_seconds(const Context& x, double collectives) {
+  if (x.t <= 1) return 0;
+  const double bytes = x.rows * x.h * 2;
+  // With sequence parallelism an all-gather before and a reduce-scatter after each TP region;
+  // without it one all-reduce after each (Korthikanti et al. 2022, Sec. 4.2.2): the same bus
+  // volume.
+  if (x.plan.layout.sequence_parallel) {
+    return collectives * collective_seconds(x.g, Collective::AllGather, x.tp_group, bytes);
+  }
+  return collectives / 2 * collective_seconds(x.g, Collective::AllReduce, x.tp_group, bytes);
+}
+
+// Exposed TP time of a block with `regions` TP regions (attention, MLP): forward 2 collectives
+// per region, backward 2, a recomputed forward 2 more.
+void tp_part(const Context& x, LayerTime& out, double regions, double gemm) {
+  const double comm = tp_collectives_seconds(x, regions * (4 + 2 * x.recompute_share));
+  out.tp += (x.overlap & bit(MEMEST_OVERLAP_TP)) ? std::max(0.0, comm - gemm) : comm;
+}
+
+// FSDP / ZeRO-3 / ZeRO-2 per-layer gathers and reduce-scatters of `params` (this GPU's TP
+// shard of the layer), exposed beyond the layer's compute when prefetched.
+void sharded_part(const Context& x, LayerTime& out, double params) {
+  const Plan& p = x.plan;
+  const bool fsdp = p.framework == MEMEST_FRAMEWORK_FSDP;
+  const bool ds = p.framework == MEMEST_FRAMEWORK_DEEPSPEED;
+  if (!(fsdp || ds) || p.zero < 2 || (fsdp && p.pp > 1)) return;
+  const Group group{static_cast<double>(p.dp) * x.c, x.t * x.c * static_cast<double>(p.dp)};
+  const double gather = collective_seconds(x.g, Collective::AllGather, group, params * p.precision.param_bytes);
+  const double reduce = collective_seconds(x.g, Collective::ReduceScatter, group, params * p.precision.grad_bytes);
+  double comm = reduce;                  // gradients every micro-batch (post-backward hooks)
+  if (fsdp || p.zero >= 3) comm += gather;     // the forward's gather (ZeRO-3, FSDP)
+  if (p.zero >= 3) comm += gather;             // again in backward after resharding
+  if (ds && p.zero == 2) comm = reduce;        // ZeRO-2 gathers once a step (per-step part)
+  const double compute = out.forward + out.backward + out.recompute;
+  out.dp += (x.overlap & bit(MEMEST_OVERLAP_DP)) ? std::max(0.0, comm - compute) : comm;
+}
+
+LayerTime dense_layer(const Context& x) {
+  LayerTime out;
+  double gemm = 0;
+  attention_part(x, out, gemm);
+  const memest_model& m = x.m;
+  const double f = static_cast<double>(m.intermediate_size);
+  linear(x, out, x.rows, (m.gated_mlp ? 2 : 1) * f / x.t, x.h, gemm);
+  linear(x, out, x.rows, x.h, f / x.t, gemm);
+  const double q_width = static_cast<double>(m.num_attention_heads + m.num_key_value_heads) *
+                         static_cast<double>(head_dim(m));
+  const double bytes = block_elementwise_bytes(x, q_width, x.rows, f / x.t);
+  out.forward += memory_seconds(x.dev, bytes, block_elementwise_kernels(x));
+  out.backward += memory_seconds(x.dev, 2 * bytes, 2 * block_elementwise_kernels(x));
+  tp_part(x, out, 2, gemm);
+  return out;
+}
+
+// Tokens each expert-parallel rank's experts receive, relative to the average: the capacity
+// factor when one is set (each expert's rows padded or cut to it), else drop-less routing's
+// busiest rank. With routing as balanced as the auxiliary loss drives it, the busiest of ep
+// ranks receiving mu rows on average holds about mu + sqrt(2 ln(ep) mu) (the maximum of ep
+// near-normal counts).
+double expert_load(const Context& x, double mean_rows) {
+  if (x.plan.moe_capacity_factor > 0) return x.plan.moe_capacity_factor;
+  if (x.ep <= 1 || !(mean_rows > 0)) return 1;
+  return 1 + std::sqrt(2 * std::log(x.ep) / mean_rows);
+}
+
+LayerTime moe_layer(const Context& x) {
+  LayerTime out;
+  double gemm = 0;
+  attention_part(x, out, gemm);
+  tp_part(x, out, 1, gemm);  // the attention region; the experts move tokens by all-to-all
+  const memest_model& m = x.m;
+  const double experts = static_cast<double>(m.num_experts);
+  const double k = static_cast<double>(m.num_experts_per_tok);
+  const double tokens = x.rows / x.t_sp;  // tokens entering the MoE layer on this GPU
+  const double copies = tokens * k;       // routed copies it dispatches
+  const double load = expert_load(x, copies);
+  // Router: scores h x E, softmax and top-k (megatron/core/transformer/moe/router.py).
+  double expert_gemm = 0;
+  linear(x, out, tokens, experts, x.h, expert_gemm);
+  const double router_bytes = tokens * experts * 8;
+  // Rows each local expert multiplies (etp ranks of an expert all-gather their rows).
+  const double local = experts / x.ep;
+  const double per_expert = copies * load * x.etp / local;
+  const double fe = static_cast<double>(expert_width(m));
+  grouped_linear(x, out, local, per_expert, (m.gated_mlp ? 2 : 1) * fe / x.etp, x.h, expert_gemm);
+  grouped_linear(x, out, local, per_expert, x.h, fe / x.etp, expert_gemm);
+  double shared_width = 0;
+  if (m.num_shared_experts > 0) {
+    shared_width = static_cast<double>(m.num_shared_experts * shared_expert_width(m)) / x.t;
+    linear(x, out, x.rows, (m.gated_mlp ? 2 : 1) * shared_width, x.h, expert_gemm);
+    linear(x, out, x.rows, x.h, shared_width, expert_gemm);
+  }
+  gemm += expert_gemm;
+  // Memory-bound: the block's norms and residuals, the experts' activation, the token
+  // permutation and unpermutation (moe_utils.py permute / unpermute: each row read and written,
+  // the combine weighted), the router's fp32 scores.
+  const double rows = copies * load * x.etp;
+  const double q_width = static_cast<double>(m.num_attention_heads + m.num_key_value_heads) *
+                         static_cast<double>(head_dim(m));
+  double bytes = block_elementwise_bytes(x, is_mla(m) ? 0 : q_width, rows, fe / x.etp);
+  if (shared_width > 0) bytes += (m.gated_mlp ? 6 : 4) * x.rows * shared_width;
+  bytes += 10 * rows * x.h + router_bytes;
+  out.forward += memory_seconds(x.dev, bytes, block_elementwise_kernels(x) + 6);
+  out.backward += memory_seconds(x.dev, 2 * bytes, 2 * block_elementwise_kernels(x) + 12);
+  // Dispatch and combine (token_dispatcher.py MoEAlltoAllTokenDispatcher): one all-to-all
+  // each way in forward, their transposes in backward, again for a recomputed forward; with
+  // etp > 1 an all-gather and a reduce-scatter of the rows inside the expert's TP group.
+  const double passes = 4 + 2 * x.recompute_share;
+  const double a2a = collective_seconds(x.g, Collective::AllToAll, x.ep_group, copies * load * x.h * 2);
+  const double gather = collective_seconds(x.g, Collective::AllGather, x.etp_group, rows * x.h * 2);
+  const double comm = passes * (a2a + gather);
+  out.ep += (x.overlap & bit(MEMEST_OVERLAP_EP)) ? std::max(0.0, comm - expert_gemm) : comm;
+  return out;
+}
+
+// Adds what an adapter changes: the adapters' own small GEMMs (A: rank x in, B: out x rank,
+// both trained) and, for QLoRA, each base linear's dequantisation from NF4 (read half a byte
+// and the block scales, write 2 bytes per weight) in forward and again in backward.
+void adapter_part(const Context& x, LayerTime& out, double linear_params, double adapted_params) {
+  const Adapter& ad = x.plan.adapter;
+  if (!ad.enabled()) return;
+  const double r = static_cast<double>(ad.rank);
+  // adapted_params = rank x (in + out) summed over the adapted modules: the A and B GEMMs'
+  // FLOPs for `rows` rows; 6 kernels each (A, B forward; two input and two weight gradients).
+  const double flops = 2 * x.rows * adapted_params / x.t;
+  out.forward += flops / (x.dev.bf16_flops * x.dev.gemm_efficiency) + 2 * x.dev.kernel_seconds * adapted_params / std::max(1.0, r * 2 * x.h);
+  out.backward += 2 * flops / (x.dev.bf16_flops * x.dev.gemm_efficiency) + 4 * x.dev.kernel_seconds * adapted_params / std::max(1.0, r * 2 * x.h);
+  if (ad.type == MEMEST_ADAPTER_QLORA) {
+    const double passes = 2 + x.recompute_share;
+    out.backward += memory_seconds(x.dev, passes * linear_params / x.t * 2.53, 0);
+  }
+}
+
+// Per-micro-batch times of a stage holding `dense` dense and `moe` MoE layers (plus the
+// embedding on the first stage and the LM head and loss on the last).
+struct StageTime {
+  LayerTime parts;
+  double pp = 0;  // exposed pipeline sends
+  double total() const { return parts.total() + pp; }
+};
+
+LayerTime head_and_loss(const Context& x) {
+  LayerTime out;
+  const memest_model& m = x.m;
+  const double v = static_cast<double>(m.vocab_size);
+  double gemm = 0;
+  linear(x, out, x.rows, v / x.t, x.h, gemm);
+  // The loss over the logits (fp32): Megatron's vocab-parallel cross-entropy reads the logits
+  // once and writes their gradient (about 12 bytes per logit); an unfused loss upcasts,
+  // log-softmaxes and gathers in separate kernels (about 3 times that).
+  const bool fused = x.plan.loss == MEMEST_LOSS_FUSED || x.plan.loss == MEMEST_LOSS_LINEAR_FUSED ||
+                     x.plan.loss == MEMEST_LOSS_CHUNKED || x.plan.stack.compile == MEMEST_COMPILE_ALL ||
+                     x.plan.stack.compile == MEMEST_COMPILE_LOSS;
+  const double logits = x.rows * v / x.t;
+  out.forward += memory_seconds(x.dev, (fused ? 6 : 18) * logits, fused ? 2 : 6);
+  out.backward += memory_seconds(x.dev, (fused ? 6 : 18) * logits, fused ? 2 : 6);
+  // the final norm and the SP gather before the head
+  out.forward += memory_seconds(x.dev, 4 * x.rows * x.h / x.t_sp, 1);
+  out.backward += memory_seconds(x.dev, 8 * x.rows * x.h / x.t_sp, 1);
+  tp_part(x, out, 0.5, gemm);
+  return out;
+}
+
+LayerTime embedding(const Context& x) {
+  // Gather rows forward; backward scatter-adds the rows' gradients into the table (fp32).
+  LayerTime out;
+  out.forward += memory_seconds(x.dev, 4 * x.rows * x.h / x.t_sp, 1);
+  out.backward += memory_seconds(x.dev, 6 * x.rows * x.h / x.t_sp, 1);
+  return out;
+}
+
+// A layer's recomputed forward (full recomputation of recompute_share of the layers; with
+// op-level selective recomputation (torchtitan's SAC) the memory-bound kernels only: the
+// matmuls' outputs are saved).
+void add_recompute(const Context& x, LayerTime& layer, double elementwise_forward) {
+  if (x.recompute_share > 0) layer.recompute = x.recompute_share * layer.forward;
+  else if (x.plan.layout.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) layer.recompute = elementwise_forward;
+}
+
+}  // namespace
 
 double moe_all_to_all_seconds(const Plan& plan) {
   if (!is_moe(*plan.model) || plan.ep <= 1) return 0;
-  const memest_model& m = *plan.model;
-  const memest_gpu& g = *plan.gpu;
-  const ActivationLayout& x = plan.layout;
-  const double ep = static_cast<double>(plan.ep);
+  const Context x(plan);
+  const double copies = x.rows / x.t_sp * static_cast<double>(plan.model->num_experts_per_tok);
   const double load = plan.moe_capacity_factor > 0 ? plan.moe_capacity_factor : 1.0;
-  // Rows of h (2 bytes) one GPU sends per all-to-all: its T tokens' k copies
-  // (megatron/core/transformer/moe/token_dispatcher.py: dispatch and combine in forward, their
-  // transposes in backward: 4 all-to-alls per layer and micro-batch), of which (ep-1)/ep
-  // leave the GPU. The ep group spans ep*etp consecutive ranks (tp innermost): inside a node
-  // when that fits, else across nodes.
-  const double tokens = x.seq_len * x.micro_batch / (x.cp * (x.sequence_parallel ? x.tp : 1.0));
-  const double bytes = load * tokens * static_cast<double>(m.num_experts_per_tok) *
-                       static_cast<double>(m.hidden_size) * 2 * (ep - 1) / ep;
-  const double span = ep * static_cast<double>(plan.etp);
-  const double bw = (span <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
-  return 4 * bytes / bw;
+  return 4 * collective_seconds(x.g, Collective::AllToAll, x.ep_group, copies * load * x.h * 2);
 }
-
 
 Throughput estimate_throughput(const Plan& plan) {
   Throughput out;
   if (plan.num_microbatches <= 0) return out;
+  const Context x(plan);
   const memest_model& m = *plan.model;
-  const memest_gpu& g = *plan.gpu;
-  const ActivationLayout& x = plan.layout;
-  const double t = x.tp, c = x.cp, p = static_cast<double>(plan.pp);
-  const double vpp = static_cast<double>(plan.vpp);
+  const double p = static_cast<double>(plan.pp), vpp = static_cast<double>(plan.vpp);
   const double d = static_cast<double>(plan.dp);
   const double mb = static_cast<double>(plan.num_microbatches);
-  const double s = x.seq_len, b = x.micro_batch;
-  const double gpus = t * c * p * d;
-  const double peak = g.peak_bf16_tflops * 1e12;
-  const double first = static_cast<double>(plan.layers.first);
-  const double middle = static_cast<double>(plan.layers.middle);
-  const double last = static_cast<double>(plan.layers.last);
+  const double gpus = x.t * x.c * p * d;
 
-  out.model_flops = model_flops_per_token(m, plan.flops, s) * s * b * mb * d;
+  out.model_flops = model_flops_per_token(m, plan.flops, x.s) * x.s * x.b * mb * d;
 
-  // One micro-batch on one GPU of a stage: 3-pass GEMM and attention FLOPs.
-  const double tokens = s * b / (t * c);
-  double gemm_layer = 6 * plan.flops.active_layer_params * tokens;
-  double attn_layer = 12 * s * plan.flops.score_width * tokens / 2;  // causal: half the counted
-  if (x.recompute == MEMEST_RECOMPUTE_FULL) {
-    gemm_layer *= 4.0 / 3;
-    attn_layer *= 4.0 / 3;
-  } else if (x.recompute == MEMEST_RECOMPUTE_SELECTIVE && !x.flash_attention) {
-    attn_layer *= 4.0 / 3;
-  }
-  const double rows = s * b / c;
-  const double gemm_rate = peak * g.gemm_efficiency * rows / (rows + g.gemm_half_tokens);
-  const double attn_rate = peak * g.attention_efficiency / (1 + g.cp_attention_penalty * (c - 1));
-  const double per_layer = gemm_layer / gemm_rate + attn_layer / attn_rate;
-  const double hv = static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
-  const double head = 6 * hv * tokens / gemm_rate;  // the last stage also runs the LM head
-  double tp_per_layer = 0;
-  if (t > 1) {
-    const double bw = (t <= g.gpus_per_node ? g.tp_bandwidth_gbps : g.inter_node_gbps) * 1e9;
-    tp_per_layer = 8 * (t - 1) / t * (2 * s * b * static_cast<double>(m.hidden_size) / c) / bw;
-  }
-  // The slowest stage sets the pace: the last (LM head), or a full middle stage when an
-  // uneven pipeline lightened the ends.
-  // MoE layers add their all-to-alls (spread evenly over the layers for the pace).
+  // One layer of each kind, then each stage kind (first, middle, last) from its layer counts.
+  LayerTime dense = dense_layer(x);
+  const double dense_elem = memory_seconds(
+      x.dev, block_elementwise_bytes(x, 0, x.rows, static_cast<double>(m.intermediate_size) / x.t), 0);
+  add_recompute(x, dense, dense_elem);
+  const LayerParams& dl = plan.dense_layer;
+  const double dense_params = dl.sharded / x.t + dl.replicated;
+  LayerTime moe;
+  double moe_params = 0, moe_routed = 0;
   if (is_moe(m)) {
-    tp_per_layer += moe_all_to_all_seconds(plan) * static_cast<double>(moe_layer_count(m)) /
-                    static_cast<double>(m.num_hidden_layers);
+    moe = moe_layer(x);
+    add_recompute(x, moe, dense_elem);
+    const MoeLayerParts parts = moe_layer_parts(m);
+    moe_params = parts.base.sharded / x.t + parts.base.replicated;
+    moe_routed = parts.routed / (x.ep * x.etp);
   }
-  double tau = last * (per_layer + tp_per_layer) + head;
-  if (plan.pp > 1) tau = std::max(tau, std::max(first, middle) * (per_layer + tp_per_layer));
+  if (plan.adapter.enabled()) {
+    const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
+                                                static_cast<double>(plan.adapter.rank), "");
+    adapter_part(x, dense, dl.sharded, ap.dense_layer);
+    if (is_moe(m)) adapter_part(x, moe, moe_params * x.t + moe_routed * x.ep * x.etp, ap.moe_layer);
+  }
+  sharded_part(x, dense, dense_params);
+  if (is_moe(m)) sharded_part(x, moe, moe_params + moe_routed);
 
-  double step = (mb + (p - 1) / vpp) * tau;
-  const double dc = d * c;
-  const double bytes_per_param = plan.zero >= 1 ? plan.precision.grad_bytes + plan.precision.param_bytes
-                                                : 2 * plan.precision.grad_bytes;
-  double routed = 0;  // routed-expert parameters of the whole model (MoE)
-  if (is_moe(m)) routed = static_cast<double>(moe_layer_count(m)) * moe_layer_parts(m).routed;
-  if (dc > 1) {
-    const double params = (plan.param_count.total - routed) / (t * p);
-    const double bw = (t * c * d <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
-    step += (dc - 1) / dc * bytes_per_param * params / bw;
-    step += sharding_traffic_bytes(plan, params, mb) * (dc - 1) / dc / bw;
+  const EdgeParams& edge = plan.edge;
+  const LayerTime head = head_and_loss(x);
+  const LayerTime embed = embedding(x);
+  // Pipeline sends: the stage's output hidden states (SP-scattered), forward and its gradient
+  // backward, per model chunk; blocking in 1F1B unless overlapped.
+  double pp_send = 0;
+  if (plan.pp > 1) {
+    const Group next{2, x.t * x.c * d * 2};
+    const double one = collective_seconds(x.g, Collective::SendRecv, next, x.rows * x.h * 2 / x.t_sp);
+    pp_send = (x.overlap & bit(MEMEST_OVERLAP_PP)) ? 0 : 2 * vpp * one;
   }
-  step += offload_seconds(plan, plan.param_count.total / (t * p), mb);
-  const double edp = static_cast<double>(plan.edp);
-  if (routed > 0 && edp > 1) {
-    // Expert gradients are reduced over the expert data-parallel group (edp ranks, spaced
-    // etp*ep apart: inside a node only when the whole expert grid of a stage fits).
-    const double params = routed / (static_cast<double>(plan.ep * plan.etp) * p);
-    const double span = static_cast<double>(plan.etp * plan.ep) * edp;
-    const double bw = (span <= g.gpus_per_node ? g.intra_node_gbps : g.inter_node_gbps) * 1e9;
-    step += (edp - 1) / edp * bytes_per_param * params / bw;
-  }
-  step += g.pipeline_stage_seconds * (p - 1);
 
-  out.step_seconds = step;
-  out.tflops_per_gpu = out.model_flops / (step * gpus) / 1e12;
-  out.tokens_per_s = s * b * mb * d / step;
+  struct Kind {
+    double time = 0;
+    LayerTime parts;
+    double params = 0, expert_params = 0;  // what this stage's GPU reduces over data parallelism
+    double backward_one = 0, forward_one = 0;  // one micro-batch's kernels (DP overlap window)
+  };
+  auto stage = [&](int64_t i) {
+    Kind k;
+    const int64_t layers = plan.layers.of(i, plan.pp);
+    const int64_t moe_layers = stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i);
+    const double nd = static_cast<double>(layers - moe_layers), nm = static_cast<double>(moe_layers);
+    k.parts.add(dense, nd);
+    k.parts.add(moe, nm);
+    k.params = nd * dense_params + nm * moe_params;
+    k.expert_params = nm * moe_routed;
+    if (i == 0) {
+      k.parts.add(embed, 1);
+      k.params += edge.word_embedding / x.t + edge.embedding_extra;
+    }
+    if (i == plan.pp - 1) {
+      k.parts.add(head, 1);
+      k.params += edge.lm_head / x.t + edge.final_norm;
+      if (m.mtp_layers > 0) {  // each multi-token-prediction module: a layer and the head again
+        const double mtp = static_cast<double>(m.mtp_layers);
+        k.parts.add(is_moe(m) ? moe : dense, mtp);
+        k.parts.add(head, mtp);
+      }
+    }
+    k.time = k.parts.total() + pp_send;
+    k.forward_one = k.parts.forward;
+    k.backward_one = k.parts.backward;
+    return k;
+  };
+  const Kind first = stage(0);
+  const Kind last = plan.pp > 1 ? stage(plan.pp - 1) : first;
+  const Kind middle = plan.pp > 2 ? stage(1) : first;
+  const Kind* slowest = &first;
+  if (last.time > slowest->time) slowest = &last;
+  if (plan.pp > 2 && middle.time > slowest->time) slowest = &middle;
+  const double sum = plan.pp == 1 ? first.time
+                                  : first.time + last.time + (p - 2) * (plan.pp > 2 ? middle.time : 0);
+  // 1F1B: every stage runs m micro-batches at the slowest stage's pace, plus the fill and drain
+  // of the others; interleaving divides the fill and drain by vpp.
+  const double pipeline = mb * slowest->time + (sum - slowest->time) / vpp;
+
+  StepParts& parts = out.parts;
+  parts.seconds[MEMEST_STEP_COMPUTE] = mb * (slowest->parts.forward + slowest->parts.backward);
+  parts.seconds[MEMEST_STEP_RECOMPUTE] = mb * slowest->parts.recompute;
+  parts.seconds[MEMEST_STEP_TP_COMM] = mb * slowest->parts.tp;
+  parts.seconds[MEMEST_STEP_CP_COMM] = mb * slowest->parts.cp;
+  parts.seconds[MEMEST_STEP_EP_COMM] = mb * slowest->parts.ep;
+  parts.seconds[MEMEST_STEP_DP_COMM] = mb * slowest->parts.dp;
+  parts.seconds[MEMEST_STEP_PP_COMM] = mb * pp_send;
+  parts.seconds[MEMEST_STEP_BUBBLE] = pipeline - mb * slowest->time;
+
+  // Once a step: gradients reduced over the data-parallel group (dp x cp, the distributed
+  // optimizer's; expert parameters over edp), parameters gathered back (ZeRO >= 1). With the
+  // stack's DP overlap, the reduce-scatter runs bucket by bucket during the last micro-batch's
+  // backward and the all-gather during the next step's first forward: what exceeds that
+  // window is exposed, and at least the last bucket (Megatron-Core bucket_size
+  // max(40M, 1M x dp) parameters, distributed_data_parallel.py).
+  const Precision& pr = plan.precision;
+  const bool per_layer_sharding =
+      (plan.framework == MEMEST_FRAMEWORK_FSDP && plan.zero >= 2 && plan.pp == 1) ||
+      (plan.framework == MEMEST_FRAMEWORK_DEEPSPEED && plan.zero >= 2);
+  auto dp_seconds = [&](const Kind& k) {
+    double exposed = 0;
+    auto reduce = [&](double params, const Group& group) {
+      if (group.size <= 1 || !(params > 0)) return;
+      double grads = 0, gather = 0;
+      if (!per_layer_sharding) {
+        grads = plan.zero >= 1
+                    ? collective_seconds(x.g, Collective::ReduceScatter, group, params * pr.grad_bytes)
+                    : collective_seconds(x.g, Collective::AllReduce, group, params * pr.grad_bytes);
+      }
+      if (plan.zero >= 1 && !(per_layer_sharding && (plan.zero >= 3 || plan.framework == MEMEST_FRAMEWORK_FSDP))) {
+        gather = collective_seconds(x.g, Collective::AllGather, group, params * pr.param_bytes);
+      }
+      const double buckets = std::max(1.0, params / std::max(4e7, 1e6 * group.size));
+      if (x.overlap & bit(MEMEST_OVERLAP_DP)) {
+        exposed += std::max(grads / buckets, grads - k.backward_one / vpp);
+        exposed += std::max(gather / buckets, gather - k.forward_one / vpp);
+      } else {
+        exposed += grads + gather;
+      }
+    };
+    reduce(k.params, Group{d * x.c, x.t * x.c * d});
+    const double edp = static_cast<double>(plan.edp);
+    reduce(k.expert_params, Group{edp, x.etp * x.ep * edp});
+    return exposed;
+  };
+  double dp_step = dp_seconds(first);
+  if (plan.pp > 1) dp_step = std::max(dp_step, dp_seconds(last));
+  if (plan.pp > 2) dp_step = std::max(dp_step, dp_seconds(middle));
+  parts.seconds[MEMEST_STEP_DP_COMM] += dp_step;
+
+  // Optimizer step (fused multi-tensor Adam: Megatron's FusedAdam, torch.optim foreach): per
+  // parameter of this GPU's shard it reads and writes the states and masters (K bytes each
+  // way), reads the gradient and writes the working weight; the gradients are zeroed and read
+  // once more for the clipping norm.
+  const Kind& big = first.params + first.expert_params >= last.params + last.expert_params ? first : last;
+  const bool sharded_states = plan.zero >= 1;
+  const double shard = (big.params / (sharded_states ? d * x.c : 1)) +
+                       (big.expert_params / (sharded_states ? static_cast<double>(plan.edp) : 1));
+  const double local = big.params + big.expert_params;
+  const double states = plan.adapter.enabled() ? 0 : pr.optimizer_bytes;
+  const double trainable_shard = plan.adapter.enabled() ? 0 : shard;
+  parts.seconds[MEMEST_STEP_OPTIMIZER] =
+      memory_seconds(x.dev, trainable_shard * (2 * states + 2 * pr.grad_bytes + pr.param_bytes) +
+                                (plan.adapter.enabled() ? 0 : local * pr.grad_bytes),
+                     4);
+  parts.seconds[MEMEST_STEP_OFFLOAD] = offload_seconds(plan, plan.param_count.total / (x.t * p), mb);
+
+  out.step_seconds = parts.total();
+  out.tflops_per_gpu = out.model_flops / (out.step_seconds * gpus) / 1e12;
+  out.tokens_per_s = x.s * x.b * mb * d / out.step_seconds;
+  out.mfu = plan.gpu->peak_bf16_tflops > 0 ? out.tflops_per_gpu / plan.gpu->peak_bf16_tflops : 0;
   out.bubble_fraction = (p - 1) / (vpp * mb);
   return out;
+}
+
+namespace {
+template <typename Out>
+void write_parts(const StepParts& p, Out& out) {
+  out.compute_seconds = p.seconds[MEMEST_STEP_COMPUTE];
+  out.recompute_seconds = p.seconds[MEMEST_STEP_RECOMPUTE];
+  out.bubble_seconds = p.seconds[MEMEST_STEP_BUBBLE];
+  out.tp_comm_seconds = p.seconds[MEMEST_STEP_TP_COMM];
+  out.cp_comm_seconds = p.seconds[MEMEST_STEP_CP_COMM];
+  out.dp_comm_seconds = p.seconds[MEMEST_STEP_DP_COMM];
+  out.pp_comm_seconds = p.seconds[MEMEST_STEP_PP_COMM];
+  out.ep_comm_seconds = p.seconds[MEMEST_STEP_EP_COMM];
+  out.optimizer_seconds = p.seconds[MEMEST_STEP_OPTIMIZER];
+  out.offload_seconds = p.seconds[MEMEST_STEP_OFFLOAD];
+}
+}  // namespace
+
+void write_throughput(const Throughput& t, memest_pretrain_result& out) {
+  out.step_seconds = t.step_seconds;
+  out.tokens_per_s = t.tokens_per_s;
+  out.tflops_per_gpu = t.tflops_per_gpu;
+  out.mfu = t.mfu;
+  write_parts(t.parts, out);
+}
+
+void write_throughput(const Throughput& t, memest_search_entry& out) {
+  out.step_seconds = t.step_seconds;
+  out.tokens_per_s = t.tokens_per_s;
+  out.tflops_per_gpu = t.tflops_per_gpu;
+  out.bubble_fraction = t.bubble_fraction;
+  out.mfu = t.mfu;
+  write_parts(t.parts, out);
 }
 
 }  // namespace memest

@@ -1,19 +1,30 @@
-// Throughput model: time per iteration and TFLOP/s per GPU for a pretraining layout.
+// Throughput model: the time of one training iteration, composed of mechanisms (README
+// "Throughput model"), each with a constant of the device profile:
 //
-// Model FLOPs per iteration (Narayanan et al. 2021, as Megatron-LM reports TFLOP/s, adapted
-// to GQA, SwiGLU and an untied head; for Llama-3.1-8B it is Megatron's
-// 12*B*s*L*h^2*((1 + k/a + s/h) + 1.5 h_ffn/h + v/(2Lh))):
-//   F = B*s * (6*N_matmul + 6*v*h + 12*s*L*a*d_head)      (3 passes: forward + 2x backward)
-// Time per iteration, one GPU's view (constants from the device profile):
-//   tau   = compute + TP/SP communication of one micro-batch on the slowest stage
-//   compute = GEMM FLOPs / (peak * eta_g * n/(n + n_half))     n = s*b/c rows per GPU
-//           + causal attention FLOPs (half the counted) / (peak * eta_attn) * (1 + g_cp (c-1))
-//   TP/SP   = layers * 8 collectives * (t-1)/t * 2sbh/c bytes / BW_tp (inter-node BW if t > node)
-//   T       = (m + (p-1)/vpp) * tau                             1F1B bubble (p-1)/(vpp m)
-//           + DP: (dc-1)/(dc) * (grad + param bytes) * N/(t p) / BW (node or network)
-//           + pipeline_stage_seconds * (p-1)                    empirical, fitted
-// Recomputation adds forward FLOPs: full recomputes every layer (x 4/3), selective recomputes
-// attention scores when FlashAttention does not already.
+//   per micro-batch and pipeline stage (one GPU's view, the slowest stage sets the pace):
+//     compute    every GEMM of a block at its own M x N x K after the TP/CP/EP splits
+//                (kernels.hpp: roofline at the profile's GEMM efficiency, tile quantisation),
+//                FlashAttention at an efficiency that grows with the keys per block,
+//                memory-bound kernels (norms, activation, RoPE, residuals, fp8 casts, MoE
+//                permutation, the loss) from the bytes they move at HBM bandwidth;
+//     recompute  the forward kernels activation recomputation repeats;
+//     TP, CP, EP the block's collectives (collectives.hpp), exposed unless the stack overlaps
+//                them (memest_overlap): TP behind its GEMMs, CP's ring exchange behind the
+//                attention of the previous chunk (Transformer Engine always does), MoE
+//                all-to-all behind the experts;
+//     FSDP       per-layer all-gathers and reduce-scatters, prefetched behind the previous
+//                layer's compute when overlapped;
+//     PP         activation sends between stages (blocking in 1F1B unless overlapped).
+//   per iteration:
+//     pipeline   m x t_max + (sum of the stages' t - t_max) / vpp: the 1F1B schedule's fill
+//                and drain (Narayanan et al. 2021, Sec. 2.2: bubble (p-1)/(v m) for equal
+//                stages), with uneven stages (the LM head's, the embedding's) timed as they are;
+//     DP         gradient reduce-scatter (all-reduce without ZeRO) and parameter all-gather,
+//                overlapped with the last micro-batch's backward / the first one's forward
+//                (Megatron-Core distributed_data_parallel.py, param_and_grad_buffer.py:
+//                the last bucket always exposed);
+//     optimizer  the step's reads and writes of masters, gradients and states at HBM bandwidth;
+//     offload    host transfers (PCIe, not overlapped: an upper bound).
 #pragma once
 
 #include "memest/memest.h"
@@ -23,15 +34,31 @@ namespace memest {
 
 struct Plan;
 
+// Relative tokens/s difference below which two layouts' predicted order is not to be trusted:
+// the model's measured error of the ratio between two layouts of one table (leave-one-source-
+// out, tests/calibration/validate_throughput.cpp, which fails when its refit moves from this).
+constexpr double kThroughputTieMargin = 0.05;
+
+// Seconds per iteration by memest_step_part.
+struct StepParts {
+  double seconds[MEMEST_STEP_PART_COUNT] = {};
+  double total() const;
+};
+
 struct Throughput {
   double model_flops = 0;      // per iteration
   double step_seconds = 0;
   double tflops_per_gpu = 0;   // model FLOPs / (time * gpus), as the 4D paper reports
   double tokens_per_s = 0;
+  double mfu = 0;              // tflops_per_gpu / peak
   double bubble_fraction = 0;  // (p - 1) / (vpp * m)
+  StepParts parts;
 };
 
-// Model FLOPs per token: model/flops.hpp.
+// The overlap bits (memest_overlap) a plan runs with: its request's, or the stack's default.
+uint32_t overlap_bits(const Plan& plan);
+// The same from the request's fields: `zero` the stage the framework runs (effective_zero).
+uint32_t overlap_bits(int32_t comm_overlap, int32_t framework, int32_t zero);
 
 // Bytes a data-parallel rank sends per step beyond one gradient reduce-scatter and one
 // parameter all-gather (ZeRO-3 / FSDP re-gathers per micro-batch, per-micro-batch gradient
@@ -41,10 +68,14 @@ double sharding_traffic_bytes(const Plan& plan, double params, double microbatch
 // Seconds of host <-> GPU transfers per step for what is offloaded (PCIe, no overlap).
 double offload_seconds(const Plan& plan, double params, double microbatches);
 // Seconds of one MoE layer's expert-parallel all-to-alls (dispatch + combine, forward and
-// backward) for one micro-batch on one GPU; 0 for a dense model or ep = 1.
+// backward) for one micro-batch on one GPU, not overlapped; 0 for a dense model or ep = 1.
 double moe_all_to_all_seconds(const Plan& plan);
 
 // Needs the number of micro-batches (a global batch); zeros when it is not known.
 Throughput estimate_throughput(const Plan& plan);
+
+// Writes a throughput into the result's / the entry's 1.5 fields.
+void write_throughput(const Throughput& t, memest_pretrain_result& out);
+void write_throughput(const Throughput& t, memest_search_entry& out);
 
 }  // namespace memest

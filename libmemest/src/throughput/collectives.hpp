@@ -1,0 +1,31 @@
+// Time of one collective or point-to-point transfer: latency + bytes x factor / bus bandwidth,
+// with the bus-bandwidth factors nccl-tests defines (doc/PERFORMANCE.md: all-reduce
+// 2(n-1)/n, all-gather and reduce-scatter (n-1)/n of the full buffer, all-to-all (n-1)/n), and
+// the bus bandwidth of where the group sits: inside the NVLink domain (gpus_per_node), or across
+// nodes. Across nodes NCCL runs one ring or tree per channel, each through its own NIC (rail),
+// with the hops inside a node on NVLink: a group with g ranks in each node moves its data over
+// g NICs at once, so its bus bandwidth is g x the per-GPU network bandwidth, up to NVLink's
+// (nccl-tests multi-node all_reduce_perf on 8-GPU DGX nodes reaches about 8 x the per-NIC rate;
+// a group of one rank per node, such as data parallelism strided by tp = 8, gets one NIC's).
+#pragma once
+
+#include "memest/memest.h"
+
+namespace memest {
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+
+// A process group: `size` ranks spread over `span` consecutive global ranks (a group of
+// stride s and size n spans s*n ranks). Inside one NVLink domain when span <= gpus_per_node;
+// else gpus_per_node / s of its ranks share each node.
+struct Group {
+  double size = 1;
+  double span = 1;
+};
+
+// Seconds for a collective over `group` of a buffer of `bytes` (the full, gathered size for
+// all-gather / reduce-scatter; what one rank sends for send/recv and all-to-all), 0 for a group
+// of one rank.
+double collective_seconds(const memest_gpu& g, Collective kind, const Group& group, double bytes);
+
+}  // namespace memest

@@ -1,0 +1,59 @@
+#include "throughput/kernels.hpp"
+
+#include <algorithm>
+
+namespace memest {
+
+DeviceRates device_rates(const memest_gpu& g) {
+  DeviceRates d;
+  d.bf16_flops = g.peak_bf16_tflops * 1e12;
+  // A GPU with fp8 tensor cores and no stated FP8 peak: twice the BF16 rate (Hopper, Ada,
+  // Blackwell and MI300 datasheets all list FP8 dense at 2x BF16 dense).
+  d.fp8_flops = g.peak_fp8_tflops > 0 ? g.peak_fp8_tflops * 1e12 : (g.fp8 > 0 ? 2 * d.bf16_flops : 0);
+  d.hbm_bytes = g.hbm_gbps * 1e9;
+  d.gemm_efficiency = g.gemm_efficiency;
+  d.gemm_half_dim = g.gemm_half_dim;
+  d.attention_efficiency = g.attention_efficiency;
+  d.attention_half_seq = g.attention_half_seq;
+  d.kernel_seconds = g.kernel_overhead_us * 1e-6;
+  return d;
+}
+
+double gemm_efficiency(const DeviceRates& d, double m, double n, double k) {
+  const double x = d.gemm_half_dim;
+  return d.gemm_efficiency * (m / (m + x)) * (n / (n + x)) * (k / (k + x));
+}
+
+double gemm_seconds(const DeviceRates& d, double m, double n, double k, bool fp8) {
+  if (!(m > 0 && n > 0 && k > 0)) return 0;
+  const double peak = fp8 && d.fp8_flops > 0 ? d.fp8_flops : d.bf16_flops;
+  const double in_bytes = fp8 && d.fp8_flops > 0 ? 1.0 : 2.0;
+  const double compute = 2 * m * n * k / (peak * gemm_efficiency(d, m, n, k));
+  const double traffic = (in_bytes * (m * k + k * n) + 2 * m * n) / d.hbm_bytes;
+  return std::max(compute, traffic) + d.kernel_seconds;
+}
+
+LinearSeconds linear_seconds(const DeviceRates& d, double m, double n, double k, bool fp8,
+                             bool weight_grad) {
+  LinearSeconds s;
+  s.forward = gemm_seconds(d, m, n, k, fp8);
+  s.backward = gemm_seconds(d, m, k, n, fp8) + (weight_grad ? gemm_seconds(d, k, n, m, fp8) : 0);
+  return s;
+}
+
+double memory_seconds(const DeviceRates& d, double bytes, double kernels) {
+  return bytes / d.hbm_bytes + kernels * d.kernel_seconds;
+}
+
+AttentionSeconds flash_attention_seconds(const DeviceRates& d, double flops, double block_keys,
+                                         double head_dim) {
+  AttentionSeconds s;
+  if (!(flops > 0)) return s;
+  const double efficiency = d.attention_efficiency * block_keys / (block_keys + d.attention_half_seq) *
+                            head_dim / (head_dim + 16);
+  s.forward = flops / (d.bf16_flops * efficiency) + d.kernel_seconds;
+  s.backward = 2.5 * flops / (d.bf16_flops * efficiency) + 2 * d.kernel_seconds;
+  return s;
+}
+
+}  // namespace memest
