@@ -229,8 +229,9 @@ TEST_CASE("Throughput: FLOPs from the active parameters; all-to-all time per MoE
   m.num_shared_experts = 1, m.shared_expert_intermediate_size = 64, m.moe_first_dense_layers = 1;
   CHECK(model_flops_per_token(m, 16) == doctest::Approx(1230336));
   // All-to-all of one MoE layer, one micro-batch: T = 8 tokens, k = 2, h = 64: 8*2*64*2 bytes
-  // per all-to-all, (ep-1)/ep = 1/2 leaves the GPU: 1024 bytes, 4 of them: 4096 bytes over
-  // the node's bandwidth (ep*etp = 4 <= 8 GPUs per node).
+  // per all-to-all, (ep-1)/ep = 1/2 leaves the GPU: 1024 bytes, 4 of them, each one collective
+  // latency (log2(ep) = 1 step) plus its bytes over the node's bandwidth (ep*etp = 4 <= 8 GPUs
+  // per node).
   PretrainRequest r;
   r.model = m;
   memest_gpu g = default_gpu();
@@ -238,7 +239,8 @@ TEST_CASE("Throughput: FLOPs from the active parameters; all-to-all time per MoE
   r.gpu = g;
   r.gpus = 8, r.tp = 2, r.pp = 2, r.ep = 2, r.seq_len = 16;
   const Plan plan = make_plan(r);
-  CHECK(moe_all_to_all_seconds(plan) == doctest::Approx(4096 / (g.intra_node_gbps * 1e9)));
+  CHECK(moe_all_to_all_seconds(plan) ==
+        doctest::Approx(4 * (g.intra_node_latency_us * 1e-6 + 1024 / (g.intra_node_gbps * 1e9))));
   r.ep = 1;
   CHECK(moe_all_to_all_seconds(make_plan(r)) == 0);
 }

@@ -225,7 +225,11 @@ void attention_part(const Context& x, LayerTime& out, double& gemm) {
   // takes the full square); context parallelism splits the queries, load-balanced.
   const double flops = r * 2 * x.s * x.plan.flops.score_width / t;
   if (x.plan.layout.flash_attention) {
-    const AttentionSeconds at = flash_attention_seconds(x.dev, flops, x.s / x.c, head);
+    // Under context parallelism Transformer Engine splits the sequence into 2c chunks (two per
+    // rank, for the causal load balance) and runs one kernel per chunk pair per ring step: the
+    // keys a kernel sees are s / (2c) (attention.py AttnFuncWithCPAndKVP2P).
+    const double block_keys = x.c > 1 ? x.s / (2 * x.c) : x.s;
+    const AttentionSeconds at = flash_attention_seconds(x.dev, flops, block_keys, head);
     out.forward += at.forward;
     out.backward += at.backward;
     // Context parallelism (Transformer Engine's ring attention, P2P): c - 1 steps each way,

@@ -1,0 +1,202 @@
+// The step-time model's mechanisms (throughput/), each on a hand-derived value: the GEMM
+// roofline and its tile-quantisation efficiency, FlashAttention's rate, collectives with the
+// nccl-tests bus factors and rail bandwidth, the 1F1B fill and drain, the overlap defaults, and
+// the step breakdown as every front end reads it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "helpers.hpp"
+#include "model/presets.hpp"
+#include "plan/plan.hpp"
+#include "throughput/collectives.hpp"
+#include "throughput/kernels.hpp"
+#include "throughput/throughput.hpp"
+
+using namespace memest;
+
+namespace {
+
+DeviceRates rates() {
+  DeviceRates d;
+  d.bf16_flops = 1e15;
+  d.fp8_flops = 2e15;
+  d.hbm_bytes = 2e12;
+  d.gemm_efficiency = 0.5;
+  d.gemm_half_dim = 0;
+  d.attention_efficiency = 0.4;
+  d.attention_half_seq = 1000;
+  d.kernel_seconds = 1e-6;
+  return d;
+}
+
+test::json pretrain(int64_t gpus, int64_t tp, int64_t pp, int64_t vpp) {
+  return {{"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "h100-80gb"},
+          {"parallel", {{"gpus", gpus}, {"tp", tp}, {"pp", pp}, {"vpp", vpp}}},
+          {"training", {{"seq_len", 4096}, {"micro_batch", 1}, {"global_batch", 64}}}};
+}
+
+double part(const test::json& body, const char* name) {
+  return body["throughput"]["step"][name].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("GEMM: FLOPs at the achieved rate, or bytes at HBM bandwidth when memory-bound") {
+  const DeviceRates d = rates();
+  // 4096^3: 2 * 4096^3 / (1e15 * 0.5) = 2.74878e-4 s, above its bytes (3 * 4096^2 * 2 / 2e12 =
+  // 5.03e-5 s); plus 1 us of kernel overhead.
+  CHECK(gemm_seconds(d, 4096, 4096, 4096, false) == doctest::Approx(2 * std::pow(4096.0, 3) / 5e14 + 1e-6));
+  // fp8: twice the rate, 1-byte inputs.
+  CHECK(gemm_seconds(d, 4096, 4096, 4096, true) == doctest::Approx(2 * std::pow(4096.0, 3) / 1e15 + 1e-6));
+  // A GEMV-like 1 x 8192 x 8192: 2 * 8192^2 / 5e14 = 2.7e-7 s of FLOPs against
+  // (2 * (8192 + 8192^2) + 2 * 8192) / 2e12 = 6.7e-5 s of bytes: memory-bound.
+  CHECK(gemm_seconds(d, 1, 8192, 8192, false) ==
+        doctest::Approx((2 * (8192.0 + 8192.0 * 8192) + 2 * 8192.0) / 2e12 + 1e-6));
+  // Tile quantisation: with d_half = 128, a 128 x 4096 x 4096 GEMM runs at
+  // 0.5 * 128/256 * (4096/4224)^2 of peak.
+  DeviceRates q = d;
+  q.gemm_half_dim = 128;
+  CHECK(gemm_efficiency(q, 128, 4096, 4096) == doctest::Approx(0.5 * 0.5 * std::pow(4096.0 / 4224, 2)));
+  // Training: forward, input gradient and weight gradient; a frozen weight has no dW.
+  const LinearSeconds l = linear_seconds(d, 4096, 4096, 4096, false, true);
+  const LinearSeconds frozen = linear_seconds(d, 4096, 4096, 4096, false, false);
+  CHECK(l.backward == doctest::Approx(2 * l.forward));
+  CHECK(frozen.backward == doctest::Approx(l.forward));
+}
+
+TEST_CASE("FlashAttention: efficiency grows with the keys per block; backward 2.5 x forward") {
+  const DeviceRates d = rates();
+  // 1e12 FLOPs, 3000 keys, head dim 128: 0.4 * 3000/4000 * 128/144 = 0.26667 of 1e15.
+  const AttentionSeconds a = flash_attention_seconds(d, 1e12, 3000, 128);
+  CHECK(a.forward == doctest::Approx(1e12 / (1e15 * 0.4 * 0.75 * 128 / 144) + 1e-6));
+  CHECK(a.backward == doctest::Approx(2.5 * 1e12 / (1e15 * 0.4 * 0.75 * 128 / 144) + 2e-6));
+}
+
+TEST_CASE("Collectives: nccl-tests bus factors, NVLink inside a node, rails across nodes") {
+  memest_gpu g = default_gpu();
+  g.gpus_per_node = 8, g.intra_node_gbps = 400, g.inter_node_gbps = 50;
+  g.intra_node_latency_us = 10, g.inter_node_latency_us = 20;
+  // All-reduce of 1 GB over 8 GPUs of one node: 2 * 7/8 * 1e9 / 4e11 + 3 steps * 10 us.
+  CHECK(collective_seconds(g, Collective::AllReduce, {8, 8}, 1e9) == doctest::Approx(1.75e9 / 4e11 + 30e-6));
+  // All-gather over 16 GPUs of two nodes, 8 in each: 8 rails of 50 GB/s = 400 GB/s (capped at
+  // NVLink's 400): 15/16 * 1e9 / 4e11 + 4 steps * 20 us.
+  CHECK(collective_seconds(g, Collective::AllGather, {16, 16}, 1e9) ==
+        doctest::Approx(15.0 / 16 * 1e9 / 4e11 + 80e-6));
+  // The same group strided by tp = 8 (one rank per node): one rail, 50 GB/s.
+  CHECK(collective_seconds(g, Collective::AllGather, {16, 128}, 1e9) ==
+        doctest::Approx(15.0 / 16 * 1e9 / 5e10 + 80e-6));
+  // Two ranks per node (stride 4): 100 GB/s.
+  CHECK(collective_seconds(g, Collective::ReduceScatter, {16, 64}, 1e9) ==
+        doctest::Approx(15.0 / 16 * 1e9 / 1e11 + 80e-6));
+  CHECK(collective_seconds(g, Collective::AllReduce, {1, 1}, 1e9) == 0);
+}
+
+TEST_CASE("Overlap defaults: each stack's own") {
+  constexpr uint32_t dp = 1u << MEMEST_OVERLAP_DP, pp = 1u << MEMEST_OVERLAP_PP;
+  CHECK(overlap_bits(MEMEST_OVERLAP_STACK_DEFAULT, MEMEST_FRAMEWORK_MEGATRON, 1) == (dp | pp));
+  CHECK(overlap_bits(MEMEST_OVERLAP_STACK_DEFAULT, MEMEST_FRAMEWORK_FSDP, 3) == dp);
+  CHECK(overlap_bits(MEMEST_OVERLAP_STACK_DEFAULT, MEMEST_FRAMEWORK_DEEPSPEED, 2) == 0);
+  CHECK(overlap_bits(MEMEST_OVERLAP_STACK_DEFAULT, MEMEST_FRAMEWORK_DEEPSPEED, 3) == dp);
+  CHECK(overlap_bits(0, MEMEST_FRAMEWORK_MEGATRON, 1) == 0);
+}
+
+TEST_CASE("Step breakdown: the parts sum to the step; 1F1B fill and drain from the stages' times") {
+  const test::Answer a = test::request(pretrain(8, 2, 4, 1));
+  REQUIRE(a.status == MEMEST_OK);
+  const test::json& t = a.body["throughput"];
+  double sum = 0;
+  for (const auto& [name, seconds] : t["step"].items()) sum += seconds.get<double>();
+  CHECK(sum == doctest::Approx(t["step_seconds"].get<double>()));
+  // tokens/s = s * global batch / step; TFLOP/s from the model FLOPs (Megatron's count).
+  CHECK(t["tokens_per_s"].get<double>() == doctest::Approx(4096.0 * 64 / t["step_seconds"].get<double>()));
+  CHECK(t["mfu"].get<double>() == doctest::Approx(t["tflops_per_gpu"].get<double>() / 989));
+  // 1 x 4 stages, m = 64 micro-batches: the bubble is (sum of stage times - the slowest) / vpp,
+  // at least (p - 1) / m of the pipelined time for equal stages; with vpp 2 it halves (the
+  // layers per stage still divide: 32 = 4 x 2 x 4).
+  const double bubble1 = part(a.body, "bubble");
+  CHECK(bubble1 > 0);
+  const test::Answer b = test::request(pretrain(8, 2, 4, 2));
+  REQUIRE(b.status == MEMEST_OK);
+  CHECK(part(b.body, "bubble") < bubble1);
+  // No pipeline, no bubble.
+  const test::Answer c = test::request(pretrain(8, 2, 1, 1));
+  REQUIRE(c.status == MEMEST_OK);
+  CHECK(part(c.body, "bubble") == 0);
+  CHECK(part(c.body, "pp_comm") == 0);
+  CHECK(part(c.body, "tp_comm") > 0);
+  // Without a global batch there is no step time.
+  test::json no_batch = pretrain(8, 2, 1, 1);
+  no_batch["training"].erase("global_batch");
+  const test::Answer d = test::request(no_batch);
+  REQUIRE(d.status == MEMEST_OK);
+  CHECK_FALSE(d.body.contains("throughput"));
+}
+
+TEST_CASE("Overlap: DP and TP communication exposed without it, hidden with it") {
+  test::json r = pretrain(16, 8, 1, 1);  // dp 2 over two nodes' rails
+  r["training"]["comm_overlap"] = "none";
+  const test::Answer none = test::request(r);
+  REQUIRE(none.status == MEMEST_OK);
+  CHECK(none.body["training"]["comm_overlap"] == test::json::array());
+  r["training"]["comm_overlap"] = {"dp", "tp"};
+  const test::Answer both = test::request(r);
+  REQUIRE(both.status == MEMEST_OK);
+  CHECK(both.body["training"]["comm_overlap"] == test::json({"dp", "tp"}));
+  CHECK(part(both.body, "dp_comm") < part(none.body, "dp_comm"));
+  CHECK(part(both.body, "tp_comm") < part(none.body, "tp_comm"));
+  CHECK(part(both.body, "compute") == doctest::Approx(part(none.body, "compute")));
+  // Without overlap the DP part is one gradient reduce-scatter (fp32) and one parameter
+  // all-gather (bf16) of this GPU's P parameters over dp = 2 ranks on two nodes, one rail each
+  // (tp = 8 fills the node, 50 GB/s): (4 + 2) bytes * P * 1/2 / 50 GB/s + 2 x 25 us.
+  const double params = none.body["stages"][0]["parameters"];
+  CHECK(part(none.body, "dp_comm") == doctest::Approx(6 * params / 2 / 50e9 + 50e-6));
+}
+
+TEST_CASE("comm_overlap: a bad value names the field") {
+  test::json r = pretrain(8, 2, 1, 1);
+  r["training"]["comm_overlap"] = {"dp", "xx"};
+  test::Answer a = test::request(r);
+  CHECK(a.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(a.body["error"]["field"] == "training.comm_overlap[1]");
+  r["training"]["comm_overlap"] = 3;
+  a = test::request(r);
+  CHECK(a.status == MEMEST_ERR_TYPE);
+  CHECK(a.body["error"]["field"] == "training.comm_overlap");
+}
+
+TEST_CASE("fp8 GEMMs make a step faster on an fp8 GPU; the search tries both and marks ties") {
+  test::json r = pretrain(8, 1, 1, 1);
+  const test::Answer bf16 = test::request(r);
+  r["training"]["fp8"] = true;
+  const test::Answer fp8 = test::request(r);
+  REQUIRE(bf16.status == MEMEST_OK);
+  REQUIRE(fp8.status == MEMEST_OK);
+  CHECK(part(fp8.body, "compute") < part(bf16.body, "compute"));
+  test::json s = {{"mode", "search"}, {"model", "llama-3.1-8b"}, {"gpu", "h100-80gb"},
+                  {"parallel", {{"gpus", 8}}}, {"training", {{"seq_len", 4096}, {"global_batch", 64}}},
+                  {"search", {{"top", 10000}, {"fp8", {false, true}}}}};
+  const test::Answer found = test::request(s);
+  REQUIRE(found.status == MEMEST_OK);
+  bool some_fp8 = false, some_bf16 = false;
+  const double margin = found.body["tie_margin"];
+  CHECK(margin == doctest::Approx(kThroughputTieMargin));
+  const double best = found.body["results"][0]["tokens_per_s"];
+  for (const auto& e : found.body["results"]) {
+    (e["fp8"].get<bool>() ? some_fp8 : some_bf16) = true;
+    const double gap = 1 - e["tokens_per_s"].get<double>() / best;
+    CHECK(e["gap_to_best"].get<double>() == doctest::Approx(gap));
+    CHECK(e["tie"].get<bool>() == (gap <= margin));
+  }
+  CHECK(some_fp8);
+  CHECK(some_bf16);
+  CHECK(found.body["results"][0]["fp8"] == true);  // fp8 GEMMs win on an H100
+  // An A100 has no fp8: asking for both keeps the runnable option only; fp8 alone is refused.
+  s["gpu"] = "a100-80gb";
+  CHECK(test::request(s).status == MEMEST_OK);
+  s["search"]["fp8"] = {true};
+  const test::Answer refused = test::request(s);
+  CHECK(refused.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(refused.body["error"]["field"] == "search.fp8");
+}
