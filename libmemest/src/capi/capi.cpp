@@ -206,7 +206,18 @@ memest_model read_model(const memest_model* m, const char* field) {
 
 memest_gpu read_gpu(const memest_gpu* g, const char* field) {
   if (!g) throw memest::Error(MEMEST_ERR_MISSING_FIELD, field, std::string(field) + ": missing (NULL)");
-  return read_versioned(g, field, memest::default_gpu());
+  // An older caller's GPU (a smaller struct) filled from a preset lacks the fields appended
+  // since: they take that preset's values (found by its name), not the generic defaults, so a
+  // 1.0 caller's "a100-40gb" keeps the A100's HBM bandwidth and FP8 peak.
+  memest_gpu defaults = memest::default_gpu();
+  if (g->struct_size >= memest::capi::FirstLayout<memest_gpu>::size && g->struct_size < sizeof(memest_gpu)) {
+    const std::size_t n = strnlen(g->name, sizeof g->name);
+    const std::string name(g->name, n);
+    for (const memest::GpuPreset& p : memest::gpu_presets()) {
+      if (name == p.gpu.name) defaults = p.gpu;
+    }
+  }
+  return read_versioned(g, field, defaults);
 }
 
 memest::Precision precision_of(double param, double grad, double optimizer) {
