@@ -85,6 +85,57 @@ std::string advice_text(const ojson& r) {
   return out;
 }
 
+// The library's step parts (MEMEST_ENUM_STEP_PART), in value order: CSV columns <part>_seconds.
+std::vector<std::string> step_part_names() {
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < memest_enum_count(MEMEST_ENUM_STEP_PART); ++i) {
+    names.emplace_back(memest_enum_name(MEMEST_ENUM_STEP_PART, static_cast<int32_t>(i)));
+  }
+  return names;
+}
+
+// The throughput columns of a CSV header: step_seconds, ..., mfu, <part>_seconds...
+std::string throughput_csv_header() {
+  std::string out = "step_seconds,tokens_per_s,tflops_per_gpu,mfu";
+  for (const std::string& p : step_part_names()) out += "," + p + "_seconds";
+  return out;
+}
+
+// The cells of throughput_csv_header for a response's "throughput" (zeros without one).
+void put_throughput_cells(const ojson& holder, std::vector<ojson>& cells) {
+  const bool has = holder.contains("throughput");
+  const ojson none = ojson(0.0);
+  for (const char* key : {"step_seconds", "tokens_per_s", "tflops_per_gpu", "mfu"}) {
+    cells.push_back(has ? holder["throughput"][key] : none);
+  }
+  for (const std::string& p : step_part_names()) {
+    cells.push_back(has ? holder["throughput"]["step"].value(p, none) : none);
+  }
+}
+
+// "step time (global batch 1024): ..." and one line per nonzero part of the step.
+std::string step_time_text(const ojson& r) {
+  const ojson& tp = r["throughput"];
+  const double step = tp["step_seconds"].get<double>();
+  std::string out = fmt::format(
+      "\nstep time: {:.3f} s per global batch | {:.0f} tokens/s | {:.1f} TFLOP/s per GPU | "
+      "MFU {:.1f} %\n",
+      step, tp["tokens_per_s"].get<double>(), tp["tflops_per_gpu"].get<double>(),
+      100 * tp["mfu"].get<double>());
+  for (const auto& [part, seconds] : tp["step"].items()) {
+    const double v = seconds.get<double>();
+    if (v == 0) continue;
+    out += fmt::format("  {:<10} {:>12.3f} s {:>6.1f} %\n", part, v, step > 0 ? 100 * v / step : 0.0);
+  }
+  const ojson& t = r["training"];
+  if (t.contains("comm_overlap")) {
+    std::string names;
+    for (const ojson& n : t["comm_overlap"]) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    out += fmt::format("  communication overlapped with compute: {}\n", names.empty() ? "none" : names);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
@@ -203,6 +254,7 @@ std::string pretrain_table(const ojson& r) {
   }
   out += advice_text(r);
   out += fmt::format("verdict: {}\n", peak_verdict_note(r["peak_verdict"].get<std::string>()));
+  if (r.contains("throughput")) out += step_time_text(r);
   return out;
 }
 
@@ -210,12 +262,15 @@ std::string pretrain_csv(const ojson& r) {
   std::string out =
       "stage,layers,microbatches_in_flight,parameters,weights_bytes,gradients_bytes,"
       "optimizer_bytes,activations_bytes,total_bytes,overhead_bytes,peak_bytes,estimate_bytes,"
-      "capacity_bytes,verdict,oom_predicted\n";
+      "capacity_bytes,verdict,oom_predicted," + throughput_csv_header() + "\n";
   for (const ojson& s : r["stages"]) {
-    out += csv_line({s["stage"], s["layers"], s["microbatches_in_flight"], s["parameters"],
-                     s["weights_bytes"], s["gradients_bytes"], s["optimizer_bytes"],
-                     s["activations_bytes"], s["total_bytes"], s["overhead_bytes"], s["peak_bytes"],
-                     r["estimate_bytes"], r["capacity_bytes"], r["verdict"], r["oom_predicted"]});
+    std::vector<ojson> cells = {s["stage"], s["layers"], s["microbatches_in_flight"], s["parameters"],
+                                s["weights_bytes"], s["gradients_bytes"], s["optimizer_bytes"],
+                                s["activations_bytes"], s["total_bytes"], s["overhead_bytes"],
+                                s["peak_bytes"], r["estimate_bytes"], r["capacity_bytes"],
+                                r["verdict"], r["oom_predicted"]};
+    put_throughput_cells(r, cells);  // the step of the whole run, repeated on every stage
+    out += csv_line(cells);
   }
   return out;
 }
@@ -272,45 +327,102 @@ std::string search_header(const ojson& r) {
       r["pruned"]["oom"].get<uint64_t>());
 }
 
-// Every column, the reason last: about 190 characters a line.
+// "1=": the rank, with "=" when the entry is within the search's tie margin of the best.
+std::string rank_cell(const ojson& e) {
+  return fmt::format("{}{}", e["rank"].get<int>(), e.value("tie", false) ? "=" : " ");
+}
+
+// The step parts that are nonzero in some entry (the wide table's breakdown columns).
+std::vector<std::string> nonzero_parts(const ojson& results) {
+  std::vector<std::string> parts;
+  for (const ojson& e : results) {
+    if (!e.contains("throughput")) continue;
+    for (const auto& [part, seconds] : e["throughput"]["step"].items()) {
+      if (seconds.get<double>() != 0 && std::find(parts.begin(), parts.end(), part) == parts.end()) {
+        parts.push_back(part);
+      }
+    }
+  }
+  // in the library's order
+  std::vector<std::string> ordered;
+  for (const std::string& p : step_part_names()) {
+    if (std::find(parts.begin(), parts.end(), p) != parts.end()) ordered.push_back(p);
+  }
+  return ordered;
+}
+
+// Whether any entry trains with fp8 or torch.compile (then both get a column).
+bool any_fp8_or_compile(const ojson& results) {
+  for (const ojson& e : results) {
+    if (e.value("fp8", false) || e.value("compile", std::string("none")) != "none") return true;
+  }
+  return false;
+}
+
+// Every column, the step breakdown (seconds of each nonzero part) and the reason last.
 std::string search_rows_wide(const ojson& results) {
+  const std::vector<std::string> parts = nonzero_parts(results);
+  const bool stack = any_fp8_or_compile(results);
   std::string out = fmt::format(
-      "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n",
-      "rank", "tp", "cp", "pp", "vpp", "dp", "mbs", "recompute", "zero", "estimate", "peak", "TFLOP/s",
-      "tokens/s", "bubble", "why");
+      "{:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9} {:>10} {:>7} {:>6}",
+      "rank", "tp", "cp", "pp", "vpp", "dp", "ep", "mbs", "recompute", "zero", "estimate", "peak",
+      "TFLOP/s", "tokens/s", "bubble", "MFU");
+  if (stack) out += fmt::format(" {:>3} {:>7}", "fp8", "compile");
+  for (const std::string& p : parts) out += fmt::format(" {:>9}", p);
+  out += "  why\n";
   for (const ojson& e : results) {
     const ojson& l = e["layout"];
     out += fmt::format(
-        "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}\n",
-        e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(), l["pp"].get<int64_t>(),
-        l["vpp"].get<int64_t>(), l["dp"].get<int64_t>(), l["micro_batch"].get<int64_t>(),
-        l["recompute"].get<std::string>(), l["zero"].get<int>(), gib(e["estimate_bytes"].get<double>()),
-        gib(e["peak_bytes"].get<double>()), e["tflops_per_gpu"].get<double>(),
-        e["tokens_per_s"].get<double>(), 100 * e["bubble_fraction"].get<double>(),
-        e["reason"].get<std::string>());
+        "{:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}% {:>5.1f}%",
+        rank_cell(e), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(), l["pp"].get<int64_t>(),
+        l["vpp"].get<int64_t>(), l["dp"].get<int64_t>(), l.value("ep", ojson(1)).get<int64_t>(),
+        l["micro_batch"].get<int64_t>(), l["recompute"].get<std::string>(), l["zero"].get<int>(),
+        gib(e["estimate_bytes"].get<double>()), gib(e["peak_bytes"].get<double>()),
+        e["tflops_per_gpu"].get<double>(), e["tokens_per_s"].get<double>(),
+        100 * e["bubble_fraction"].get<double>(),
+        100 * (e.contains("throughput") ? e["throughput"]["mfu"].get<double>() : 0.0));
+    if (stack) {
+      out += fmt::format(" {:>3} {:>7}", on_off(e.value("fp8", false)),
+                         e.value("compile", std::string("none")));
+    }
+    for (const std::string& p : parts) {
+      out += fmt::format(" {:>9.3f}", e["throughput"]["step"].value(p, 0.0));
+    }
+    out += "  " + e["reason"].get<std::string>() + "\n";
   }
-  return out;
+  return out + "(rank n= : within the tie margin of the best; step parts in seconds)\n";
 }
 
-// The columns that matter to choose a layout, 76 characters a line.
+// The columns that matter to choose a layout, 78 characters a line (ep and etp for
+// mixture-of-experts models, fp8 and compile when an entry uses them).
 std::string search_rows_compact(const ojson& results, bool moe) {
-  std::string out = fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>5} {:>11} {:>8}",
+  const bool stack = any_fp8_or_compile(results);
+  std::string out = fmt::format("{:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9} {:>5} {:>11} {:>8}",
                                 "rank", "tp", "cp", "pp", "vpp", "mbs", "recompute", "zero",
                                 "peak GiB", "fit", "TFLOP/s/GPU", "step s");
-  out += moe ? fmt::format(" {:>4} {:>4}\n", "ep", "etp") : "\n";
+  if (moe) out += fmt::format(" {:>4} {:>4}", "ep", "etp");
+  if (stack) out += fmt::format(" {:>3} {:>7}", "fp8", "compile");
+  out += "\n";
   for (const ojson& e : results) {
     const ojson& l = e["layout"];
-    out += fmt::format("{:>4} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>5} {:>11.1f} {:>8.2f}",
-                       e["rank"].get<int>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
+    out += fmt::format("{:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>9} {:>4} {:>9.2f} {:>5} {:>11.1f} {:>8.2f}",
+                       rank_cell(e), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
                        l["pp"].get<int64_t>(), l["vpp"].get<int64_t>(), l["micro_batch"].get<int64_t>(),
                        l["recompute"].get<std::string>(), l["zero"].get<int>(),
                        e["peak_bytes"].get<double>() / kGiB, e["peak_verdict"].get<std::string>(),
                        e["tflops_per_gpu"].get<double>(), e["step_seconds"].get<double>());
-    out += moe ? fmt::format(" {:>4} {:>4}\n", l.value("ep", ojson(1)).get<int64_t>(),
-                             l.value("etp", ojson(1)).get<int64_t>())
-               : "\n";
+    if (moe) {
+      out += fmt::format(" {:>4} {:>4}", l.value("ep", ojson(1)).get<int64_t>(),
+                         l.value("etp", ojson(1)).get<int64_t>());
+    }
+    if (stack) {
+      out += fmt::format(" {:>3} {:>7}", on_off(e.value("fp8", false)),
+                         e.value("compile", std::string("none")));
+    }
+    out += "\n";
   }
-  return out + "(--wide adds dp, the estimate, tokens/s, the pipeline bubble and the reason)\n";
+  return out + "(rank n= : within the tie margin of the best)\n"
+               "(--wide adds dp, ep, the estimate, tokens/s, MFU and the step breakdown)\n";
 }
 
 }  // namespace
@@ -326,13 +438,25 @@ std::string search_table(const ojson& r, bool wide) {
 std::string search_csv(const ojson& r) {
   std::string out =
       "rank,tp,cp,pp,vpp,dp,micro_batch,recompute,zero,estimate_bytes,peak_bytes,oom_predicted,"
-      "tflops_per_gpu,tokens_per_s,step_seconds,bubble_fraction\n";
+      "tflops_per_gpu,tokens_per_s,step_seconds,bubble_fraction,ep,etp,fp8,compile,tie,"
+      "gap_to_best,mfu";
+  for (const std::string& p : step_part_names()) out += "," + p + "_seconds";
+  out += "\n";
   for (const ojson& e : r["results"]) {
     const ojson& l = e["layout"];
-    out += csv_line({e["rank"], l["tp"], l["cp"], l["pp"], l["vpp"], l["dp"], l["micro_batch"],
-                     l["recompute"], l["zero"], e["estimate_bytes"], e["peak_bytes"],
-                     e["oom_predicted"], e["tflops_per_gpu"], e["tokens_per_s"], e["step_seconds"],
-                     e["bubble_fraction"]});
+    std::vector<ojson> cells = {e["rank"], l["tp"], l["cp"], l["pp"], l["vpp"], l["dp"],
+                                l["micro_batch"], l["recompute"], l["zero"], e["estimate_bytes"],
+                                e["peak_bytes"], e["oom_predicted"], e["tflops_per_gpu"],
+                                e["tokens_per_s"], e["step_seconds"], e["bubble_fraction"],
+                                l.value("ep", ojson(1)), l.value("etp", ojson(1)),
+                                e.value("fp8", ojson(false)), e.value("compile", ojson("none")),
+                                e.value("tie", ojson(false)), e.value("gap_to_best", ojson(0.0))};
+    const bool has = e.contains("throughput");
+    cells.push_back(has ? e["throughput"]["mfu"] : ojson(0.0));
+    for (const std::string& p : step_part_names()) {
+      cells.push_back(has ? e["throughput"]["step"].value(p, ojson(0.0)) : ojson(0.0));
+    }
+    out += csv_line(cells);
   }
   return out;
 }

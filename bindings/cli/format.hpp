@@ -16,7 +16,8 @@ std::string model_states_table(const ojson& response);
 std::string model_states_csv(const ojson& response);
 
 // The search table: by default the columns that fit 100 characters (layout, peak, fits/oom,
-// TFLOP/s per GPU, step time); `wide` adds dp, the estimate, tokens/s, the bubble and the reason.
+// TFLOP/s per GPU, step time; "=" after the rank of entries tied with the best); `wide` adds dp,
+// ep, the estimate, tokens/s, the bubble, MFU, the step breakdown and the reason.
 std::string search_table(const ojson& response, bool wide = false);
 std::string search_csv(const ojson& response);
 std::string finetune_table(const ojson& response);

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -89,13 +90,38 @@ CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& val
       ->capture_default_str();
 }
 
-CLI::Option* add_enum_choice(CLI::App& cmd, const std::string& name, std::string& value,
-                             const std::string& help, memest_enum which) {
+std::vector<std::string> enum_names(memest_enum which) {
   std::vector<std::string> names;
   for (uint32_t i = 0; i < memest_enum_count(which); ++i) {
     names.emplace_back(memest_enum_name(which, static_cast<int32_t>(i)));
   }
-  return cmd.add_option(name, value, help)->check(CLI::IsMember(names))->capture_default_str();
+  return names;
+}
+
+CLI::Option* add_enum_choice(CLI::App& cmd, const std::string& name, std::string& value,
+                             const std::string& help, memest_enum which) {
+  return cmd.add_option(name, value, help)->check(CLI::IsMember(enum_names(which)))->capture_default_str();
+}
+
+ojson comm_overlap_value(const std::string& text) {
+  if (text == "default" || text == "none") return text;
+  const std::vector<std::string> known = enum_names(MEMEST_ENUM_OVERLAP);
+  std::string listed;
+  for (const std::string& k : known) listed += (listed.empty() ? "" : ", ") + k;
+  ojson names = ojson::array();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, comma - start);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError(fmt::format(
+          "--comm-overlap: unknown name \"{}\" (default, none, or a comma-separated list of {})",
+          name, listed));
+    }
+    names.push_back(name);
+    start = comma + 1;
+  }
+  return names;
 }
 
 void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count) {
@@ -210,6 +236,16 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
            "DeepSpeed stage3_max_live_parameters (0: 1e9)", Sign::non_negative);
   add_real(cmd, "--stage3-param-persistence-threshold", st.persistence_threshold,
            "DeepSpeed stage3_param_persistence_threshold (0: 1e5)", Sign::non_negative);
+  std::string overlap_names;
+  for (const std::string& n : enum_names(MEMEST_ENUM_OVERLAP)) {
+    overlap_names += (overlap_names.empty() ? "" : ",") + n;
+  }
+  cmd.add_option("--comm-overlap", st.comm_overlap,
+                 "Communication hidden behind compute in the step time: default (what the "
+                 "training stack overlaps by itself), none, or a comma-separated list of " +
+                     overlap_names)
+      ->type_name("LIST")
+      ->capture_default_str();
 }
 
 void put_stack(const StackOptions& st, ojson& training) {
@@ -243,6 +279,7 @@ void put_stack(const StackOptions& st, ojson& training) {
     buckets["stage3_param_persistence_threshold"] = st.persistence_threshold;
   }
   if (!buckets.empty()) training["buckets"] = buckets;
+  if (st.comm_overlap != "default") training["comm_overlap"] = comm_overlap_value(st.comm_overlap);
 }
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
@@ -289,7 +326,8 @@ void add_format_option(CLI::App& cmd, Output& output, const char* fallback) {
 
 void add_wide_flag(CLI::App& cmd, Output& output) {
   cmd.add_flag("--wide", output.wide,
-               "Search table with every column (dp, estimate, tokens/s, bubble, the reason); "
+               "Search table with every column (dp, ep, estimate, tokens/s, bubble, MFU, the step "
+               "breakdown, the reason); "
                "the default one fits 100 columns");
 }
 

@@ -120,12 +120,21 @@ struct StackOptions {
   double bucket_cap_mb = 0, reduce_bucket_size = 0, allgather_bucket_size = 0;
   double prefetch_bucket_size = 0, max_live_parameters = 0, persistence_threshold = 0;
   bool gradient_as_bucket_view = false;
+  // --comm-overlap: "default" (the stack's own), "none", or names of MEMEST_ENUM_OVERLAP
+  std::string comm_overlap = "default";
 };
 
 void add_stack_options(CLI::App& cmd, StackOptions& stack);
 // Adds the fields that differ from the defaults to the request's "training" object (a
 // default request is the same document as before the training stack existed).
 void put_stack(const StackOptions& stack, ojson& training);
+
+// The request's training.comm_overlap for the flag's value: "default", "none", or a list of the
+// library's overlap names (MEMEST_ENUM_OVERLAP); InputError naming --comm-overlap otherwise.
+ojson comm_overlap_value(const std::string& text);
+
+// The names of the library's enumeration `which`, in value order.
+std::vector<std::string> enum_names(memest_enum which);
 
 // ---- LoRA / QLoRA (pretrain): README "LoRA and QLoRA" ----
 

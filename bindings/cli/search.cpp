@@ -19,6 +19,8 @@ struct SearchOptions {
   std::vector<std::string> recompute{"none", "selective", "full"};
   std::vector<int> zero{1};
   bool tp_across_nodes = false, include_oom = false, even_pipeline = false;
+  std::vector<std::string> fp8_options;      // off, on; empty: the base's (--fp8)
+  std::vector<std::string> compile_options;  // memest_compile names; empty: the base's
   StackOptions stack;
   Output output;
 };
@@ -54,10 +56,19 @@ void add_choice_options(CLI::App& cmd, SearchOptions& o) {
   cmd.add_flag("--tp-across-nodes", o.tp_across_nodes, "Allow tp larger than a node");
   cmd.add_flag("--include-oom", o.include_oom, "Rank layouts predicted to OOM too (after those that fit)");
   cmd.add_flag("--even-pipeline", o.even_pipeline, "Only pipelines whose stages hold equal layers");
+  cmd.add_option("--fp8-options", o.fp8_options,
+                 "fp8 settings to try, comma-separated: off, on (default: --fp8's)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "on"}));
+  cmd.add_option("--compile-options", o.compile_options,
+                 "torch.compile settings to try, comma-separated (none, all, model, loss; "
+                 "default: --compile-components')")
+      ->delimiter(',')
+      ->check(CLI::IsMember(enum_names(MEMEST_ENUM_COMPILE)));
 }
 
 ojson search_section(const SearchOptions& o) {
-  return {{"top", o.top},
+  ojson section = {{"top", o.top},
           {"max_tp", o.max_tp},
           {"max_cp", o.max_cp},
           {"max_pp", o.max_pp},
@@ -69,6 +80,13 @@ ojson search_section(const SearchOptions& o) {
           {"include_oom", o.include_oom},
           {"uneven_pipeline", !o.even_pipeline},
           {"max_ep", o.max_ep}};
+  if (!o.fp8_options.empty()) {
+    ojson fp8 = ojson::array();
+    for (const std::string& v : o.fp8_options) fp8.push_back(v == "on");
+    section["fp8"] = fp8;
+  }
+  if (!o.compile_options.empty()) section["compile"] = o.compile_options;
+  return section;
 }
 
 ojson search_request(const SearchOptions& o) {
