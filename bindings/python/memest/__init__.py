@@ -37,7 +37,7 @@ from ._errors import (FieldTypeError, InternalError, InvalidArgumentError, Memes
                       UnknownPresetError, UnsupportedError)
 from ._results import (FinetuneMethod, FinetuneResult, GpuPreset, ModelPreset, ModelStatesResult,
                        Part, PretrainResult, Record, Result, SearchResult, SearchRow, Stage,
-                       StackParts, Suggestion, _result, verdict_words)
+                       StackParts, Suggestion, Throughput, _result, verdict_words)
 
 __version__: str = _native.version_string()
 """The C library's version (memest_version_string)."""
@@ -57,6 +57,7 @@ __all__ = [
     "Record", "Result", "PretrainResult", "Stage", "StackParts", "ModelStatesResult",
     "FinetuneResult",
     "FinetuneMethod", "SearchResult", "SearchRow", "Part", "Suggestion", "ModelPreset", "GpuPreset",
+    "Throughput",
 ]
 
 
@@ -108,18 +109,28 @@ def _block(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else value
 
 
+def _overlap(comm_overlap: Any) -> Any:
+    """training.comm_overlap: "default", "none", or a list of enums()["overlap"] names (a tuple
+    or set becomes a list); anything else is sent as it is for the library to refuse."""
+    if isinstance(comm_overlap, (tuple, set, frozenset)):
+        return sorted(comm_overlap) if isinstance(comm_overlap, (set, frozenset)) else list(comm_overlap)
+    return comm_overlap
+
+
 def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            recompute_every: Optional[int], loss: Optional[str], fp8: Optional[bool],
            compile: Optional[Union[bool, str]],  # noqa: A002
            offload: Optional[Mapping[str, bool]],
-           buckets: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+           buckets: Optional[Mapping[str, Any]],
+           comm_overlap: Any = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (README "Training stack"), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
     return _section(framework=framework, optimizer_in_backward=optimizer_in_backward,
                     recompute_every=recompute_every, loss=loss, fp8=fp8, compile=compile,
                     offload=None if offload is None else _block(offload),
-                    buckets=None if buckets is None else _block(buckets))
+                    buckets=None if buckets is None else _block(buckets),
+                    comm_overlap=None if comm_overlap is None else _overlap(comm_overlap))
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -211,7 +222,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              ep: Optional[int] = None, etp: Optional[int] = None,
              moe_capacity_factor: Optional[float] = None,
              last_stage_layers: Optional[int] = None,
-             adapter: Optional[Mapping[str, Any]] = None) -> PretrainResult:
+             adapter: Optional[Mapping[str, Any]] = None,
+             comm_overlap: Optional[Union[str, List[str]]] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -243,6 +255,12 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     (moe_layers, parameters, weights/gradients/optimizer/activations bytes, dispatch buffers)
     and the layout ep, etp, edp. last_stage_layers: the last stage's layers, the others split
     the rest (Megatron's --decoder-last-pipeline-num-layers).
+
+    The throughput model (with global_batch): `.throughput` (a Throughput: step_seconds,
+    tokens_per_s, tflops_per_gpu, mfu, and `.step`, the step's parts in seconds by the names of
+    enums()["step_part"]). comm_overlap: the communication hidden behind compute, "default"
+    (what the training stack overlaps by itself), "none", or a list of enums()["overlap"] names
+    (["dp", "tp"]); the response's training.comm_overlap (r.comm_overlap) says which applied.
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
@@ -255,7 +273,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              optimizer_bytes=optimizer_bytes,
                              moe_capacity_factor=moe_capacity_factor,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
-                                      compile, offload, buckets),
+                                      compile, offload, buckets, comm_overlap),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
@@ -331,7 +349,10 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            fp8: Optional[bool] = None, compile: Optional[Union[bool, str]] = None,  # noqa: A002
            offload: Optional[Mapping[str, bool]] = None,
            buckets: Optional[Mapping[str, Any]] = None,
-           max_ep: Optional[int] = None) -> SearchResult:
+           max_ep: Optional[int] = None,
+           comm_overlap: Optional[Union[str, List[str]]] = None,
+           fp8_options: Optional[List[bool]] = None,
+           compile_options: Optional[List[Union[bool, str]]] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
@@ -340,7 +361,11 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     layout, peak_bytes, peak_verdict, tflops_per_gpu, tokens_per_s and a reason; s["pruned"]
     counts what was dropped and why. s.to_dataframe() gives a table with flat columns.
     The training-stack arguments (framework, loss, offload, ...) are pretrain()'s; the search
-    enumerates "op_selective" only when `recompute` lists it."""
+    enumerates "op_selective" only when `recompute` lists it, and comm_overlap is pretrain()'s.
+    fp8_options ([False, True]) and compile_options (["none", "model"]: enums()["compile"]
+    names) are searched as well (default: the fp8 and compile arguments'); each row then has
+    `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
+    `throughput` (the step's parts, as pretrain()'s)."""
     req = {
         "mode": "search", "model": _model(model), "gpu": gpu,
         "parallel": _section(gpus=gpus, sp=sp),
@@ -349,12 +374,14 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              grad_dtype=grad_dtype, optimizer=optimizer,
                              optimizer_bytes=optimizer_bytes,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
-                                      compile, offload, buckets)),
+                                      compile, offload, buckets, comm_overlap)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
                            tp_within_node=tp_within_node, include_oom=include_oom,
-                           uneven_pipeline=uneven_pipeline, max_ep=max_ep),
+                           uneven_pipeline=uneven_pipeline, max_ep=max_ep,
+                           fp8=None if fp8_options is None else list(fp8_options),
+                           compile=None if compile_options is None else list(compile_options)),
     }
     return request(req)  # type: ignore[return-value]
 

@@ -221,6 +221,50 @@ class Stage(Record):
     mtp_parameters: _Field[Optional[float]] = _Field(optional=True)
 
 
+class Throughput(Record):
+    """The throughput model's answer for one layout (present when global_batch is given):
+    `step_seconds` per global batch, `tokens_per_s`, `tflops_per_gpu`, `mfu` (model FLOPs
+    utilisation, a fraction of the GPU's peak), and `step`: the step's parts in seconds by the
+    library's names (enums()["step_part"]: "compute", "recompute", "bubble", "tp_comm", ...),
+    which add up to step_seconds. Each part is also an attribute: t.compute_seconds."""
+    step_seconds: _Field[float] = _Field()
+    tokens_per_s: _Field[float] = _Field()
+    tflops_per_gpu: _Field[float] = _Field()
+    mfu: _Field[float] = _Field()
+
+    @property
+    def step(self) -> Dict[str, float]:
+        """The step's parts in seconds, {part name: seconds}, in the library's order (a copy)."""
+        return dict(self._data.get("step", {}))
+
+    def __getattr__(self, name: str) -> Any:
+        step = object.__getattribute__(self, "_data").get("step", {})
+        if name.endswith("_seconds") and name[: -len("_seconds")] in step:
+            return step[name[: -len("_seconds")]]
+        return super().__getattr__(name)
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | {f"{k}_seconds" for k in self._data.get("step", {})})
+
+    def fractions(self) -> Dict[str, float]:
+        """Each part's share of the step (0 to 1)."""
+        total = self._data.get("step_seconds") or 0.0
+        return {k: (v / total if total else 0.0) for k, v in self.step.items()}
+
+    def to_row(self) -> Dict[str, Any]:
+        """step_seconds, tokens_per_s, tflops_per_gpu, mfu and one <part>_seconds per part."""
+        row = {k: self._data.get(k) for k in ("step_seconds", "tokens_per_s", "tflops_per_gpu", "mfu")}
+        row.update({f"{k}_seconds": v for k, v in self.step.items()})
+        return row
+
+    def __repr__(self) -> str:
+        d = self._data
+        parts = ", ".join(f"{k} {v:.3f} s" for k, v in self.step.items() if v)
+        return (f"Throughput({d.get('step_seconds', 0):.3f} s per step, "
+                f"{d.get('tokens_per_s', 0):.0f} tokens/s, {d.get('tflops_per_gpu', 0):.1f} TFLOP/s "
+                f"per GPU, MFU {_percent(d.get('mfu'))}: {parts})")
+
+
 class Part(Record):
     """One of the dominant parts of the most loaded stage's peak (largest first): `part`
     ("activations", "optimizer", "fragmentation", ...), its `bytes` and its `share` of the peak."""
@@ -327,6 +371,14 @@ class PretrainResult(Result):
     peak_allocated_bytes: _Field[Optional[float]] = _Field(optional=True)
     peak_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
     host_bytes: _Field[Optional[float]] = _Field(optional=True)
+    # the throughput model (when global_batch is given; else None): step time and its parts
+    throughput: _Field[Optional[Throughput]] = _Field(wrap=Throughput, optional=True)
+
+    @property
+    def comm_overlap(self) -> List[str]:
+        """The communication kinds overlapped with compute in the step time (enums()["overlap"]
+        names; training.comm_overlap of the response)."""
+        return list((self._data.get("training") or {}).get("comm_overlap", []))
 
     @property
     def dominant_parts(self) -> List[Part]:
@@ -365,6 +417,8 @@ class PretrainResult(Result):
             row = dict(run)
             _flatten(s, row)
             row["is_peak_stage"] = s.get("stage") == d.get("peak_stage")
+            if isinstance(d.get("throughput"), dict):
+                row.update(Throughput(d["throughput"]).to_row())  # the run's step, on every stage
             rows.append(row)
         return _columns_whole(rows)
 
@@ -402,6 +456,10 @@ class PretrainResult(Result):
                 f"{p.part} {_gib(p.bytes)} ({round(p.share * 100)} %)" for p in parts))
         for s in self.suggestions:
             lines.append(f"would fit: {s.change} (peak {_gib(s.peak_bytes)}, {verdict_words(s.peak_verdict)})")
+        tp = d.get("throughput")
+        if isinstance(tp, dict):
+            lines.append(f"step {tp.get('step_seconds', 0):.3f} s, {tp.get('tokens_per_s', 0):.0f} tokens/s, "
+                         f"{tp.get('tflops_per_gpu', 0):.1f} TFLOP/s per GPU, MFU {_percent(tp.get('mfu'))}")
         return lines
 
     def __repr__(self) -> str:
@@ -414,6 +472,11 @@ class PretrainResult(Result):
         out = [f"<div><p><b>PretrainResult</b> {_badge(d.get('peak_verdict'))}</p><ul>"]
         out += [f"<li>{html.escape(line)}</li>" for line in lines if not line.startswith(("would fit:", "largest parts:"))]
         out.append("</ul>")
+        if isinstance(d.get("throughput"), dict):
+            t = Throughput(d["throughput"])
+            out.append("<p>Step time (the throughput model):</p>")
+            out.append(_html_table(["part", "seconds", "share"],
+                                   [[k, f"{v:.3f}", _percent(t.fractions()[k])] for k, v in t.step.items() if v]))
         parts = self.dominant_parts
         if parts:
             out.append("<p>Where the memory goes (the most loaded stage):</p>")
@@ -542,20 +605,37 @@ class SearchRow(Record):
     oom_predicted: _Field[bool] = _Field()
     tflops_per_gpu: _Field[Optional[float]] = _Field(optional=True)
     tokens_per_s: _Field[Optional[float]] = _Field(optional=True)
+    step_seconds: _Field[Optional[float]] = _Field(optional=True)
     reason: _Field[Optional[str]] = _Field(optional=True)
+    # the searched training-stack options and the ranking's ties
+    fp8: _Field[Optional[bool]] = _Field(optional=True)
+    compile: _Field[Optional[str]] = _Field(optional=True)
+    tie: _Field[Optional[bool]] = _Field(optional=True)
+    gap_to_best: _Field[Optional[float]] = _Field(optional=True)
+    throughput: _Field[Optional[Throughput]] = _Field(wrap=Throughput, optional=True)
+
+    @property
+    def mfu(self) -> Optional[float]:
+        tp = self._data.get("throughput")
+        return tp.get("mfu") if isinstance(tp, dict) else None
 
     def to_row(self) -> Dict[str, Any]:
         """The row with its layout spread into columns (rank, tp, cp, pp, vpp, dp, micro_batch,
-        recompute, zero, ..., peak_bytes, peak_verdict, ...); whole byte counts as ints."""
+        recompute, zero, ..., peak_bytes, peak_verdict, ..., fp8, compile, tie, gap_to_best,
+        mfu, <part>_seconds of the step); whole byte counts as ints."""
         row = _flatten({"rank": self._data.get("rank"), "layout": self._data.get("layout", {})})
-        _flatten({k: v for k, v in self._data.items() if k not in ("rank", "layout")}, row)
+        _flatten({k: v for k, v in self._data.items() if k not in ("rank", "layout", "throughput")}, row)
+        if isinstance(self._data.get("throughput"), dict):
+            for k, v in Throughput(self._data["throughput"]).to_row().items():
+                row.setdefault(k, v)
         return {k: (_whole(v) if _is_byte_key(k) else v) for k, v in row.items()}
 
     def __repr__(self) -> str:
         d = self._data
         tf = d.get("tflops_per_gpu")
         speed = f", {tf:.1f} TFLOP/s per GPU" if isinstance(tf, (int, float)) else ""
-        return (f"SearchRow(rank {d.get('rank')}: {_layout_text(d.get('layout'), None)}; peak "
+        tie = " (tied with the best)" if d.get("tie") else ""
+        return (f"SearchRow(rank {d.get('rank')}{tie}: {_layout_text(d.get('layout'), None)}; peak "
                 f"{_gib(d.get('peak_bytes'))}, {verdict_words(d.get('peak_verdict'))}{speed})")
 
 
@@ -570,6 +650,11 @@ class SearchResult(Result):
             if isinstance(self._data.get(key), list):
                 return [SearchRow(v) if isinstance(v, dict) else v for v in self._data[key]]
         return []
+
+    @property
+    def tie_margin(self) -> Optional[float]:
+        """The relative tokens/s difference below which rows are ties with the best (row.tie)."""
+        return self._data.get("tie_margin")
 
     @property
     def rows(self) -> List[SearchRow]:
@@ -632,7 +717,8 @@ class SearchResult(Result):
         for r in self.layouts:
             lay = r._data.get("layout", {})
             tf = r._data.get("tflops_per_gpu")
-            body.append([r._data.get("rank"), *[lay.get(k, "") for k in header[1:9]],
+            rank = f"{r._data.get('rank')}{'=' if r._data.get('tie') else ''}"
+            body.append([rank, *[lay.get(k, "") for k in header[1:9]],
                          f"{r._data.get('peak_bytes', 0) / GIB:.2f}", verdict_words(r._data.get("peak_verdict")),
                          f"{r._data.get('estimate_bytes', 0) / GIB:.2f}", f"{tf:.1f}" if tf else ""])
         return (f"<div><p><b>SearchResult</b> {html.escape(self._summary())}</p>"

@@ -56,6 +56,8 @@ constexpr EnumKind kEnums[] = {
     {"adapter", MEMEST_ENUM_ADAPTER},
     {"lora_target", MEMEST_ENUM_LORA_TARGET},
     {"compile", MEMEST_ENUM_COMPILE},
+    {"overlap", MEMEST_ENUM_OVERLAP},
+    {"step_part", MEMEST_ENUM_STEP_PART},
 };
 
 memest_enum enum_kind(const std::string &key) {

@@ -1,0 +1,105 @@
+"""The throughput model through the Python binding: a pretraining result's and every search
+row's step time and its parts (Throughput), training.comm_overlap, and the search's fp8 and
+compile options with its ties. Run against the installed package (scripts/test.d/20-bindings.sh).
+Every name (the step's parts, the overlap kinds) comes from the library's enums."""
+import json
+import math
+
+import pytest
+
+import memest
+
+KW = dict(gpus=16, tp=2, pp=2, seq_len=8192, micro_batch=1, global_batch=256)
+
+
+def test_names_come_from_the_library():
+    e = memest.enums()
+    raw = json.loads(memest.request_json('{"mode": "enums"}'))["enums"]
+    assert e["overlap"] == raw["overlap"]
+    assert e["step_part"] == raw["step_part"]
+    assert "compute" in e["step_part"] and "dp" in e["overlap"]
+
+
+def test_pretrain_throughput_and_its_parts_add_up():
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", **KW)
+    t = r.throughput
+    assert isinstance(t, memest.Throughput)
+    assert t.step_seconds > 0 and t.tokens_per_s > 0 and t.tflops_per_gpu > 0
+    assert 0 < t.mfu < 1
+    # the parts are the library's, in its order, and add up to the step
+    assert list(t.step) == memest.enums()["step_part"]
+    assert math.isclose(sum(t.step.values()), t.step_seconds, rel_tol=1e-9)
+    assert t.step["compute"] > 0
+    # each part is an attribute too, and the same number as the response's
+    assert t.compute_seconds == r.to_dict()["throughput"]["step"]["compute"]
+    assert math.isclose(sum(t.fractions().values()), 1.0, rel_tol=1e-9)
+    # tokens per second: the global batch's tokens over the step
+    assert math.isclose(t.tokens_per_s, 256 * 8192 / t.step_seconds, rel_tol=1e-9)
+    assert "step" in repr(r) and "Step time" in r._repr_html_()
+
+
+def test_pretrain_rows_carry_the_step():
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", **KW)
+    rows = r.to_rows()
+    assert rows[0]["step_seconds"] == r.throughput.step_seconds
+    for part, seconds in r.throughput.step.items():
+        assert rows[-1][f"{part}_seconds"] == seconds
+
+
+def test_no_global_batch_no_throughput():
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", **{**KW, "global_batch": 0})
+    assert r.throughput is None
+    assert "step_seconds" not in r.to_rows()[0]
+
+
+def test_comm_overlap_is_sent_and_echoed():
+    none = memest.pretrain("llama-3.1-8b", "h100-80gb", comm_overlap="none", **KW)
+    both = memest.pretrain("llama-3.1-8b", "h100-80gb", comm_overlap=["dp", "tp"], **KW)
+    tupled = memest.pretrain("llama-3.1-8b", "h100-80gb", comm_overlap=("tp", "dp"), **KW)
+    assert none.comm_overlap == []
+    assert both.comm_overlap == ["dp", "tp"]
+    assert sorted(tupled.comm_overlap) == ["dp", "tp"]
+    # hiding the TP collectives shortens the step; the memory is the same
+    assert both.throughput.tp_comm_seconds < none.throughput.tp_comm_seconds
+    assert both.throughput.step_seconds < none.throughput.step_seconds
+    assert both.peak_bytes == none.peak_bytes
+    default = memest.pretrain("llama-3.1-8b", "h100-80gb", comm_overlap="default", **KW)
+    assert default.comm_overlap == memest.pretrain("llama-3.1-8b", "h100-80gb", **KW).comm_overlap
+
+
+def test_unknown_overlap_names_the_field():
+    with pytest.raises(memest.MemestError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", comm_overlap=["dp", "nvlink"], **KW)
+    assert info.value.field.startswith("training.comm_overlap")
+
+
+def test_search_rows_have_the_breakdown_and_ties():
+    s = memest.search("llama-3.1-8b", "a100-40gb", gpus=64, seq_len=8192, global_batch=1024, top=5)
+    assert s.tie_margin is not None and s.tie_margin > 0
+    best = s[0]
+    assert best.gap_to_best == 0 and best.tie is True
+    for row in s:
+        t = row.throughput
+        assert math.isclose(sum(t.step.values()), t.step_seconds, rel_tol=1e-9)
+        assert t.step_seconds == row.step_seconds
+        assert row.tie == (row.gap_to_best <= s.tie_margin)
+        assert row.mfu == t.mfu
+    row = s.to_rows()[0]
+    assert row["compute_seconds"] == best.throughput.step["compute"]
+    assert row["mfu"] == best.mfu and row["tie"] is True
+    assert "tied with the best" in repr(best)
+
+
+def test_search_fp8_and_compile_options():
+    s = memest.search("llama-3.1-8b", "h100-80gb", gpus=16, seq_len=4096, global_batch=256,
+                      top=5000, framework="fsdp", fp8_options=[False, True],
+                      compile_options=["none", "model"])
+    assert {r.fp8 for r in s} == {False, True}
+    # the same layout with fp8 is faster on an H100
+    assert s[0].fp8 is True
+    assert {r.compile for r in s} <= set(memest.enums()["compile"])
+    assert {r.compile for r in s} == {"none", "model"}
+    only_base = memest.search("llama-3.1-8b", "h100-80gb", gpus=16, seq_len=4096,
+                              global_batch=256, top=5000, framework="fsdp")
+    assert {r.fp8 for r in only_base} == {False}
+    assert {r.compile for r in only_base} == {"none"}
