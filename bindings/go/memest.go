@@ -133,6 +133,8 @@ const (
 	EnumAdapter         = Enum(C.MEMEST_ENUM_ADAPTER)
 	EnumLoraTarget      = Enum(C.MEMEST_ENUM_LORA_TARGET)
 	EnumCompile         = Enum(C.MEMEST_ENUM_COMPILE)
+	EnumOverlap         = Enum(C.MEMEST_ENUM_OVERLAP)   // 1.5: "dp", "tp", "pp", "ep"
+	EnumStepPart        = Enum(C.MEMEST_ENUM_STEP_PART) // 1.5: "compute", "recompute", ...
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

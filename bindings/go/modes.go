@@ -6,7 +6,10 @@ package memest
 */
 import "C"
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Recompute choices (memest_recompute; their names: EnumNames(EnumRecompute)).
 const (
@@ -44,6 +47,78 @@ const (
 	CompileModel = int(C.MEMEST_COMPILE_MODEL) // each block, the loss eager
 	CompileLoss  = int(C.MEMEST_COMPILE_LOSS)  // the loss alone
 )
+
+// Communication overlapped with compute (memest_overlap, 1.5; their names:
+// EnumNames(EnumOverlap)): PretrainRequest.CommOverlap holds bit (1 << value) per kind, or
+// OverlapStackDefault (what the training stack overlaps by itself, the default).
+const (
+	OverlapDP           = int(C.MEMEST_OVERLAP_DP)
+	OverlapTP           = int(C.MEMEST_OVERLAP_TP)
+	OverlapPP           = int(C.MEMEST_OVERLAP_PP)
+	OverlapEP           = int(C.MEMEST_OVERLAP_EP)
+	OverlapStackDefault = int(C.MEMEST_OVERLAP_STACK_DEFAULT)
+)
+
+// OverlapBits is PretrainRequest.CommOverlap for overlap names (EnumNames(EnumOverlap)); an
+// unknown name is an *Error (ErrInvalidArgument) naming training.comm_overlap. No names: none.
+func OverlapBits(names ...string) (int, error) {
+	bits := 0
+	for _, name := range names {
+		v := EnumValue(EnumOverlap, name)
+		if v < 0 {
+			return 0, ownError(ErrInvalidArgument, "training.comm_overlap",
+				fmt.Sprintf("training.comm_overlap: unknown name %q (%v)", name, EnumNames(EnumOverlap)))
+		}
+		bits |= 1 << v
+	}
+	return bits, nil
+}
+
+// Parts of a training step's time (memest_step_part, 1.5; their names:
+// EnumNames(EnumStepPart)): the indices of Throughput.Parts.
+const (
+	StepCompute   = int(C.MEMEST_STEP_COMPUTE)
+	StepRecompute = int(C.MEMEST_STEP_RECOMPUTE)
+	StepBubble    = int(C.MEMEST_STEP_BUBBLE)
+	StepTPComm    = int(C.MEMEST_STEP_TP_COMM)
+	StepCPComm    = int(C.MEMEST_STEP_CP_COMM)
+	StepDPComm    = int(C.MEMEST_STEP_DP_COMM)
+	StepPPComm    = int(C.MEMEST_STEP_PP_COMM)
+	StepEPComm    = int(C.MEMEST_STEP_EP_COMM)
+	StepOptimizer = int(C.MEMEST_STEP_OPTIMIZER)
+	StepOffload   = int(C.MEMEST_STEP_OFFLOAD)
+	StepPartCount = int(C.MEMEST_STEP_PART_COUNT)
+)
+
+// Throughput is the throughput model's answer (1.5; zeros when no global batch is given): the
+// step time per iteration, tokens/s of the job, model TFLOP/s per GPU, MFU, and the step's
+// parts in seconds (Parts[StepCompute], ...), which add up to StepSeconds.
+type Throughput struct {
+	StepSeconds, TokensPerS, TFLOPSPerGPU, MFU float64
+	Parts                                      [StepPartCount]float64
+}
+
+// Breakdown is the step's parts by the library's names (EnumNames(EnumStepPart)).
+func (t Throughput) Breakdown() map[string]float64 {
+	out := map[string]float64{}
+	for i, name := range EnumNames(EnumStepPart) {
+		if i < len(t.Parts) {
+			out[name] = t.Parts[i]
+		}
+	}
+	return out
+}
+
+func pretrainThroughput(r *C.memest_pretrain_result) Throughput {
+	t := Throughput{StepSeconds: float64(r.step_seconds), TokensPerS: float64(r.tokens_per_s),
+		TFLOPSPerGPU: float64(r.tflops_per_gpu), MFU: float64(r.mfu)}
+	t.Parts[StepCompute], t.Parts[StepRecompute] = float64(r.compute_seconds), float64(r.recompute_seconds)
+	t.Parts[StepBubble], t.Parts[StepTPComm] = float64(r.bubble_seconds), float64(r.tp_comm_seconds)
+	t.Parts[StepCPComm], t.Parts[StepDPComm] = float64(r.cp_comm_seconds), float64(r.dp_comm_seconds)
+	t.Parts[StepPPComm], t.Parts[StepEPComm] = float64(r.pp_comm_seconds), float64(r.ep_comm_seconds)
+	t.Parts[StepOptimizer], t.Parts[StepOffload] = float64(r.optimizer_seconds), float64(r.offload_seconds)
+	return t
+}
 
 // Optimizers (memest_optimizer; their names: EnumNames(EnumOptimizer)).
 const (
@@ -111,6 +186,9 @@ type PretrainRequest struct {
 	EP, ETP           int64
 	MoeCapacityFactor float64
 	LastStageLayers   int64
+	// Communication hidden behind compute in the step time (1.5): OverlapStackDefault (the
+	// default) or bit (1 << OverlapDP, ...) per kind (OverlapBits("dp", "tp")).
+	CommOverlap int
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -134,6 +212,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.ddp_gradient_as_bucket_view = boolInt(r.DDPGradientAsBucketView)
 	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
 	c.last_stage_layers = C.int64_t(r.LastStageLayers)
+	c.comm_overlap = C.int32_t(r.CommOverlap)
 	return c
 }
 
@@ -162,7 +241,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DSParamPersistenceThreshold: float64(c.ds_param_persistence_threshold),
 		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
 		EP:                          int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
-		LastStageLayers: int64(c.last_stage_layers),
+		LastStageLayers: int64(c.last_stage_layers), CommOverlap: int(c.comm_overlap),
 	}
 }
 
@@ -202,6 +281,8 @@ type PretrainResult struct {
 	Framework, Loss                                  string  // the names used (loss "auto" resolved)
 	OptimizerBytesPerParameter                       float64 // K used (derived or given)
 	EP, ETP, EDP                                     int64   // expert parallel, expert tensor parallel, expert data parallel
+	// the throughput model (1.5; zeros when GlobalBatch is 0)
+	Throughput Throughput
 }
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
@@ -234,6 +315,7 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 		Loss:                       C.GoString(C.memest_enum_name(C.MEMEST_ENUM_LOSS, res.loss)),
 		OptimizerBytesPerParameter: float64(res.optimizer_bytes_per_parameter),
 		EP:                         int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
+		Throughput: pretrainThroughput(&res),
 	}
 	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
 		s := stages[i]

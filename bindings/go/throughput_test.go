@@ -1,0 +1,140 @@
+package memest_test
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	memest "memest/bindings/go"
+)
+
+// The throughput model (1.5) through the typed API: the step's parts add up to the step time,
+// carry the library's names, equal the JSON entry point's, and comm_overlap moves them.
+func TestPretrainStepBreakdown(t *testing.T) {
+	names := memest.EnumNames(memest.EnumStepPart)
+	if len(names) != memest.StepPartCount || names[memest.StepCompute] != "compute" {
+		t.Fatalf("step part names %v", names)
+	}
+	if memest.EnumNames(memest.EnumOverlap)[memest.OverlapTP] != "tp" {
+		t.Fatalf("overlap names %v", memest.EnumNames(memest.EnumOverlap))
+	}
+	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+	if r.CommOverlap != memest.OverlapStackDefault {
+		t.Fatalf("CommOverlap default %d", r.CommOverlap)
+	}
+	r.GPUs, r.TP, r.PP, r.SeqLen, r.GlobalBatch = 16, 2, 2, 8192, 256
+	res, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := res.Throughput
+	if tp.StepSeconds <= 0 || tp.TokensPerS <= 0 || tp.TFLOPSPerGPU <= 0 || tp.MFU <= 0 || tp.MFU >= 1 {
+		t.Fatalf("throughput %+v", tp)
+	}
+	sum := 0.0
+	for _, v := range tp.Parts {
+		sum += v
+	}
+	if math.Abs(sum-tp.StepSeconds) > 1e-9*tp.StepSeconds {
+		t.Errorf("parts add up to %v, step %v", sum, tp.StepSeconds)
+	}
+	if tp.Parts[memest.StepCompute] <= 0 {
+		t.Errorf("no compute: %+v", tp)
+	}
+	breakdown := tp.Breakdown()
+	if len(breakdown) != memest.StepPartCount || breakdown["compute"] != tp.Parts[memest.StepCompute] {
+		t.Errorf("breakdown %v", breakdown)
+	}
+
+	// the JSON entry point, with the same overlap given by names
+	r.CommOverlap, err = memest.OverlapBits("dp", "tp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := memest.Request(map[string]any{
+		"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 16, "tp": 2, "pp": 2},
+		"training": map[string]any{"seq_len": 8192, "global_batch": 256, "comm_overlap": []string{"dp", "tp"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := resp["throughput"].(map[string]any)
+	if js["step_seconds"].(float64) != both.Throughput.StepSeconds || js["mfu"].(float64) != both.Throughput.MFU {
+		t.Errorf("typed %+v vs JSON %v", both.Throughput, js)
+	}
+	step := js["step"].(map[string]any)
+	jsonParts := map[string]float64{}
+	for k, v := range step {
+		jsonParts[k] = v.(float64)
+	}
+	if !reflect.DeepEqual(jsonParts, both.Throughput.Breakdown()) {
+		t.Errorf("typed breakdown %v vs JSON %v", both.Throughput.Breakdown(), jsonParts)
+	}
+	if echoed := resp["training"].(map[string]any)["comm_overlap"]; !reflect.DeepEqual(echoed, []any{"dp", "tp"}) {
+		t.Errorf("comm_overlap echoed %v", echoed)
+	}
+
+	r.CommOverlap, _ = memest.OverlapBits()
+	none, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(both.Throughput.Parts[memest.StepTPComm] < none.Throughput.Parts[memest.StepTPComm]) {
+		t.Errorf("TP overlap does not hide TP comm: %v vs %v", both.Throughput.Parts, none.Throughput.Parts)
+	}
+	if both.PeakBytes != none.PeakBytes {
+		t.Errorf("overlap changed memory: %v vs %v", both.PeakBytes, none.PeakBytes)
+	}
+	if _, err := memest.OverlapBits("dp", "nvlink"); !errors.Is(err, memest.ErrInvalidArgument) {
+		t.Errorf("unknown overlap name: %v", err)
+	}
+
+	r.GlobalBatch = 0
+	plain, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Throughput != (memest.Throughput{}) {
+		t.Errorf("no global batch, yet %+v", plain.Throughput)
+	}
+}
+
+// A search with fp8 options through the JSON entry point: every entry's parts add up to its
+// step, ties are within the tie margin, and both fp8 settings are ranked.
+func TestSearchFP8OptionsAndTies(t *testing.T) {
+	resp, err := memest.Request(map[string]any{
+		"mode": "search", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 16},
+		"training": map[string]any{"seq_len": 4096, "global_batch": 256},
+		"search":   map[string]any{"top": 5000, "fp8": []bool{false, true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	margin := resp["tie_margin"].(float64)
+	seen := map[bool]bool{}
+	for _, x := range resp["results"].([]any) {
+		e := x.(map[string]any)
+		th := e["throughput"].(map[string]any)
+		sum := 0.0
+		for _, v := range th["step"].(map[string]any) {
+			sum += v.(float64)
+		}
+		if step := th["step_seconds"].(float64); math.Abs(sum-step) > 1e-9*step {
+			t.Errorf("rank %v: parts %v, step %v", e["rank"], sum, step)
+		}
+		if e["tie"].(bool) != (e["gap_to_best"].(float64) <= margin) {
+			t.Errorf("rank %v: tie %v, gap %v, margin %v", e["rank"], e["tie"], e["gap_to_best"], margin)
+		}
+		seen[e["fp8"].(bool)] = true
+	}
+	if !seen[true] || !seen[false] {
+		t.Errorf("fp8 settings ranked: %v", seen)
+	}
+}
