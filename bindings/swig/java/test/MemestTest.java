@@ -226,6 +226,7 @@ public class MemestTest {
     }
     stackChecks();
     compileChecks();
+    throughputChecks();
     System.out.println("java MemestTest: " + checks + " checks passed");
   }
 
@@ -300,6 +301,61 @@ public class MemestTest {
         + " \"framework\": \"deepspeed\", \"param_dtype\": \"fp16\", \"grad_dtype\": \"fp16\", \"recompute\": \"full\","
         + " \"flash_attention\": false, \"loss\": \"unfused_16bit\"}}");
     check(jsonNumber(gpt2, "loss_bytes") == 12351160320.0, "unfused_16bit: 6 bytes per fp16 logit");
+  }
+
+  /** The throughput model (1.5): a pretraining result's step time and its parts, which add up
+   *  to the step; comm_overlap; the search entries' parts, ties, fp8 and compile options. */
+  static void throughputChecks() throws Exception {
+    List<String> partNames = Memest.enumNames(memest_enum.MEMEST_ENUM_STEP_PART);
+    check(partNames.get(memest_step_part.MEMEST_STEP_COMPUTE).equals("compute"), "step part names from the library");
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_OVERLAP).get(memest_overlap.MEMEST_OVERLAP_TP).equals("tp"),
+        "overlap names from the library");
+    PretrainRequest r = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    r.setGpus(16); r.setTp(2); r.setPp(2); r.setSeq_len(8192); r.setGlobal_batch(256);
+    check(r.getComm_overlap() == MemestNativeConstants.MEMEST_OVERLAP_STACK_DEFAULT, "comm_overlap default");
+    Memest.Pretrain p = Memest.pretrain(r);
+    PretrainResult res = p.result();
+    check(res.getStep_seconds() > 0 && res.getTokens_per_s() > 0 && res.getTflops_per_gpu() > 0, "throughput");
+    check(res.getMfu() > 0 && res.getMfu() < 1, "mfu");
+    java.util.Map<String, Double> parts = p.stepParts();
+    check(List.copyOf(parts.keySet()).equals(partNames), "parts in the library's order");
+    double sum = 0;
+    for (double v : parts.values()) sum += v;
+    check(Math.abs(sum - res.getStep_seconds()) <= 1e-9 * res.getStep_seconds(), "parts add up to the step: " + sum);
+    check(parts.get("compute") == res.getCompute_seconds() && res.getCompute_seconds() > 0, "compute part");
+    // typed == JSON
+    String json = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 16, \"tp\": 2, \"pp\": 2}, \"training\": {\"seq_len\": 8192, \"global_batch\": 256,"
+        + " \"comm_overlap\": [\"dp\", \"tp\"]}}");
+    r.setComm_overlap(Memest.overlapBits("dp", "tp"));
+    Memest.Pretrain both = Memest.pretrain(r);
+    check(jsonNumber(json, "step_seconds") == both.result().getStep_seconds(), "typed == JSON step_seconds");
+    check(jsonNumber(json, "tp_comm") == both.result().getTp_comm_seconds(), "typed == JSON tp_comm");
+    r.setComm_overlap(Memest.overlapBits());
+    Memest.Pretrain none = Memest.pretrain(r);
+    check(both.result().getTp_comm_seconds() < none.result().getTp_comm_seconds(), "tp overlap hides TP comm");
+    check(both.result().getPeak_bytes() == none.result().getPeak_bytes(), "overlap leaves memory alone");
+    expectError(() -> Memest.overlapBits("dp", "nvlink"), "invalid_argument", "training.comm_overlap");
+    r.setGlobal_batch(0);
+    check(Memest.pretrain(r).result().getStep_seconds() == 0, "no global batch, no step");
+
+    // search: fp8 off and on, the breakdown of every entry, ties with the best
+    PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    base.setGpus(16); base.setSeq_len(4096); base.setGlobal_batch(256);
+    SearchRequest s = Memest.searchRequest(base);
+    s.setFp8_options(3);
+    Memest.Search found = Memest.search(s, 5000);
+    check(found.result().getTie_margin() > 0, "tie margin");
+    boolean sawFp8 = false, sawBf16 = false;
+    for (SearchEntry e : found.entries()) {
+      double total = 0;
+      for (double v : Memest.stepParts(e).values()) total += v;
+      check(Math.abs(total - e.getStep_seconds()) <= 1e-9 * e.getStep_seconds(), "entry parts add up");
+      check((e.getTie() == 1) == (e.getGap_to_best() <= found.result().getTie_margin()), "tie");
+      if (e.getFp8() == 1) sawFp8 = true; else sawBf16 = true;
+    }
+    check(found.entries().get(0).getGap_to_best() == 0, "the best has no gap");
+    check(sawFp8 && sawBf16, "fp8 options searched");
   }
 
   /** What torch.compile compiles (memest_compile, 1.4) in the int field compile. Llama-3.1-8B on

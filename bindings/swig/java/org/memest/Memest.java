@@ -39,6 +39,53 @@ public final class Memest {
     }
     /** The loss used, "auto" resolved by the framework ("fused", "unfused", ...). */
     public String loss() { return MemestNative.enum_name(memest_enum.MEMEST_ENUM_LOSS, result.getLoss()); }
+    /** The step's time by part (1.5; when global_batch is given, else zeros): seconds per
+     *  iteration by the library's names (MEMEST_ENUM_STEP_PART), in its order; they add up to
+     *  result().getStep_seconds(). */
+    public Map<String, Double> stepParts() {
+      return parts(new double[] {result.getCompute_seconds(), result.getRecompute_seconds(),
+          result.getBubble_seconds(), result.getTp_comm_seconds(), result.getCp_comm_seconds(),
+          result.getDp_comm_seconds(), result.getPp_comm_seconds(), result.getEp_comm_seconds(),
+          result.getOptimizer_seconds(), result.getOffload_seconds()});
+    }
+  }
+
+  /** A search entry's step time by part (1.5), as {@link Pretrain#stepParts}. */
+  public static Map<String, Double> stepParts(SearchEntry e) {
+    return parts(new double[] {e.getCompute_seconds(), e.getRecompute_seconds(), e.getBubble_seconds(),
+        e.getTp_comm_seconds(), e.getCp_comm_seconds(), e.getDp_comm_seconds(), e.getPp_comm_seconds(),
+        e.getEp_comm_seconds(), e.getOptimizer_seconds(), e.getOffload_seconds()});
+  }
+
+  /** The *_seconds fields in memest_step_part order, keyed by the library's names. */
+  private static Map<String, Double> parts(double[] seconds) {
+    int[] order = {memest_step_part.MEMEST_STEP_COMPUTE, memest_step_part.MEMEST_STEP_RECOMPUTE,
+        memest_step_part.MEMEST_STEP_BUBBLE, memest_step_part.MEMEST_STEP_TP_COMM,
+        memest_step_part.MEMEST_STEP_CP_COMM, memest_step_part.MEMEST_STEP_DP_COMM,
+        memest_step_part.MEMEST_STEP_PP_COMM, memest_step_part.MEMEST_STEP_EP_COMM,
+        memest_step_part.MEMEST_STEP_OPTIMIZER, memest_step_part.MEMEST_STEP_OFFLOAD};
+    Map<String, Double> out = new LinkedHashMap<>();
+    for (int i = 0; i < order.length; i++) {
+      out.put(MemestNative.enum_name(memest_enum.MEMEST_ENUM_STEP_PART, order[i]), seconds[i]);
+    }
+    return Collections.unmodifiableMap(out);
+  }
+
+  /** PretrainRequest.setComm_overlap's value for overlap names (MEMEST_ENUM_OVERLAP: "dp",
+   *  "tp", ...): bit (1 << value) per name; an unknown name throws a MemestException naming
+   *  training.comm_overlap. No names: nothing overlapped (MEMEST_OVERLAP_STACK_DEFAULT, -1, is
+   *  the training stack's own default). */
+  public static int overlapBits(String... names) throws MemestException {
+    int bits = 0;
+    for (String name : names) {
+      int v = enumValue(memest_enum.MEMEST_ENUM_OVERLAP, name);
+      if (v < 0) {
+        throw refuse(memest_status.MEMEST_ERR_INVALID_ARGUMENT, "training.comm_overlap",
+            "training.comm_overlap: unknown name \"" + name + "\" (" + enumNames(memest_enum.MEMEST_ENUM_OVERLAP) + ")");
+      }
+      bits |= 1 << v;
+    }
+    return bits;
   }
 
   /** LLMem's Algorithm 1: the choice and one option per method (CDP, ZeRO-3, TP, DP+TP). */
