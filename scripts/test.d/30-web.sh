@@ -33,7 +33,7 @@ echo "-- web: npm ci, vite build"
 (cd web && npm ci --no-audit --no-fund --loglevel=error && npx --no-install vite build --logLevel warn)
 
 echo "-- web: end-to-end tests in headless Chromium"
-(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/buckets.test.mjs test/lora.test.mjs)
+(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/buckets.test.mjs test/lora.test.mjs test/throughput.test.mjs)
 
 echo "-- web: benchmark (figures, not assertions)"
 (cd web && node test/bench.mjs) || echo "30-web: benchmark failed to run (not a test failure)"

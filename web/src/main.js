@@ -391,8 +391,38 @@ function renderPretrain(r) {
   renderStack(r);
   renderAdapter(r);
   renderParts(r);
+  renderStep(r);
   renderSuggestions(r);
   scheduleChart(r);
+}
+
+/** The step time and its nonzero parts (the response's `throughput`, present when a global
+ *  batch is given). The parts' names are the library's (its step_part enum), shown with spaces;
+ *  each item keeps its seconds exactly in data-seconds. */
+function renderStep(r) {
+  const t = r.throughput;
+  $('step-box').hidden = !t;
+  if (!t) { clearStep(); return; }
+  const overlap = r.training?.comm_overlap;
+  $('step-line').textContent = `${t.step_seconds.toFixed(3)} s per global batch · ` +
+    `${Math.round(t.tokens_per_s).toLocaleString('en-US')} tokens/s · ${t.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU · ` +
+    `MFU ${percent(t.mfu)}` + (overlap ? ` · overlapped: ${overlap.length ? overlap.join(', ') : 'none'}` : '');
+  $('step-box').dataset.stepSeconds = String(t.step_seconds);
+  $('step-parts').replaceChildren(...Object.entries(t.step ?? {}).filter(([, v]) => v > 0).map(([part, v]) => {
+    const share = t.step_seconds > 0 ? v / t.step_seconds : 0;
+    return el('li', { dataset: { part, seconds: String(v) } },
+      el('span', { className: 'part-name' }, part.replace(/_/g, ' ')),
+      el('span', { className: 'part-bar', 'aria-hidden': 'true' },
+        el('span', { className: 'part-fill', style: `width: ${Math.max(0, Math.min(1, share)) * 100}%` })),
+      el('span', { className: 'part-value' }, `${v.toFixed(3)} s · ${percent(share)}`));
+  }));
+}
+
+function clearStep() {
+  $('step-parts').replaceChildren();
+  $('step-line').textContent = '';
+  delete $('step-box').dataset.stepSeconds;
+  $('step-box').hidden = true;
 }
 
 /** The training stack's named parts of a stage (the response's `stack` object), as a reader
@@ -558,6 +588,7 @@ function clearPretrain() {
   $('experts-line').hidden = true;
   $('dominant-parts').replaceChildren();
   $('parts-title').textContent = 'Where the memory goes';
+  clearStep();
   $('suggestions').replaceChildren();
   $('suggestions-box').hidden = true;
   clearChart();
@@ -970,6 +1001,7 @@ function runSearch(problem) {
     rank: r.rank ?? i + 1, ...flattenLayout(r.layout ?? {}), peak_gib: (r.peak_bytes ?? 0) / GiB,
     peak_verdict: r.peak_verdict ?? '', estimate_gib: (r.estimate_bytes ?? 0) / GiB, verdict: r.verdict ?? '',
     tflops: r.tflops_per_gpu ?? null, tokens: r.tokens_per_s ?? null, reason: r.reason ?? '', _raw: r,
+    tie: r.tie ? 1 : 0, mfu: r.throughput?.mfu ?? null,
   }));
   $('search-summary').textContent = rows.length
     ? `${d.ranked} of ${d.candidates} layouts fit and were ranked (${d.pruned_total} dropped); the best ${rows.length}:`
@@ -986,9 +1018,10 @@ function runSearch(problem) {
   } else {
     setStatus('result', [who, verdictWords('oom'), ` — no layout of the ${d.candidates} considered fits.`], 'oom');
   }
-  const layoutKeys = ['tp', 'cp', 'pp', 'vpp', 'dp', 'micro_batch', 'zero'].filter((k) => rows.some((r) => k in r));
+  const layoutKeys = ['tp', 'cp', 'pp', 'vpp', 'dp', 'ep', 'micro_batch', 'zero'].filter((k) => rows.some((r) => k in r));
   sortableTable($('search-table'), [
     { key: 'rank', label: 'Rank', num: true },
+    { key: 'tie', label: 'Tie', num: true, fmt: (v) => (v ? '=' : '') },
     ...layoutKeys.map((k) => ({ key: k, label: k === 'micro_batch' ? 'mbs' : k, num: true })),
     ...(rows.some((r) => 'recompute' in r) ? [{ key: 'recompute', label: 'Recompute' }] : []),
     { key: 'peak_gib', label: 'Peak (GiB)', num: true, fmt: (v) => v.toFixed(2) },
@@ -997,6 +1030,7 @@ function runSearch(problem) {
     { key: 'verdict', label: 'Paper\'s verdict', fmt: (v) => words(v) },
     { key: 'tflops', label: 'TFLOP/s per GPU', num: true, fmt: (v) => (v == null ? '—' : Number(v).toFixed(1)) },
     { key: 'tokens', label: 'Tokens/s', num: true, fmt: (v) => (v == null ? '—' : Math.round(v).toLocaleString('en-US')) },
+    { key: 'mfu', label: 'MFU', num: true, fmt: (v) => (v == null ? '—' : percent(v)) },
   ], rows, (r) => `verdict-${r.peak_verdict}`, (row) => {
     const b = el('button', { type: 'button', className: 'use', title: row.reason }, 'Use');
     b.setAttribute('aria-label', `Use layout ranked ${row.rank}`);

@@ -1,0 +1,68 @@
+// End-to-end tests of the throughput model on the page: the step time and its parts beside the
+// memory chart (pretraining), and the search table's tie marker, ep and MFU columns, against the
+// memest CLI for the same requests. Needs what e2e.test.mjs needs: web/dist and the CLI.
+// Each test fails when the page shows no breakdown (or no tie column): the lists must be equal.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cli, cliPretrain, expectResult, page, probe, RESULTS, settle, show, usePage } from './harness.mjs';
+
+usePage();
+
+const HASH = new URLSearchParams({ m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '16', tp: '2', cp: '1',
+  pp: '2', vpp: '1', zero: '1', seq: '8192', mbs: '1', gbs: '256' }).toString();
+const ARGS = ['-m', 'llama-3.1-8b', '-g', 'h100-80gb', '--gpus', '16', '--tp', '2', '--cp', '1',
+  '--pp', '2', '--zero', '1', '--seq-len', '8192', '--micro-batch', '1', '--global-batch', '256'];
+
+test('pretraining: the page\'s step breakdown is the CLI\'s, part for part', async () => {
+  const want = cliPretrain(ARGS);
+  assert.equal(want.ok, true, `the CLI answers: ${JSON.stringify(want.error)}`);
+  assert.ok(want.throughput, 'the CLI answers a step time for a global batch');
+  await show(`#${HASH}`);
+  await expectResult('step time');
+  assert.equal(await page.isVisible('#step-box'), true, 'the step breakdown is shown');
+  const parts = await page.$$eval('#step-parts li', (lis) => lis.map((li) => [li.dataset.part, Number(li.dataset.seconds)]));
+  const nonzero = Object.entries(want.throughput.step).filter(([, v]) => v > 0);
+  assert.ok(nonzero.length > 0, 'the CLI has nonzero parts');
+  assert.deepEqual(parts, nonzero);
+  // the parts' names are the library's step_part enum
+  const names = cli({ mode: 'enums' }).enums.step_part;
+  for (const [part] of parts) assert.ok(names.includes(part), `${part} is a library name`);
+  assert.equal(Number(await page.getAttribute('#step-box', 'data-step-seconds')), want.throughput.step_seconds);
+  const line = await page.textContent('#step-line');
+  assert.ok(line.startsWith(`${want.throughput.step_seconds.toFixed(3)} s per global batch`), line);
+  assert.ok(line.includes(`${want.throughput.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU`), line);
+  await page.screenshot({ path: `${RESULTS}step-time.png`, fullPage: true });
+  // without a global batch there is no step time, and no breakdown
+  await show(`#${HASH.replace('gbs=256', 'gbs=0')}`);
+  await expectResult('no global batch');
+  assert.equal(await page.isVisible('#step-box'), false);
+  assert.equal(await page.$$eval('#step-parts li', (lis) => lis.length), 0);
+});
+
+test('search tab: the tie marker, ep and MFU of every ranked layout are the CLI\'s', async () => {
+  await show('#');
+  const before = await probe();
+  await page.click('#tab-search');
+  await settle(before);
+  await page.waitForSelector('#search-table tbody tr');
+  await expectResult('search');
+  const want = cli({ mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 8, sp: true },
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'none', flash_attention: true }, search: { top: 10 } });
+  assert.equal(want.ok, true);
+  const rows = await page.$$eval('#search-table', ([table]) => {
+    const labels = [...table.tHead.rows[0].cells].map((th) => th.textContent.replace(/[▲▼]/g, '').trim());
+    return [...table.tBodies[0].rows].map((tr) => Object.fromEntries(
+      [...tr.cells].map((td, i) => [labels[i], td.textContent.trim()])));
+  });
+  assert.equal(rows.length, want.results.length);
+  assert.ok(want.results.some((r) => r.tie), 'some layout ties with the best');
+  want.results.forEach((r, i) => {
+    assert.equal(rows[i].Tie, r.tie ? '=' : '', `row ${i + 1} tie`);
+    assert.equal(rows[i].ep, String(r.layout.ep), `row ${i + 1} ep`);
+    assert.equal(rows[i].MFU, `${Math.round(r.throughput.mfu * 1000) / 10} %`, `row ${i + 1} MFU`);
+  });
+  const back = await probe();
+  await page.click('#tab-pretrain');
+  await settle(back);
+  await show('#');
+});
