@@ -433,6 +433,7 @@ ModelTerms model_terms(const PretrainRequest& r) {
   }
   k.coefficients = activation_coefficients(m, k.activation_model);
   k.flops = model_flops(m);
+  if (is_moe(m)) k.moe_parts = moe_layer_parts(m);
   return k;
 }
 
@@ -476,6 +477,7 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check,
   plan.edge = terms.edge;
   plan.param_count = terms.param_count;
   plan.flops = terms.flops;
+  plan.moe_parts = terms.moe_parts;
   if (plan.framework != MEMEST_FRAMEWORK_MEGATRON || plan.loss != MEMEST_LOSS_FUSED) {
     plan.stack_terms = stack_layer_terms(plan);
   }

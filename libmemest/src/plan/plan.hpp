@@ -75,6 +75,7 @@ struct Plan {
   EdgeParams edge;
   memest_param_count param_count;
   ModelFlops flops;  // model/flops.hpp
+  MoeLayerParts moe_parts;  // one MoE layer's parameters (zero for a dense model)
   ActivationLayout layout;
   ActivationCoefficients coefficients;
   memest_activation_model activation_model;
@@ -144,6 +145,7 @@ struct ModelTerms {
   memest_activation_model activation_model;  // resolved (never AUTO)
   ActivationCoefficients coefficients;
   ModelFlops flops;
+  MoeLayerParts moe_parts;  // one MoE layer's (zero for a dense model)
 };
 ModelTerms model_terms(const PretrainRequest& r);
 // Plan for a layout already known to pass check_layout, of a request validated before.

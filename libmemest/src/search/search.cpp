@@ -1,5 +1,6 @@
 #include "search/search.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -89,6 +90,35 @@ struct Search {
     list[pos] = e;
   }
 
+  // The block times of recent block shapes (throughput/throughput.hpp layer_times): candidates
+  // that differ only in pp, vpp or dp share them. Direct-mapped, fixed size (no allocation).
+  struct BlockKey {
+    int64_t tp = 0, cp = 0, micro_batch = 0, ep = 0, etp = -1;
+    int32_t recompute = -1, zero = -1, fp8 = -1, compile = -1;
+    bool operator==(const BlockKey& o) const {
+      return tp == o.tp && cp == o.cp && micro_batch == o.micro_batch && ep == o.ep &&
+             etp == o.etp && recompute == o.recompute && zero == o.zero && fp8 == o.fp8 &&
+             compile == o.compile;
+    }
+  };
+  static constexpr std::size_t kBlockCache = 128;
+  std::array<std::pair<BlockKey, LayerTimes>, kBlockCache> blocks{};
+
+  const LayerTimes& block_times(const Plan& plan, const Layout& l) {
+    const BlockKey key{l.tp, l.cp, l.micro_batch, l.ep, plan.etp, l.recompute, plan.zero,
+                       candidate.stack.fp8, candidate.stack.compile};
+    const std::size_t slot =
+        static_cast<std::size_t>(l.tp * 31 + l.cp * 17 + l.micro_batch * 13 + l.ep * 7 + plan.etp * 5 +
+                                 l.recompute * 3 + plan.zero * 11 + candidate.stack.fp8 * 19 +
+                                 candidate.stack.compile * 23) % kBlockCache;
+    auto& [k, times] = blocks[slot];
+    if (!(k == key)) {
+      k = key;
+      times = layer_times(plan);
+    }
+    return times;
+  }
+
   // Each layout under every fp8 / compile option the request tries (1.5).
   std::vector<std::pair<int32_t, int32_t>> options;
   void evaluate(const Layout& layout) {
@@ -151,7 +181,16 @@ struct Search {
     e.capacity_bytes = r.gpu.memory_bytes;
     e.verdict = verdict_for(e.estimate_bytes, e.capacity_bytes);
     e.peak_verdict = peak_verdict_for(e.peak_bytes, e.capacity_bytes);
-    write_throughput(estimate_throughput(plan), e);
+    const LayerTimes& blocks_of_plan = block_times(plan, layout);
+    // A layout that fits but whose best possible speed is below the last of a full list cannot
+    // enter it: counted as ranked, its step not composed.
+    const std::vector<memest_search_entry>& list = out->entries;
+    if (!e.oom_predicted && capacity > 0 && list.size() == capacity && !list.back().oom_predicted &&
+        tflops_upper_bound(plan, blocks_of_plan) < list.back().tflops_per_gpu) {
+      ++out->ranked;
+      return;
+    }
+    write_throughput(estimate_throughput(plan, &blocks_of_plan), e);
     e.fp8 = r.stack.fp8;
     e.compile = r.stack.compile;
     e.first_stage_layers = plan.layers.first;
@@ -457,7 +496,7 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   // A shortlist is ranked as given; the enumeration counts selective-as-none once.
   const bool none_in_space =
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
-  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, ModelTerms{}, {}};
+  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, ModelTerms{}, {}, {}};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
   s.model = model_terms(s.candidate);

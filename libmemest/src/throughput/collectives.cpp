@@ -23,8 +23,9 @@ double collective_seconds(const memest_gpu& g, Collective kind, const Group& gro
     case Collective::SendRecv: factor = 1; break;
   }
   // NCCL's tree and ring latencies grow with the steps a collective takes; log2(n) steps is
-  // the tree's (and the hierarchical ring's across nodes) order.
-  const double steps = kind == Collective::SendRecv ? 1 : std::max(1.0, std::log2(n));
+  // the tree's (and the hierarchical ring's across nodes) order (floor, from the bits of n).
+  const int bits = 63 - __builtin_clzll(static_cast<unsigned long long>(n));
+  const double steps = kind == Collective::SendRecv ? 1 : std::max(1, bits);
   return latency * steps + bytes * factor / bus;
 }
 

@@ -24,20 +24,41 @@ double gemm_efficiency(const DeviceRates& d, double m, double n, double k) {
   return d.gemm_efficiency * (m / (m + x)) * (n / (n + x)) * (k / (k + x));
 }
 
+namespace {
+
+// The FLOP time of an M x N x K GEMM (the same for its three training permutations: the
+// efficiency is symmetric in the dimensions) and the bytes of one input element.
+struct GemmRates {
+  double compute;      // seconds of its FLOPs at the achieved rate
+  double input_bytes;  // 2, or 1 for FP8
+};
+
+GemmRates gemm_rates(const DeviceRates& d, double m, double n, double k, bool fp8) {
+  const bool eight = fp8 && d.fp8_flops > 0;
+  const double peak = eight ? d.fp8_flops : d.bf16_flops;
+  return {2 * m * n * k / (peak * gemm_efficiency(d, m, n, k)), eight ? 1.0 : 2.0};
+}
+
+// Roofline of one GEMM C[M,N] = A[M,K] B[K,N] given its FLOP time.
+double roofline(const DeviceRates& d, const GemmRates& g, double m, double n, double k) {
+  const double traffic = (g.input_bytes * (m * k + k * n) + 2 * m * n) / d.hbm_bytes;
+  return std::max(g.compute, traffic) + d.kernel_seconds;
+}
+
+}  // namespace
+
 double gemm_seconds(const DeviceRates& d, double m, double n, double k, bool fp8) {
   if (!(m > 0 && n > 0 && k > 0)) return 0;
-  const double peak = fp8 && d.fp8_flops > 0 ? d.fp8_flops : d.bf16_flops;
-  const double in_bytes = fp8 && d.fp8_flops > 0 ? 1.0 : 2.0;
-  const double compute = 2 * m * n * k / (peak * gemm_efficiency(d, m, n, k));
-  const double traffic = (in_bytes * (m * k + k * n) + 2 * m * n) / d.hbm_bytes;
-  return std::max(compute, traffic) + d.kernel_seconds;
+  return roofline(d, gemm_rates(d, m, n, k, fp8), m, n, k);
 }
 
 LinearSeconds linear_seconds(const DeviceRates& d, double m, double n, double k, bool fp8,
                              bool weight_grad) {
   LinearSeconds s;
-  s.forward = gemm_seconds(d, m, n, k, fp8);
-  s.backward = gemm_seconds(d, m, k, n, fp8) + (weight_grad ? gemm_seconds(d, k, n, m, fp8) : 0);
+  if (!(m > 0 && n > 0 && k > 0)) return s;
+  const GemmRates g = gemm_rates(d, m, n, k, fp8);
+  s.forward = roofline(d, g, m, n, k);
+  s.backward = roofline(d, g, m, k, n) + (weight_grad ? roofline(d, g, k, n, m) : 0);
   return s;
 }
 

@@ -81,19 +81,6 @@ namespace {
 
 constexpr uint32_t bit(memest_overlap o) { return 1u << o; }
 
-// What one layer costs one GPU for one micro-batch (forward + backward), by part.
-struct LayerTime {
-  double forward = 0;    // kernels of the forward pass
-  double backward = 0;   // kernels of the backward pass
-  double recompute = 0;  // forward kernels run again
-  double tp = 0, cp = 0, ep = 0, dp = 0;  // exposed communication
-  double total() const { return forward + backward + recompute + tp + cp + ep + dp; }
-  void add(const LayerTime& o, double n) {
-    forward += n * o.forward, backward += n * o.backward, recompute += n * o.recompute;
-    tp += n * o.tp, cp += n * o.cp, ep += n * o.ep, dp += n * o.dp;
-  }
-};
-
 // The layout and the device as the block functions read them.
 struct Context {
   const Plan& plan;
@@ -451,7 +438,33 @@ double moe_all_to_all_seconds(const Plan& plan) {
   return 4 * collective_seconds(x.g, Collective::AllToAll, x.ep_group, copies * load * x.h * 2);
 }
 
-Throughput estimate_throughput(const Plan& plan) {
+LayerTimes layer_times(const Plan& plan) {
+  LayerTimes out;
+  if (plan.num_microbatches <= 0) return out;
+  const Context x(plan);
+  const memest_model& m = *plan.model;
+  out.dense = dense_layer(x);
+  const double dense_elem = memory_seconds(
+      x.dev, block_elementwise_bytes(x, 0, x.rows, static_cast<double>(m.intermediate_size) / x.t), 0);
+  add_recompute(x, out.dense, dense_elem);
+  if (is_moe(m)) {
+    out.moe = moe_layer(x);
+    add_recompute(x, out.moe, dense_elem);
+  }
+  if (plan.adapter.enabled()) {
+    const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
+                                                static_cast<double>(plan.adapter.rank), "");
+    adapter_part(x, out.dense, plan.dense_layer.sharded, ap.dense_layer);
+    if (is_moe(m)) {
+      adapter_part(x, out.moe, plan.moe_parts.base.sharded + plan.moe_parts.routed, ap.moe_layer);
+    }
+  }
+  out.head = head_and_loss(x);
+  out.embed = embedding(x);
+  return out;
+}
+
+Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
   Throughput out;
   if (plan.num_microbatches <= 0) return out;
   const Context x(plan);
@@ -463,34 +476,25 @@ Throughput estimate_throughput(const Plan& plan) {
 
   out.model_flops = model_flops_per_token(m, plan.flops, x.s) * x.s * x.b * mb * d;
 
-  // One layer of each kind, then each stage kind (first, middle, last) from its layer counts.
-  LayerTime dense = dense_layer(x);
-  const double dense_elem = memory_seconds(
-      x.dev, block_elementwise_bytes(x, 0, x.rows, static_cast<double>(m.intermediate_size) / x.t), 0);
-  add_recompute(x, dense, dense_elem);
+  // One layer of each kind (the search's cache holds them per block shape), then each stage
+  // kind (first, middle, last) from its layer counts.
+  const LayerTimes own = cached ? LayerTimes{} : layer_times(plan);
+  const LayerTimes& kinds = cached ? *cached : own;
+  LayerTime dense = kinds.dense, moe = kinds.moe;
+  const LayerTime& head = kinds.head;
+  const LayerTime& embed = kinds.embed;
   const LayerParams& dl = plan.dense_layer;
   const double dense_params = dl.sharded / x.t + dl.replicated;
-  LayerTime moe;
   double moe_params = 0, moe_routed = 0;
   if (is_moe(m)) {
-    moe = moe_layer(x);
-    add_recompute(x, moe, dense_elem);
-    const MoeLayerParts parts = moe_layer_parts(m);
+    const MoeLayerParts& parts = plan.moe_parts;
     moe_params = parts.base.sharded / x.t + parts.base.replicated;
     moe_routed = parts.routed / (x.ep * x.etp);
-  }
-  if (plan.adapter.enabled()) {
-    const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
-                                                static_cast<double>(plan.adapter.rank), "");
-    adapter_part(x, dense, dl.sharded, ap.dense_layer);
-    if (is_moe(m)) adapter_part(x, moe, moe_params * x.t + moe_routed * x.ep * x.etp, ap.moe_layer);
   }
   sharded_part(x, dense, dense_params);
   if (is_moe(m)) sharded_part(x, moe, moe_params + moe_routed);
 
   const EdgeParams& edge = plan.edge;
-  const LayerTime head = head_and_loss(x);
-  const LayerTime embed = embedding(x);
   // Pipeline sends: the stage's output hidden states (SP-scattered), forward and its gradient
   // backward, per model chunk; blocking in 1F1B unless overlapped.
   double pp_send = 0;
@@ -619,6 +623,26 @@ Throughput estimate_throughput(const Plan& plan) {
   out.mfu = plan.gpu->peak_bf16_tflops > 0 ? out.tflops_per_gpu / plan.gpu->peak_bf16_tflops : 0;
   out.bubble_fraction = (p - 1) / (vpp * mb);
   return out;
+}
+
+double tflops_upper_bound(const Plan& plan, const LayerTimes& times) {
+  if (plan.num_microbatches <= 0) return 0;
+  const memest_model& m = *plan.model;
+  auto kernels = [](const LayerTime& l) { return l.forward + l.backward + l.recompute; };
+  auto stage = [&](int64_t i) {
+    const int64_t moe_layers = stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i);
+    double k = static_cast<double>(plan.layers.of(i, plan.pp) - moe_layers) * kernels(times.dense) +
+               static_cast<double>(moe_layers) * kernels(times.moe);
+    if (i == 0) k += kernels(times.embed);
+    if (i == plan.pp - 1) k += kernels(times.head);
+    return k;
+  };
+  const double slowest = std::max(stage(0), stage(plan.pp - 1));
+  const double s = plan.layout.seq_len, b = plan.layout.micro_batch;
+  const double mb = static_cast<double>(plan.num_microbatches), d = static_cast<double>(plan.dp);
+  const double gpus = plan.layout.tp * plan.layout.cp * static_cast<double>(plan.pp) * d;
+  const double flops = model_flops_per_token(m, plan.flops, s) * s * b * mb * d;
+  return flops / (mb * slowest * gpus) / 1e12;
 }
 
 namespace {

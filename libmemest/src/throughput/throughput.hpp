@@ -71,8 +71,35 @@ double offload_seconds(const Plan& plan, double params, double microbatches);
 // backward) for one micro-batch on one GPU, not overlapped; 0 for a dense model or ep = 1.
 double moe_all_to_all_seconds(const Plan& plan);
 
-// Needs the number of micro-batches (a global batch); zeros when it is not known.
-Throughput estimate_throughput(const Plan& plan);
+// What one layer costs one GPU for one micro-batch (forward + backward), by part.
+struct LayerTime {
+  double forward = 0;    // kernels of the forward pass
+  double backward = 0;   // kernels of the backward pass
+  double recompute = 0;  // forward kernels run again
+  double tp = 0, cp = 0, ep = 0, dp = 0;  // exposed communication
+  double total() const { return forward + backward + recompute + tp + cp + ep + dp; }
+  void add(const LayerTime& o, double n) {
+    forward += n * o.forward, backward += n * o.backward, recompute += n * o.recompute;
+    tp += n * o.tp, cp += n * o.cp, ep += n * o.ep, dp += n * o.dp;
+  }
+};
+
+// A plan's block times: a dense and an MoE layer, the LM head with the loss, the embedding. They
+// depend on the block's shape on one GPU (tp, cp, micro-batch, ep, etp, recompute, fp8, compile,
+// the overlap bits), not on pp, vpp or dp: the search computes them once per shape.
+struct LayerTimes {
+  LayerTime dense, moe, head, embed;
+};
+LayerTimes layer_times(const Plan& plan);
+
+// Needs the number of micro-batches (a global batch); zeros when it is not known. `cached`:
+// the plan's layer_times, computed before for a plan of the same block shape (nullptr: here).
+Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached = nullptr);
+
+// An upper bound of estimate_throughput(plan).tflops_per_gpu from the block times alone: the
+// first and the last stage's kernels m times, without communication, bubble or optimizer (the
+// search skips composing a step for a layout that could not enter its list).
+double tflops_upper_bound(const Plan& plan, const LayerTimes& times);
 
 // Writes a throughput into the result's / the entry's 1.5 fields.
 void write_throughput(const Throughput& t, memest_pretrain_result& out);
