@@ -5,15 +5,27 @@
 
 namespace memest {
 
-double collective_seconds(const memest_gpu& g, Collective kind, const Group& group, double bytes) {
+Link link_of(const memest_gpu& g, const Group& group) {
+  Link l;
   const double n = group.size;
-  if (n <= 1 || !(bytes > 0)) return 0;
+  l.ranks = n;
+  if (n <= 1) return l;
   const double node = static_cast<double>(g.gpus_per_node);
   const bool inside = group.span <= node;
   const double per_node = std::clamp(node / (group.span / n), 1.0, n);  // ranks in one node
   const double bus =
       (inside ? g.intra_node_gbps : std::min(g.intra_node_gbps, per_node * g.inter_node_gbps)) * 1e9;
-  const double latency = (inside ? g.intra_node_latency_us : g.inter_node_latency_us) * 1e-6;
+  l.step_latency = (inside ? g.intra_node_latency_us : g.inter_node_latency_us) * 1e-6;
+  // NCCL's tree and ring latencies grow with the steps a collective takes; log2(n) steps is
+  // the tree's (and the hierarchical ring's across nodes) order (floor, from the bits of n).
+  l.steps = std::max(1, 63 - __builtin_clzll(static_cast<unsigned long long>(n)));
+  l.per_byte = 1 / bus;
+  return l;
+}
+
+double collective_seconds(const Link& l, Collective kind, double bytes) {
+  const double n = l.ranks;
+  if (n <= 1 || !(bytes > 0)) return 0;
   double factor = 1;
   switch (kind) {
     case Collective::AllReduce: factor = 2 * (n - 1) / n; break;
@@ -22,11 +34,13 @@ double collective_seconds(const memest_gpu& g, Collective kind, const Group& gro
     case Collective::AllToAll: factor = (n - 1) / n; break;
     case Collective::SendRecv: factor = 1; break;
   }
-  // NCCL's tree and ring latencies grow with the steps a collective takes; log2(n) steps is
-  // the tree's (and the hierarchical ring's across nodes) order (floor, from the bits of n).
-  const int bits = 63 - __builtin_clzll(static_cast<unsigned long long>(n));
-  const double steps = kind == Collective::SendRecv ? 1 : std::max(1, bits);
-  return latency * steps + bytes * factor / bus;
+  const double steps = kind == Collective::SendRecv ? 1 : l.steps;
+  return l.step_latency * steps + bytes * factor * l.per_byte;
+}
+
+double collective_seconds(const memest_gpu& g, Collective kind, const Group& group, double bytes) {
+  if (group.size <= 1 || !(bytes > 0)) return 0;
+  return collective_seconds(link_of(g, group), kind, bytes);
 }
 
 }  // namespace memest

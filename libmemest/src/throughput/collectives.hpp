@@ -23,6 +23,17 @@ struct Group {
   double span = 1;
 };
 
+// A group's link as its collectives see it: the latency of one step, the steps of a collective
+// (log2 of the ranks) and the seconds per byte of bus traffic. Resolved once per group.
+struct Link {
+  double ranks = 1;
+  double step_latency = 0;  // seconds
+  double steps = 1;         // latency steps of a collective (not of a send)
+  double per_byte = 0;      // seconds per byte of bus traffic
+};
+Link link_of(const memest_gpu& g, const Group& group);
+double collective_seconds(const Link& link, Collective kind, double bytes);
+
 // Seconds for a collective over `group` of a buffer of `bytes` (the full, gathered size for
 // all-gather / reduce-scatter; what one rank sends for send/recv and all-to-all), 0 for a group
 // of one rank.

@@ -569,20 +569,22 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
   const bool per_layer_sharding =
       (plan.framework == MEMEST_FRAMEWORK_FSDP && plan.zero >= 2 && plan.pp == 1) ||
       (plan.framework == MEMEST_FRAMEWORK_DEEPSPEED && plan.zero >= 2);
+  const double edp = static_cast<double>(plan.edp);
+  const Link dense_link = link_of(x.g, Group{d * x.c, x.t * x.c * d});
+  const Link expert_link = link_of(x.g, Group{edp, x.etp * x.ep * edp});
   auto dp_seconds = [&](const Kind& k) {
     double exposed = 0;
-    auto reduce = [&](double params, const Group& group) {
-      if (group.size <= 1 || !(params > 0)) return;
+    auto reduce = [&](double params, const Link& link) {
+      if (link.ranks <= 1 || !(params > 0)) return;
       double grads = 0, gather = 0;
       if (!per_layer_sharding) {
-        grads = plan.zero >= 1
-                    ? collective_seconds(x.g, Collective::ReduceScatter, group, params * pr.grad_bytes)
-                    : collective_seconds(x.g, Collective::AllReduce, group, params * pr.grad_bytes);
+        grads = collective_seconds(link, plan.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce,
+                                   params * pr.grad_bytes);
       }
       if (plan.zero >= 1 && !(per_layer_sharding && (plan.zero >= 3 || plan.framework == MEMEST_FRAMEWORK_FSDP))) {
-        gather = collective_seconds(x.g, Collective::AllGather, group, params * pr.param_bytes);
+        gather = collective_seconds(link, Collective::AllGather, params * pr.param_bytes);
       }
-      const double buckets = std::max(1.0, params / std::max(4e7, 1e6 * group.size));
+      const double buckets = std::max(1.0, params / std::max(4e7, 1e6 * link.ranks));
       if (x.overlap & bit(MEMEST_OVERLAP_DP)) {
         exposed += std::max(grads / buckets, grads - k.backward_one / vpp);
         exposed += std::max(gather / buckets, gather - k.forward_one / vpp);
@@ -590,9 +592,8 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
         exposed += grads + gather;
       }
     };
-    reduce(k.params, Group{d * x.c, x.t * x.c * d});
-    const double edp = static_cast<double>(plan.edp);
-    reduce(k.expert_params, Group{edp, x.etp * x.ep * edp});
+    reduce(k.params, dense_link);
+    reduce(k.expert_params, expert_link);
     return exposed;
   };
   double dp_step = dp_seconds(first);
