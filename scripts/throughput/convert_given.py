@@ -409,6 +409,9 @@ def convert(row):
 
     training = {"framework": framework, "seq_len": seq, "micro_batch": mb, "global_batch": gb,
                 "recompute": recompute_for(row, src, assumed), "fp8": row["precision"].startswith("fp8")}
+    if "DeepEP" in row["quote"] or "deepep" in json.dumps(row.get("notes") or "").lower():
+        # the row's own dispatcher column (ModelZoo) or benchmark yaml (AutoModel): DeepEP
+        training["moe_dispatcher"] = "deepep"
     if src in ("bloom", "korthikanti", "mtnlg", "gpt-neox", "opt"):
         training["flash_attention"] = False  # 2021-22 stacks: fused softmax, no FlashAttention
     if row["precision"].startswith("fp16"):

@@ -10,7 +10,7 @@
 //   - how many layouts that ran are predicted out of memory.
 // Fitted constants (jointly, on these rows; every other constant is a datasheet or published
 // figure of data/gpus.json): gemm_efficiency and attention_efficiency of the A100 and of the
-// H100 presets. Exits non-zero when a case is refused, when the refit moves away from the shipped
+// H100 presets, and the H100's fp8_gemm_efficiency (the only fp8 GPU in the rows). Exits non-zero when a case is refused, when the refit moves away from the shipped
 // presets or the library's tie margin, or when the leave-one-source-out bounds fail.
 //
 //   memest_validate_throughput [tests/data/measured/throughput-given.json]
@@ -50,6 +50,7 @@ struct Case {
 // The fitted constants: gemm and attention efficiency per GPU family.
 struct Constants {
   double gemm[2] = {0, 0}, attention[2] = {0, 0};  // [a100, h100]
+  double fp8 = 0;                                  // the H100's FP8 GEMM efficiency
 };
 
 int family_index(const std::string& f) { return f == "a100" ? 0 : f == "h100" ? 1 : -1; }
@@ -66,6 +67,7 @@ Constants shipped() {
   const memest_gpu h = memest::find_gpu_preset("h100-80gb", "gpu").gpu;
   c.gemm[0] = a.gemm_efficiency, c.attention[0] = a.attention_efficiency;
   c.gemm[1] = h.gemm_efficiency, c.attention[1] = h.attention_efficiency;
+  c.fp8 = h.fp8_gemm_efficiency;
   return c;
 }
 
@@ -75,6 +77,7 @@ double predict(const Case& k, const Constants& c) {
   if (f >= 0) {
     r.gpu.gemm_efficiency = c.gemm[f];
     r.gpu.attention_efficiency = c.attention[f];
+    if (f == 1) r.gpu.fp8_gemm_efficiency = c.fp8;
   }
   const memest::Plan plan = memest::make_plan(r);
   const memest::Throughput t = memest::estimate_throughput(plan);
@@ -106,11 +109,11 @@ double objective(const std::vector<const Case*>& cases, const Constants& c) {
 }
 
 std::vector<double> pack(const Constants& c) {
-  return {c.gemm[0], c.gemm[1], c.attention[0], c.attention[1]};
+  return {c.gemm[0], c.gemm[1], c.attention[0], c.attention[1], c.fp8};
 }
 Constants unpack(const std::vector<double>& x) {
   Constants c;
-  c.gemm[0] = x[0], c.gemm[1] = x[1], c.attention[0] = x[2], c.attention[1] = x[3];
+  c.gemm[0] = x[0], c.gemm[1] = x[1], c.attention[0] = x[2], c.attention[1] = x[3], c.fp8 = x[4];
   return c;
 }
 
@@ -267,10 +270,16 @@ int main(int argc, char** argv) {
   const Constants fitted = fit(all, ship);
   std::printf("## Throughput model: %zu measured layouts from %zu sources (%d rows not expressible)\n\n",
               cases.size(), sources.size(), skipped);
-  std::printf("fitted on all: gemm_efficiency A100 %.3f H100 %.3f, attention_efficiency A100 %.3f H100 %.3f\n",
-              fitted.gemm[0], fitted.gemm[1], fitted.attention[0], fitted.attention[1]);
-  std::printf("shipped:       gemm_efficiency A100 %.3f H100 %.3f, attention_efficiency A100 %.3f H100 %.3f\n\n",
-              ship.gemm[0], ship.gemm[1], ship.attention[0], ship.attention[1]);
+  std::printf("fitted on all: gemm_efficiency A100 %.3f H100 %.3f, attention_efficiency A100 %.3f H100 %.3f, "
+              "fp8_gemm_efficiency H100 %.3f\n",
+              fitted.gemm[0], fitted.gemm[1], fitted.attention[0], fitted.attention[1], fitted.fp8);
+  std::printf("shipped:       gemm_efficiency A100 %.3f H100 %.3f, attention_efficiency A100 %.3f H100 %.3f, "
+              "fp8_gemm_efficiency H100 %.3f\n\n",
+              ship.gemm[0], ship.gemm[1], ship.attention[0], ship.attention[1], ship.fp8);
+  if (std::fabs(fitted.fp8 - ship.fp8) > 0.02) {
+    std::printf("the refit moved away from the shipped H100 fp8_gemm_efficiency\n");
+    ok = false;
+  }
   for (int f = 0; f < 2; ++f) {
     if (std::fabs(fitted.gemm[f] - ship.gemm[f]) > 0.02 || std::fabs(fitted.attention[f] - ship.attention[f]) > 0.03) {
       std::printf("the refit moved away from the shipped presets (GPU family %d)\n", f);

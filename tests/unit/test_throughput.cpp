@@ -24,6 +24,7 @@ DeviceRates rates() {
   d.fp8_flops = 2e15;
   d.hbm_bytes = 2e12;
   d.gemm_efficiency = 0.5;
+  d.fp8_gemm_efficiency = 0.5;
   d.gemm_half_dim = 0;
   d.attention_efficiency = 0.4;
   d.attention_half_seq = 1000;
@@ -48,8 +49,11 @@ TEST_CASE("GEMM: FLOPs at the achieved rate, or bytes at HBM bandwidth when memo
   // 4096^3: 2 * 4096^3 / (1e15 * 0.5) = 2.74878e-4 s, above its bytes (3 * 4096^2 * 2 / 2e12 =
   // 5.03e-5 s); plus 1 us of kernel overhead.
   CHECK(gemm_seconds(d, 4096, 4096, 4096, false) == doctest::Approx(2 * std::pow(4096.0, 3) / 5e14 + 1e-6));
-  // fp8: twice the rate, 1-byte inputs.
+  // fp8: twice the rate, 1-byte inputs; at its own ceiling (0.4 here: 2e15 * 0.4 = 8e14).
   CHECK(gemm_seconds(d, 4096, 4096, 4096, true) == doctest::Approx(2 * std::pow(4096.0, 3) / 1e15 + 1e-6));
+  DeviceRates f = d;
+  f.fp8_gemm_efficiency = 0.4;
+  CHECK(gemm_seconds(f, 4096, 4096, 4096, true) == doctest::Approx(2 * std::pow(4096.0, 3) / 8e14 + 1e-6));
   // A GEMV-like 1 x 8192 x 8192: 2 * 8192^2 / 5e14 = 2.7e-7 s of FLOPs against
   // (2 * (8192 + 8192^2) + 2 * 8192) / 2e12 = 6.7e-5 s of bytes: memory-bound.
   CHECK(gemm_seconds(d, 1, 8192, 8192, false) ==
@@ -199,4 +203,43 @@ TEST_CASE("fp8 GEMMs make a step faster on an fp8 GPU; the search tries both and
   const test::Answer refused = test::request(s);
   CHECK(refused.status == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(refused.body["error"]["field"] == "search.fp8");
+}
+
+TEST_CASE("All-to-all across nodes: the off-node share through each rank's own NIC") {
+  memest_gpu g = default_gpu();
+  g.gpus_per_node = 8, g.intra_node_gbps = 400, g.inter_node_gbps = 50;
+  g.intra_node_latency_us = 10, g.inter_node_latency_us = 20;
+  // 16 ranks on two nodes: of what a rank sends to the 15 others, 8/15 leaves the node (at
+  // 50 GB/s), 7/15 stays (400 GB/s): the NIC is the slower path. 1 GB buffer, factor 15/16:
+  // 4 steps * 20 us + 1e9 * 15/16 * 8/15 / 5e10.
+  CHECK(collective_seconds(g, Collective::AllToAll, {16, 16}, 1e9) ==
+        doctest::Approx(80e-6 + 1e9 * 15.0 / 16 * 8.0 / 15 / 5e10));
+  // Inside a node it is NVLink's, like the other collectives.
+  CHECK(collective_seconds(g, Collective::AllToAll, {8, 8}, 1e9) == doctest::Approx(30e-6 + 1e9 * 7.0 / 8 / 4e11));
+}
+
+TEST_CASE("DeepEP sends a token once per remote node: less EP time than all-to-all across nodes") {
+  // Qwen3-30B-A3B (128 experts, top 8) with ep 16 over two H100 nodes: all-to-all sends 8 copies,
+  // 8/15 of them off the node; DeepEP about 1 - (1/2)^8 = 0.996 of a token to the other node.
+  test::json r = {{"mode", "pretrain"}, {"model", "qwen3-30b-a3b"}, {"gpu", "h100-80gb"},
+                  {"parallel", {{"gpus", 16}, {"ep", 16}}},
+                  {"training", {{"seq_len", 4096}, {"micro_batch", 1}, {"global_batch", 64}}}};
+  const test::Answer a2a = test::request(r);
+  r["training"]["moe_dispatcher"] = "deepep";
+  const test::Answer deepep = test::request(r);
+  REQUIRE(a2a.status == MEMEST_OK);
+  REQUIRE(deepep.status == MEMEST_OK);
+  CHECK(deepep.body["training"]["moe_dispatcher"] == "deepep");
+  CHECK(part(deepep.body, "ep_comm") < 0.5 * part(a2a.body, "ep_comm"));
+  CHECK(part(deepep.body, "compute") == doctest::Approx(part(a2a.body, "compute")));
+  // Inside one node the two dispatchers cost the same.
+  r["parallel"] = {{"gpus", 8}, {"ep", 8}};
+  const test::Answer inside_deepep = test::request(r);
+  r["training"]["moe_dispatcher"] = "alltoall";
+  const test::Answer inside_a2a = test::request(r);
+  CHECK(part(inside_deepep.body, "ep_comm") == doctest::Approx(part(inside_a2a.body, "ep_comm")));
+  r["training"]["moe_dispatcher"] = "nccl";
+  const test::Answer bad = test::request(r);
+  CHECK(bad.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(bad.body["error"]["field"] == "training.moe_dispatcher");
 }

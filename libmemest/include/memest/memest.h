@@ -273,6 +273,7 @@ typedef struct memest_gpu {
   double kernel_overhead_us;     /* launch and tail time per kernel, microseconds */
   double intra_node_latency_us;  /* collective latency inside the NVLink domain, microseconds */
   double inter_node_latency_us;  /* collective latency across nodes, microseconds */
+  double fp8_gemm_efficiency;    /* achieved / peak of large FP8 GEMMs (0: gemm_efficiency) */
 } memest_gpu;
 
 /** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
@@ -391,6 +392,17 @@ typedef enum memest_overlap {
   MEMEST_OVERLAP_COUNT = 4
 } memest_overlap;
 
+/** (1.5) How an MoE layer moves its tokens between expert-parallel ranks: the value of
+ *  memest_pretrain_request.moe_dispatcher. */
+typedef enum memest_moe_dispatcher {
+  MEMEST_MOE_DISPATCHER_ALLTOALL = 0, /* NCCL all-to-all (Megatron --moe-token-dispatcher-type
+                                         alltoall; default): every routed copy of a token is sent */
+  MEMEST_MOE_DISPATCHER_DEEPEP = 1,   /* DeepEP (Megatron flex dispatcher, NeMo AutoModel): a
+                                         token crosses to another node once per node holding its
+                                         experts, then is forwarded over NVLink */
+  MEMEST_MOE_DISPATCHER_COUNT = 2
+} memest_moe_dispatcher;
+
 /** comm_overlap value (the default): what the training stack overlaps by itself: megatron
  *  dp | pp (Megatron-Core's distributed data-parallel and interleaved p2p as its recipes run
  *  them), fsdp dp (FSDP2 prefetch), pytorch dp (DDP buckets), deepspeed dp with ZeRO-3 only
@@ -464,7 +476,8 @@ typedef enum memest_enum {
   MEMEST_ENUM_COMPILE = 12,         /* (1.4) memest_compile: "none", "all", "model", "loss" */
   MEMEST_ENUM_OVERLAP = 13,         /* (1.5) memest_overlap: "dp", "tp", "pp", "ep" */
   MEMEST_ENUM_STEP_PART = 14,       /* (1.5) memest_step_part: "compute", "recompute", ... */
-  MEMEST_ENUM_COUNT = 15
+  MEMEST_ENUM_MOE_DISPATCHER = 15,  /* (1.5) memest_moe_dispatcher: "alltoall", "deepep" */
+  MEMEST_ENUM_COUNT = 16
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -590,6 +603,7 @@ typedef struct memest_pretrain_request {
   /* appended in 1.5: the step-time model */
   int32_t comm_overlap;       /* bit (1 << memest_overlap) per overlapped kind, or
                                  MEMEST_OVERLAP_STACK_DEFAULT (default) */
+  int32_t moe_dispatcher;     /* memest_moe_dispatcher (default ALLTOALL) */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

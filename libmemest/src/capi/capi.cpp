@@ -143,6 +143,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.adapter_bytes = d.adapter.bytes;
   c.double_quant = d.adapter.double_quant;
   c.comm_overlap = st.comm_overlap;  // 1.5
+  c.moe_dispatcher = st.moe_dispatcher;
   return c;
 }
 
@@ -288,6 +289,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.adapter.bytes = c.adapter_bytes;
   r.adapter.double_quant = c.double_quant;
   st.comm_overlap = c.comm_overlap;
+  st.moe_dispatcher = c.moe_dispatcher;
   return r;
 }
 

@@ -32,6 +32,7 @@ constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj
                                        "up_proj",  "down_proj", "lm_head", "embed_tokens"};
 constexpr const char* kCompile[] = {"none", "all", "model", "loss"};
 constexpr const char* kOverlap[] = {"dp", "tp", "pp", "ep"};
+constexpr const char* kMoeDispatcher[] = {"alltoall", "deepep"};
 constexpr const char* kStepPart[] = {"compute", "recompute", "bubble",    "tp_comm",   "cp_comm",
                                      "dp_comm", "pp_comm",   "ep_comm", "optimizer", "offload"};
 
@@ -52,6 +53,7 @@ static_assert(count_of(kAdapter) == MEMEST_ADAPTER_COUNT, "adapter names");
 static_assert(count_of(kLoraTarget) == MEMEST_LORA_TARGET_COUNT, "LoRA target names");
 static_assert(count_of(kCompile) == MEMEST_COMPILE_COUNT, "compile names");
 static_assert(count_of(kOverlap) == MEMEST_OVERLAP_COUNT, "overlap names");
+static_assert(count_of(kMoeDispatcher) == MEMEST_MOE_DISPATCHER_COUNT, "MoE dispatcher names");
 static_assert(count_of(kStepPart) == MEMEST_STEP_PART_COUNT, "step part names");
 static_assert(MEMEST_FAMILY_GPT + 1 == count_of(kFamily), "memest_family names");
 
@@ -74,6 +76,7 @@ EnumTable enum_table(memest_enum which) {
     case MEMEST_ENUM_COMPILE: return {kCompile, count_of(kCompile)};
     case MEMEST_ENUM_OVERLAP: return {kOverlap, count_of(kOverlap)};
     case MEMEST_ENUM_STEP_PART: return {kStepPart, count_of(kStepPart)};
+    case MEMEST_ENUM_MOE_DISPATCHER: return {kMoeDispatcher, count_of(kMoeDispatcher)};
     case MEMEST_ENUM_COUNT: break;
   }
   return {nullptr, 0};

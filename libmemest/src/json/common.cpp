@@ -105,6 +105,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
                       enum_choices(MEMEST_ENUM_COMPILE) + ", got " + std::string(v.type_name()));
     }
   }
+  if (auto md = enum_field(training, "moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER)) st.moe_dispatcher = *md;
   if (training.has("comm_overlap")) {
     // "default" (the stack's), "none", or a list of memest_overlap names
     const json& v = block(top, "training").at("comm_overlap");

@@ -220,6 +220,7 @@ ojson pretrain_response(const PretrainRequest& r) {
               {"params", r.stack.offload_params == 1},
               {"activations", r.stack.offload_activations == 1}}},
             {"moe_capacity_factor", r.moe_capacity_factor},
+            {"moe_dispatcher", enum_text(MEMEST_ENUM_MOE_DISPATCHER, r.stack.moe_dispatcher)},
             {"comm_overlap", overlap_json(overlap_bits(r.stack.comm_overlap, res.framework,
                                                        effective_zero(res.framework, r.zero)))}}},
           {"estimate_bytes", res.estimate_bytes},

@@ -73,7 +73,8 @@ ojson enums_mode(const JsonFields& top) {
       {"lora_target", MEMEST_ENUM_LORA_TARGET},
       {"compile", MEMEST_ENUM_COMPILE},
       {"overlap", MEMEST_ENUM_OVERLAP},
-      {"step_part", MEMEST_ENUM_STEP_PART}};
+      {"step_part", MEMEST_ENUM_STEP_PART},
+      {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);

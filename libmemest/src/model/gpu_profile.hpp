@@ -41,6 +41,7 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"kernel_overhead_us", &memest_gpu::kernel_overhead_us, 1, 0, 1e6},
     {"intra_node_latency_us", &memest_gpu::intra_node_latency_us, 1, 0, 1e6},
     {"inter_node_latency_us", &memest_gpu::inter_node_latency_us, 1, 0, 1e6},
+    {"fp8_gemm_efficiency", &memest_gpu::fp8_gemm_efficiency, 1, 0, 1},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.

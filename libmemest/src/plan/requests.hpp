@@ -46,6 +46,7 @@ struct Stack {
   // Communication overlapped with compute: bits (1 << memest_overlap), or the stack's own
   // defaults (MEMEST_OVERLAP_STACK_DEFAULT; throughput/throughput.hpp overlap_bits).
   int32_t comm_overlap = MEMEST_OVERLAP_STACK_DEFAULT;
+  int32_t moe_dispatcher = MEMEST_MOE_DISPATCHER_ALLTOALL;  // how MoE tokens cross EP ranks
 };
 
 // A LoRA / QLoRA adapter on a frozen base (README "LoRA and QLoRA"). Defaults are peft's

@@ -20,6 +20,12 @@ Link link_of(const memest_gpu& g, const Group& group) {
   // the tree's (and the hierarchical ring's across nodes) order (floor, from the bits of n).
   l.steps = std::max(1, 63 - __builtin_clzll(static_cast<unsigned long long>(n)));
   l.per_byte = 1 / bus;
+  if (inside) {
+    l.a2a_per_byte = l.per_byte;
+  } else {
+    const double off_node = (n - per_node) / (n - 1), on_node = (per_node - 1) / (n - 1);
+    l.a2a_per_byte = std::max(off_node / (g.inter_node_gbps * 1e9), on_node / (g.intra_node_gbps * 1e9));
+  }
   return l;
 }
 
@@ -35,7 +41,8 @@ double collective_seconds(const Link& l, Collective kind, double bytes) {
     case Collective::SendRecv: factor = 1; break;
   }
   const double steps = kind == Collective::SendRecv ? 1 : l.steps;
-  return l.step_latency * steps + bytes * factor * l.per_byte;
+  const double per_byte = kind == Collective::AllToAll ? l.a2a_per_byte : l.per_byte;
+  return l.step_latency * steps + bytes * factor * per_byte;
 }
 
 double collective_seconds(const memest_gpu& g, Collective kind, const Group& group, double bytes) {

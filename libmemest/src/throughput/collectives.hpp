@@ -7,6 +7,8 @@
 // g NICs at once, so its bus bandwidth is g x the per-GPU network bandwidth, up to NVLink's
 // (nccl-tests multi-node all_reduce_perf on 8-GPU DGX nodes reaches about 8 x the per-NIC rate;
 // a group of one rank per node, such as data parallelism strided by tp = 8, gets one NIC's).
+// All-to-all has no such ring: each rank sends the share bound for other nodes through its own
+// NIC (DeepEP and NCCL's alltoall alike), the rest over NVLink.
 #pragma once
 
 #include "memest/memest.h"
@@ -30,6 +32,9 @@ struct Link {
   double step_latency = 0;  // seconds
   double steps = 1;         // latency steps of a collective (not of a send)
   double per_byte = 0;      // seconds per byte of bus traffic
+  // All-to-all has no ring to share rails on: of what a rank sends, the share bound for other
+  // nodes leaves through its own NIC, the rest over NVLink, at the same time.
+  double a2a_per_byte = 0;  // seconds per byte a rank sends, the slower of the two paths
 };
 Link link_of(const memest_gpu& g, const Group& group);
 double collective_seconds(const Link& link, Collective kind, double bytes);

@@ -13,6 +13,7 @@ struct DeviceRates {
   double fp8_flops = 0;       // dense FP8 peak (0: none)
   double hbm_bytes = 0;       // device-memory bandwidth, bytes/s
   double gemm_efficiency = 0; // achieved / peak of a large GEMM
+  double fp8_gemm_efficiency = 0;  // the same for FP8 inputs
   double gemm_half_dim = 0;   // a dimension this small halves the efficiency along it
   double attention_efficiency = 0;
   double attention_half_seq = 0;

@@ -314,6 +314,30 @@ double expert_load(const Context& x, double mean_rows) {
   return 1 + std::sqrt(2 * std::log(x.ep) / mean_rows);
 }
 
+// One dispatch (or combine) of `bytes` of routed copies from this GPU to its expert-parallel
+// ranks. The all-to-all dispatcher sends every copy: the share bound for other nodes through
+// this GPU's NIC, the rest over NVLink (collectives.hpp). DeepEP (deep_ep/buffer.py internode
+// dispatch) sends a token once to each other node that holds any of its k experts, over RDMA to
+// the GPU of the same local rank there, which forwards it over NVLink: with the experts of n
+// nodes chosen uniformly, a token reaches (n - 1)(1 - (1 - 1/n)^k) other nodes on average,
+// against k (n - 1)/n copies.
+double dispatch_seconds(const Context& x, double bytes) {
+  const memest_model& m = x.m;
+  const double node = static_cast<double>(x.g.gpus_per_node);
+  const double span = x.ep_group.span;
+  if (x.plan.stack.moe_dispatcher != MEMEST_MOE_DISPATCHER_DEEPEP || span <= node || x.ep <= 1) {
+    return collective_seconds(x.g, Collective::AllToAll, x.ep_group, bytes);
+  }
+  const double nodes = span / node;
+  const double k = static_cast<double>(m.num_experts_per_tok);
+  const double remote = (nodes - 1) * (1 - std::pow(1 - 1 / nodes, k));
+  const double per_copy = bytes / k;  // one token's hidden state
+  const Link link = link_of(x.g, x.ep_group);
+  const double rdma = remote * per_copy / (x.g.inter_node_gbps * 1e9);
+  const double nvlink = k * per_copy / (x.g.intra_node_gbps * 1e9);  // every copy lands by NVLink
+  return link.step_latency * link.steps + std::max(rdma, nvlink);
+}
+
 LayerTime moe_layer(const Context& x) {
   LayerTime out;
   double gemm = 0;
@@ -357,7 +381,7 @@ LayerTime moe_layer(const Context& x) {
   // each way in forward, their transposes in backward, again for a recomputed forward; with
   // etp > 1 an all-gather and a reduce-scatter of the rows inside the expert's TP group.
   const double passes = 4 + 2 * x.recompute_share;
-  const double a2a = collective_seconds(x.g, Collective::AllToAll, x.ep_group, copies * load * x.h * 2);
+  const double a2a = dispatch_seconds(x, copies * load * x.h * 2);
   const double gather = collective_seconds(x.g, Collective::AllGather, x.etp_group, rows * x.h * 2);
   const double comm = passes * (a2a + gather);
   out.ep += (x.overlap & bit(MEMEST_OVERLAP_EP)) ? std::max(0.0, comm - expert_gemm) : comm;
