@@ -267,10 +267,17 @@ ojson make_profile(const Measurement& m, const Options& opt) {
         fit_json["rms_residual_tflops"] = f.rms;
       }
       p["gemm_half_tokens"] = round_to(f.half_tokens, 0.1);
+      // 1.5's step-time model takes the rows at which the efficiency halves as gemm_half_dim
+      // (the same form along each dimension; N and K of the measured shapes are >= 4096).
+      p["gemm_half_dim"] = round_to(f.half_tokens, 0.1);
+
     } catch (const std::invalid_argument& e) {
       notes.push_back(std::string("no GEMM fit: ") + e.what());
     }
   }
+
+  // Device-memory bandwidth of the memory-bound kernels (1.5): the measured copy's.
+  if (m.hbm_copy) p["hbm_gbps"] = round_to(hbm_gbps(*m.hbm_copy), 0.1);
 
   if (!m.peer_copies.empty()) {
     double sum = 0;
@@ -292,6 +299,13 @@ ojson make_profile(const Measurement& m, const Options& opt) {
                    {"context_mib", context_parts + ", bytes / 2^20"}};
   if (page) derived["page_mib"] = "greatest common divisor of the allocations' free-memory drops";
   if (p.contains("gemm_half_tokens")) derived["gemm"] = "least squares of the saturating form on gemm.points";
+  if (p.contains("gemm_efficiency")) {
+    derived["gemm_efficiency"] =
+        "the ceiling of isolated GEMMs; the presets' are effective, fitted on whole training steps "
+        "(README \"Throughput model\"), so tokens/s predicted with this one run higher";
+  }
+  if (p.contains("gemm_half_dim")) derived["gemm_half_dim"] = "= gemm_half_tokens (the rows at which the efficiency halves)";
+  if (p.contains("hbm_gbps")) derived["hbm_gbps"] = "hbm.gbps (cudaMemcpy device to device, read + write)";
   if (p.contains("intra_node_gbps")) {
     derived["intra_node_gbps"] = "mean of peer[].gbps (cudaMemcpyPeer, one direction)";
     derived["tp_bandwidth_gbps"] = "intra_node_gbps x 92.9 / 250, the presets' scaling (not measured)";

@@ -23,8 +23,12 @@ TEST_CASE("profile of the synthetic H100 fixture: every field by hand") {
   CHECK(keys(p) == std::vector<std::string>{"name", "preset", "memory_gib", "gpus_per_node",
                                             "peak_bf16_tflops", "context_mib", "page_mib",
                                             "gemm_efficiency", "gemm_half_tokens",
-                                            "intra_node_gbps", "tp_bandwidth_gbps", "measured"});
+                                            "gemm_half_dim", "hbm_gbps", "intra_node_gbps",
+                                            "tp_bandwidth_gbps", "measured"});
   CHECK(p["name"] == "NVIDIA H100 80GB HBM3");
+  // the step-time model's fields (1.5): the GEMM fit's half-efficiency rows, the copy's bandwidth
+  CHECK(p["gemm_half_dim"].get<double>() == doctest::Approx(384));
+  CHECK(p["hbm_gbps"].get<double>() == doctest::Approx(2855.7));
   CHECK(p["preset"] == "h100-80gb");                // the name matches the H100 SXM entry
   // total 85520809984 bytes = 81559 MiB = 81559 / 1024 GiB = 79.6474609375 GiB (exact)
   CHECK(p["memory_gib"].get<double>() == 79.6474609375);
