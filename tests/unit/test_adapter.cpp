@@ -284,11 +284,38 @@ TEST_CASE("adapters: bad adapters are refused, naming the field and the reason")
   g["model"] = {{"model_type", "gpt2"}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12},
                 {"vocab_size", 50257}, {"n_positions", 1024}};
   refused(g, "training.adapter.targets");
-  // the layout search does not take an adapter
-  test::json s = lora_request("lora");
+  // the layout search of an adapter run keeps it unsplit: pure data parallelism (or sharding)
+  test::json s = lora_request("qlora");
   s["mode"] = "search";
   s["training"].erase("micro_batch");
-  refused(s, "training.adapter");
+  s["training"]["framework"] = "fsdp";
+  s["training"]["global_batch"] = 64;
+  s["parallel"] = {{"gpus", 8}};
+  s["search"] = {{"top", 1000}, {"zero", {0, 2, 3}}};
+  const test::Answer found = test::request(s);
+  REQUIRE(found.status == MEMEST_OK);
+  REQUIRE(found.body["count"].get<int>() > 0);
+  CHECK(found.body["pruned"]["framework"].get<uint64_t>() > 0);  // tp, cp or pp > 1
+  for (const auto& e : found.body["results"]) {
+    CHECK(e["layout"]["tp"] == 1);
+    CHECK(e["layout"]["cp"] == 1);
+    CHECK(e["layout"]["pp"] == 1);
+    CHECK(e["layout"]["dp"] == 8);
+    CHECK(e["throughput"]["step_seconds"].get<double>() > 0);
+  }
+  // its single estimate is the same (the search's cache of block times included)
+  const test::json& best = found.body["results"][0];
+  test::json one = lora_request("qlora");
+  one["training"]["framework"] = "fsdp";
+  one["training"]["global_batch"] = 64;
+  one["training"]["micro_batch"] = best["layout"]["micro_batch"];
+  one["training"]["recompute"] = best["layout"]["recompute"];
+  one["parallel"] = {{"gpus", 8}, {"zero", best["layout"]["zero"]}};
+  const test::Answer single = test::request(one);
+  REQUIRE(single.status == MEMEST_OK);
+  CHECK(single.body["peak_bytes"] == best["peak_bytes"]);
+  CHECK(single.body["throughput"]["step_seconds"].get<double>() ==
+        doctest::Approx(best["throughput"]["step_seconds"].get<double>()));
 }
 
 TEST_CASE("LoRA: peft's fp32 adapters cast every adapted input to fp32 (own copy each)") {

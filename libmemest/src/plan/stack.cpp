@@ -60,6 +60,8 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
   if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
     return false;
   }
+  // adapters run data-parallel or sharded (validate_adapter)
+  if (r.adapter.enabled() && (r.tp > 1 || r.cp > 1 || r.pp > 1)) return false;
   if (fw == MEMEST_FRAMEWORK_DEEPSPEED && r.pp > 1 && r.zero >= 2) return false;
   if (st.optimizer_in_backward && (r.pp > 1 || num_microbatches > 1)) return false;
   if (st.offload_params) {

@@ -234,11 +234,6 @@ void validate_layout(const Layout& l, const std::string& at, const memest_model&
 // Every check of the request, before anything is counted or estimated.
 void validate_search(const SearchRequest& r) {
   const PretrainRequest& base = r.base;
-  if (base.adapter.enabled()) {
-    fail("training.adapter", "the layout search enumerates tensor and pipeline parallelism, which "
-                             "adapters do not run under: estimate a LoRA/QLoRA run with mode "
-                             "pretrain (framework pytorch, fsdp or deepspeed)");
-  }
   validate_fields(base);
   if (base.global_batch <= 0) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "training.global_batch",
