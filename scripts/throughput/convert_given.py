@@ -441,7 +441,13 @@ def convert(row):
     if src == "mcore-moe" and "longctx" in row["id"]:
         assumed.append("batch: micro_batch 1 (not in the long-context table); measured is forced-balance routing")
 
-    request = {"mode": "pretrain", "model": model, "gpu": gpu_preset(row),
+    gpu = gpu_preset(row)
+    if src == "bloom":
+        # Jean Zay's A100 nodes (BLOOM paper, arXiv:2211.05100 Sec. 3.4.1): 8 GPUs per node,
+        # 4 Omni-Path 100 Gb/s links per node between nodes: 50 Gb/s = 6.25 GB/s per GPU.
+        gpu = {"preset": gpu, "inter_node_gbps": 6.25}
+        assumed.append("network: Jean Zay's 4 x 100 Gb/s Omni-Path per 8-GPU node (BLOOM paper Sec. 3.4.1)")
+    request = {"mode": "pretrain", "model": model, "gpu": gpu,
                "parallel": parallel, "training": training}
     out.update({"request": request,
                 # the source's own layout (its vpp even where the request drops it)
