@@ -243,3 +243,69 @@ TEST_CASE("DeepEP sends a token once per remote node: less EP time than all-to-a
   CHECK(bad.status == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(bad.body["error"]["field"] == "training.moe_dispatcher");
 }
+
+namespace {
+
+Plan plan_of(PretrainRequest& r) { return make_plan(r); }
+
+PretrainRequest h100_llama8b() {
+  PretrainRequest r;
+  r.model = find_model_preset("llama-3.1-8b", "model").model;
+  r.gpu = find_gpu_preset("h100-80gb", "gpu").gpu;
+  r.gpus = 4, r.pp = 4, r.seq_len = 4096, r.micro_batch = 1, r.global_batch = 32;
+  r.stack.comm_overlap = 0;
+  return r;
+}
+
+double kernels(const LayerTime& l) { return l.forward + l.backward + l.recompute; }
+
+}  // namespace
+
+TEST_CASE("1F1B: m x the slowest stage + the others' fill and drain / vpp, from the block times") {
+  PretrainRequest r = h100_llama8b();  // 32 layers over 4 stages of 8, m = 32, one GPU per stage
+  const Plan plan = plan_of(r);
+  const LayerTimes b = layer_times(plan);
+  const Throughput t = estimate_throughput(plan);
+  // Stage times: 8 layers each, the embedding on the first and the head and loss on the last,
+  // plus the blocking sends (one stage's output forward, its gradient back: 2 per micro-batch).
+  const double send = t.parts.seconds[MEMEST_STEP_PP_COMM] / 32;
+  const double first = 8 * b.dense.total() + b.embed.total() + send;
+  const double middle = 8 * b.dense.total() + send;
+  const double last = 8 * b.dense.total() + b.head.total() + send;
+  const double slowest = std::max(first, last);
+  CHECK(t.parts.seconds[MEMEST_STEP_BUBBLE] ==
+        doctest::Approx((first + 2 * middle + last) - slowest));
+  CHECK(t.parts.seconds[MEMEST_STEP_COMPUTE] ==
+        doctest::Approx(32 * (8 * (b.dense.forward + b.dense.backward) + b.head.forward + b.head.backward)));
+  // Each send: 4096 x 4096 x 2 bytes between neighbours in one node: 10 us + 32 MiB / 450 GB/s.
+  CHECK(send == doctest::Approx(2 * (10e-6 + 4096.0 * 4096 * 2 / 450e9)));
+  // Interleaving (vpp 2) divides the fill and drain by 2 (the stages keep their layers).
+  r.vpp = 2;
+  const Plan interleaved = plan_of(r);
+  const Throughput ti = estimate_throughput(interleaved);
+  const double send2 = ti.parts.seconds[MEMEST_STEP_PP_COMM] / 32;  // 2 chunks: twice the sends
+  CHECK(send2 == doctest::Approx(2 * send));
+  const double first2 = first - send + send2, middle2 = middle - send + send2, last2 = last - send + send2;
+  CHECK(ti.parts.seconds[MEMEST_STEP_BUBBLE] ==
+        doctest::Approx((first2 + 2 * middle2 + last2 - std::max(first2, last2)) / 2));
+}
+
+TEST_CASE("Recompute repeats the checkpointed layers' forward; the optimizer moves its bytes at HBM rate") {
+  PretrainRequest r = h100_llama8b();
+  r.pp = 1, r.gpus = 1, r.global_batch = 4;
+  const Plan none = plan_of(r);
+  r.recompute = MEMEST_RECOMPUTE_FULL;
+  const Plan full = plan_of(r);
+  const LayerTimes b = layer_times(full);
+  CHECK(b.dense.recompute == doctest::Approx(b.dense.forward));
+  CHECK(estimate_throughput(full).parts.seconds[MEMEST_STEP_RECOMPUTE] ==
+        doctest::Approx(4 * 32 * b.dense.forward));
+  CHECK(estimate_throughput(none).parts.seconds[MEMEST_STEP_RECOMPUTE] == 0);
+  // Adam with fp32 masters on one GPU (zero 1 over 1 rank): per parameter it reads and writes
+  // K = 12 bytes of states and masters, reads and writes the fp32 gradient (4 + 4: the step and
+  // the clipping norm), writes the bf16 weight (2), and zeroes the gradient (4): 38 bytes, at
+  // 3.35 TB/s, plus 4 kernel launches of 4 us.
+  const double params = full.param_count.total;
+  CHECK(estimate_throughput(full).parts.seconds[MEMEST_STEP_OPTIMIZER] ==
+        doctest::Approx(params * 38 / 3.35e12 + 16e-6));
+}
