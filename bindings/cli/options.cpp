@@ -246,6 +246,16 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                      overlap_names)
       ->type_name("LIST")
       ->capture_default_str();
+  const std::vector<std::string> dispatchers = enum_names(MEMEST_ENUM_MOE_DISPATCHER);
+  std::string dispatcher_names;
+  for (const std::string& n : dispatchers) {
+    dispatcher_names += (dispatcher_names.empty() ? "" : ", ") + n;
+  }
+  add_enum_choice(cmd, "--moe-dispatcher", st.moe_dispatcher,
+                  "How MoE layers send tokens between expert-parallel ranks (the step time "
+                  "when ep spans nodes): " + dispatcher_names + " (default: " +
+                      dispatchers.front() + ")",
+                  MEMEST_ENUM_MOE_DISPATCHER);
 }
 
 void put_stack(const StackOptions& st, ojson& training) {
@@ -280,6 +290,7 @@ void put_stack(const StackOptions& st, ojson& training) {
   }
   if (!buckets.empty()) training["buckets"] = buckets;
   if (st.comm_overlap != "default") training["comm_overlap"] = comm_overlap_value(st.comm_overlap);
+  if (!st.moe_dispatcher.empty()) training["moe_dispatcher"] = st.moe_dispatcher;
 }
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {

@@ -122,6 +122,8 @@ struct StackOptions {
   bool gradient_as_bucket_view = false;
   // --comm-overlap: "default" (the stack's own), "none", or names of MEMEST_ENUM_OVERLAP
   std::string comm_overlap = "default";
+  // --moe-dispatcher: a name of MEMEST_ENUM_MOE_DISPATCHER; empty: the library's default
+  std::string moe_dispatcher;
 };
 
 void add_stack_options(CLI::App& cmd, StackOptions& stack);
