@@ -381,6 +381,12 @@ class PretrainResult(Result):
         return list((self._data.get("training") or {}).get("comm_overlap", []))
 
     @property
+    def moe_dispatcher(self) -> Optional[str]:
+        """How MoE tokens cross expert-parallel ranks in the step time (an enums()["moe_dispatcher"]
+        name; training.moe_dispatcher of the response)."""
+        return (self._data.get("training") or {}).get("moe_dispatcher")
+
+    @property
     def dominant_parts(self) -> List[Part]:
         """The most loaded stage's parts, largest first (empty when the library gives none)."""
         return [Part(p) for p in self._data.get("dominant_parts", [])]

@@ -58,6 +58,7 @@ constexpr EnumKind kEnums[] = {
     {"compile", MEMEST_ENUM_COMPILE},
     {"overlap", MEMEST_ENUM_OVERLAP},
     {"step_part", MEMEST_ENUM_STEP_PART},
+    {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER},
 };
 
 memest_enum enum_kind(const std::string &key) {

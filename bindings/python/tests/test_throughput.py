@@ -103,3 +103,33 @@ def test_search_fp8_and_compile_options():
                               global_batch=256, top=5000, framework="fsdp")
     assert {r.fp8 for r in only_base} == {False}
     assert {r.compile for r in only_base} == {"none"}
+
+
+MOE = dict(gpus=16, ep=16, global_batch=64)  # Qwen3-30B-A3B, ep over two 8-GPU nodes
+
+
+def test_moe_dispatcher_deepep_lowers_ep_comm():
+    names = memest.enums()["moe_dispatcher"]
+    assert names == json.loads(memest.request_json('{"mode": "enums"}'))["enums"]["moe_dispatcher"]
+    assert "deepep" in names
+    default = memest.pretrain("qwen3-30b-a3b", "h100-80gb", **MOE)
+    alltoall = memest.pretrain("qwen3-30b-a3b", "h100-80gb", moe_dispatcher="alltoall", **MOE)
+    deepep = memest.pretrain("qwen3-30b-a3b", "h100-80gb", moe_dispatcher="deepep", **MOE)
+    assert default.moe_dispatcher == names[0] == alltoall.moe_dispatcher
+    assert deepep.moe_dispatcher == "deepep"
+    assert default.throughput.step == alltoall.throughput.step
+    # DeepEP sends a token once per remote node holding its experts: less all-to-all time
+    assert 0 < deepep.throughput.step["ep_comm"] < alltoall.throughput.step["ep_comm"]
+    assert deepep.throughput.step_seconds < alltoall.throughput.step_seconds
+    assert deepep.peak_bytes == alltoall.peak_bytes
+
+
+def test_moe_dispatcher_on_search_and_unknown_name():
+    layouts = [{"tp": 1, "pp": 1, "ep": 16, "micro_batch": 1}]
+    rows = {d: memest.search("qwen3-30b-a3b", "h100-80gb", gpus=16, global_batch=64, layouts=layouts,
+                             include_oom=True, moe_dispatcher=d)[0]
+            for d in memest.enums()["moe_dispatcher"]}
+    assert rows["deepep"].throughput.step["ep_comm"] < rows["alltoall"].throughput.step["ep_comm"]
+    with pytest.raises(memest.MemestError) as info:
+        memest.pretrain("qwen3-30b-a3b", "h100-80gb", moe_dispatcher="nvshmem", **MOE)
+    assert info.value.field == "training.moe_dispatcher"
