@@ -74,6 +74,13 @@ func OverlapBits(names ...string) (int, error) {
 	return bits, nil
 }
 
+// How an MoE layer moves its tokens between expert-parallel ranks (memest_moe_dispatcher,
+// 1.5; their names: EnumNames(EnumMoeDispatcher)): the values of PretrainRequest.MoeDispatcher.
+const (
+	MoeDispatcherAllToAll = int(C.MEMEST_MOE_DISPATCHER_ALLTOALL)
+	MoeDispatcherDeepEP   = int(C.MEMEST_MOE_DISPATCHER_DEEPEP)
+)
+
 // Parts of a training step's time (memest_step_part, 1.5; their names:
 // EnumNames(EnumStepPart)): the indices of Throughput.Parts.
 const (
@@ -189,6 +196,9 @@ type PretrainRequest struct {
 	// Communication hidden behind compute in the step time (1.5): OverlapStackDefault (the
 	// default) or bit (1 << OverlapDP, ...) per kind (OverlapBits("dp", "tp")).
 	CommOverlap int
+	// How MoE tokens cross expert-parallel ranks in the step time (1.5): MoeDispatcherAllToAll
+	// (the default) or MoeDispatcherDeepEP.
+	MoeDispatcher int
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -212,7 +222,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.ddp_gradient_as_bucket_view = boolInt(r.DDPGradientAsBucketView)
 	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
 	c.last_stage_layers = C.int64_t(r.LastStageLayers)
-	c.comm_overlap = C.int32_t(r.CommOverlap)
+	c.comm_overlap, c.moe_dispatcher = C.int32_t(r.CommOverlap), C.int32_t(r.MoeDispatcher)
 	return c
 }
 
@@ -242,6 +252,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
 		EP:                          int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
 		LastStageLayers: int64(c.last_stage_layers), CommOverlap: int(c.comm_overlap),
+		MoeDispatcher: int(c.moe_dispatcher),
 	}
 }
 

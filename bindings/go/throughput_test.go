@@ -138,3 +138,49 @@ func TestSearchFP8OptionsAndTies(t *testing.T) {
 		t.Errorf("fp8 settings ranked: %v", seen)
 	}
 }
+
+// The MoE dispatcher (1.5): the names are the library's, the default is all-to-all, and DeepEP
+// lowers the step's all-to-all time (ep_comm) when expert parallelism spans two nodes, through
+// the typed request as through the JSON one; the memory is the same.
+func TestMoeDispatcherDeepEPLowersEPComm(t *testing.T) {
+	names := memest.EnumNames(memest.EnumMoeDispatcher)
+	if len(names) != 2 || memest.EnumValue(memest.EnumMoeDispatcher, names[memest.MoeDispatcherDeepEP]) != memest.MoeDispatcherDeepEP {
+		t.Fatalf("moe_dispatcher names %v", names)
+	}
+	r := memest.NewPretrainRequest(mustModel(t, "qwen3-30b-a3b"), mustGPU(t, "h100-80gb"))
+	if r.MoeDispatcher != memest.MoeDispatcherAllToAll {
+		t.Fatalf("MoeDispatcher default %d", r.MoeDispatcher)
+	}
+	r.GPUs, r.EP, r.GlobalBatch = 16, 16, 64
+	alltoall, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.MoeDispatcher = memest.MoeDispatcherDeepEP
+	deepep, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, d := alltoall.Throughput.Parts[memest.StepEPComm], deepep.Throughput.Parts[memest.StepEPComm]
+	if !(d > 0 && d < a) {
+		t.Errorf("ep_comm: deepep %v, alltoall %v", d, a)
+	}
+	if deepep.PeakBytes != alltoall.PeakBytes {
+		t.Errorf("the dispatcher changed memory: %v vs %v", deepep.PeakBytes, alltoall.PeakBytes)
+	}
+	resp, err := memest.Request(map[string]any{
+		"mode": "pretrain", "model": "qwen3-30b-a3b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 16, "ep": 16},
+		"training": map[string]any{"global_batch": 64, "moe_dispatcher": names[memest.MoeDispatcherDeepEP]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if echoed := resp["training"].(map[string]any)["moe_dispatcher"]; echoed != names[memest.MoeDispatcherDeepEP] {
+		t.Errorf("moe_dispatcher echoed %v", echoed)
+	}
+	js := resp["throughput"].(map[string]any)["step"].(map[string]any)
+	if js["ep_comm"].(float64) != d {
+		t.Errorf("typed ep_comm %v vs JSON %v", d, js["ep_comm"])
+	}
+}
