@@ -339,6 +339,25 @@ public class MemestTest {
     r.setGlobal_batch(0);
     check(Memest.pretrain(r).result().getStep_seconds() == 0, "no global batch, no step");
 
+    // the MoE dispatcher (1.5): Qwen3-30B-A3B with ep 16 over two 8-GPU nodes; DeepEP sends a
+    // token once per remote node, so the step's all-to-all time is lower; typed == JSON
+    String deepepName = Memest.enumNames(memest_enum.MEMEST_ENUM_MOE_DISPATCHER)
+        .get(memest_moe_dispatcher.MEMEST_MOE_DISPATCHER_DEEPEP);
+    check(deepepName.equals("deepep"), "moe_dispatcher names from the library");
+    PretrainRequest moe = Memest.pretrainRequest("qwen3-30b-a3b", "h100-80gb");
+    check(moe.getMoe_dispatcher() == memest_moe_dispatcher.MEMEST_MOE_DISPATCHER_ALLTOALL, "moe_dispatcher default");
+    moe.setGpus(16); moe.setEp(16); moe.setGlobal_batch(64);
+    PretrainResult alltoall = Memest.pretrain(moe).result();
+    moe.setMoe_dispatcher(memest_moe_dispatcher.MEMEST_MOE_DISPATCHER_DEEPEP);
+    PretrainResult deepep = Memest.pretrain(moe).result();
+    check(deepep.getEp_comm_seconds() > 0 && deepep.getEp_comm_seconds() < alltoall.getEp_comm_seconds(),
+        "deepep lowers ep_comm: " + deepep.getEp_comm_seconds() + " vs " + alltoall.getEp_comm_seconds());
+    check(deepep.getPeak_bytes() == alltoall.getPeak_bytes(), "the dispatcher leaves memory alone");
+    String moeJson = Memest.request("{\"mode\": \"pretrain\", \"model\": \"qwen3-30b-a3b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 16, \"ep\": 16}, \"training\": {\"global_batch\": 64,"
+        + " \"moe_dispatcher\": \"" + deepepName + "\"}}");
+    check(jsonNumber(moeJson, "ep_comm") == deepep.getEp_comm_seconds(), "typed == JSON ep_comm");
+
     // search: fp8 off and on, the breakdown of every entry, ties with the best
     PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
     base.setGpus(16); base.setSeq_len(4096); base.setGlobal_batch(256);
