@@ -455,7 +455,8 @@ static void typed_enums(void) {
   const char *keys[MEMEST_ENUM_COUNT] = {"status", "family", "verdict", "recompute",
                                          "activation_model", "prune_reason", "finetune_method",
                                          "framework", "loss", "optimizer", "adapter",
-                                         "lora_target", "compile"};
+                                         "lora_target", "compile", "overlap", "step_part",
+                                         "moe_dispatcher"};
   for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
     char pattern[64];
     snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);
