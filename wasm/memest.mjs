@@ -92,6 +92,9 @@ export class MemestError extends Error {
  * @property {string[]} compile           "none", "all", "model", "loss": what torch.compile
  *                                        compiles (training.compile takes one of these or a bool:
  *                                        true = "all")
+ * @property {string[]} overlap           "dp", "tp", "pp", "ep": training.comm_overlap's names
+ * @property {string[]} step_part         "compute", "recompute", ...: the step's parts
+ * @property {string[]} moe_dispatcher    "alltoall", "deepep": training.moe_dispatcher
  */
 
 /**
