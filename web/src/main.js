@@ -75,7 +75,7 @@ const FORM = {
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
-  op: 'offload-params', oa: 'offload-activations',
+  op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant',
@@ -124,6 +124,13 @@ const MODE_NOTES = {
   search: 'The search reads the model, the GPU, the GPU count and the training settings; it chooses tp, cp, pp, vpp, micro-batch and ZeRO itself.',
 };
 
+/** Whether the form's model may be a mixture of experts: a preset with experts, or a pasted
+ *  config.json (the library reads its expert fields). */
+function isMoe(s) {
+  if (s.m === 'custom') return true;
+  return (modelPresets.find((m) => m.id === s.m)?.num_experts ?? 0) > 0;
+}
+
 /** Shows the controls the active tab's request reads (data-modes), and the custom fields. */
 function syncFields(s) {
   $('config-field').hidden = s.m !== 'custom';
@@ -138,6 +145,9 @@ function syncFields(s) {
   $('ft-tp-field').hidden = s.fm !== 'dp+tp';
   for (const node of document.querySelectorAll('#lora-fieldset .lora-only')) node.hidden = s.ad === 'none';
   $('double-quant-field').hidden = s.ad !== 'qlora' && s.dq !== '1';
+  // the MoE dispatcher: for a preset with experts (the library's presets), or a pasted config
+  // (which may have them), or a link that sets it
+  $('moe-dispatcher-field').hidden = !isMoe(s) && !s.md;
   // the framework's buffer sizes: only those its framework reads (state.js BUCKETS)
   let buckets = 0;
   for (const b of BUCKETS) {
@@ -155,7 +165,7 @@ function syncFields(s) {
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
-  'compile', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
+  'compile', 'moe-dispatcher', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant',
   ...BUCKETS.map((b) => b.id), 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
@@ -187,6 +197,7 @@ let memest;
 let paperBands = {};
 let peakBands = {};
 let gpuPresets = [];
+let modelPresets = [];  // the library's model presets (num_experts: whether a preset is MoE)
 let lastPretrain = null;
 let lastFinetune = null;
 let lastSearch = null;
@@ -1214,6 +1225,9 @@ async function start() {
   $('loss').replaceChildren(...enums.loss.map((name) => new Option(name, name)));
   // what torch.compile compiles: none, all (blocks and loss), model (blocks), loss
   $('compile').replaceChildren(...enums.compile.map((name) => new Option(name, name)));
+  // how MoE tokens cross expert-parallel ranks: '' sends none (the library's default, value 0)
+  $('moe-dispatcher').replaceChildren(new Option(`default (${enums.moe_dispatcher[0]})`, ''),
+    ...enums.moe_dispatcher.map((name) => new Option(name, name)));
   // the dtype names the JSON request reads (not an enumeration of the library); '' sends none
   for (const id of ['param-dtype', 'grad-dtype']) {
     $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));
@@ -1233,6 +1247,7 @@ async function start() {
   update();
   await new Promise((resolve) => { requestAnimationFrame(() => setTimeout(resolve, 0)); });
   const models = memest.models();
+  modelPresets = models;
   gpuPresets = memest.gpus();
   fillSelect($('model-preset'), models.map((m) => ({
     value: m.id, label: `${m.name} (${(m.num_parameters / 1e9).toFixed(2)} B)`,

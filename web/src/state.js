@@ -18,6 +18,9 @@ export const DEFAULTS = Object.freeze({
   // and a request carries a field only when the form differs from them.
   fw: 'megatron', pd: '', gd: '', opt: 'adam', oib: '0', rce: '1', loss: 'auto', fp8: '0',
   cmp: 'none', oo: '0', op: '0', oa: '0',
+  // how MoE layers send tokens between expert-parallel ranks (a memest_moe_dispatcher name; ''
+  // = the library's default): the step time when ep spans nodes
+  md: '',
   // the framework's buffer sizes (training.buckets, README "Training stack"): '' = the
   // framework's default, which the library holds (a request then carries no such field);
   // gradient_as_bucket_view off unless checked. BUCKETS says which framework reads which.
@@ -224,6 +227,7 @@ export function stackFields(state) {
   text('loss', 'loss');
   if (flag('fp8')) out.fp8 = true;
   text('cmp', 'compile');
+  text('md', 'moe_dispatcher');
   const offload = {};
   if (flag('oo')) offload.optimizer = true;
   if (flag('op')) offload.params = true;
@@ -312,7 +316,7 @@ const STATE_OF_FIELD = {
   'training.optimizer': 'opt', 'training.optimizer_in_backward': 'oib',
   'training.recompute_every': 'rce', 'training.loss': 'loss', 'training.fp8': 'fp8',
   'training.compile': 'cmp', 'training.offload.optimizer': 'oo', 'training.offload.params': 'op',
-  'training.offload.activations': 'oa',
+  'training.offload.activations': 'oa', 'training.moe_dispatcher': 'md',
   ...Object.fromEntries(BUCKETS.map((b) => [`training.buckets.${b.field}`, b.key])),
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
@@ -345,7 +349,7 @@ const SLOT_OF_STATE = {
   rc: 'recompute', fa: 'flash', fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
-  op: 'offload-params', oa: 'offload-activations',
+  op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',

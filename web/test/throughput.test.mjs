@@ -66,3 +66,37 @@ test('search tab: the tie marker, ep and MFU of every ranked layout are the CLI\
   await settle(back);
   await show('#');
 });
+
+test('MoE dispatcher: a select of the library\'s names for MoE models, in the URL, and the CLI\'s ep_comm', async () => {
+  const names = cli({ mode: 'enums' }).enums.moe_dispatcher;
+  const deepep = names[1];
+  const moeHash = new URLSearchParams({ m: 'qwen3-30b-a3b', g: 'h100-80gb', gpus: '16', tp: '1', cp: '1',
+    pp: '1', vpp: '1', ep: '16', zero: '1', seq: '4096', mbs: '1', gbs: '64', md: deepep }).toString();
+  const moeArgs = ['-m', 'qwen3-30b-a3b', '-g', 'h100-80gb', '--gpus', '16', '--tp', '1', '--cp', '1',
+    '--pp', '1', '--ep', '16', '--zero', '1', '--seq-len', '4096', '--micro-batch', '1', '--global-batch', '64'];
+  const want = cliPretrain([...moeArgs, '--moe-dispatcher', deepep]);
+  const alltoall = cliPretrain(moeArgs);
+  assert.equal(want.ok, true, `the CLI answers: ${JSON.stringify(want.error)}`);
+  assert.equal(want.training.moe_dispatcher, deepep);
+  assert.ok(want.throughput.step.ep_comm < alltoall.throughput.step.ep_comm, 'deepep lowers ep_comm across nodes');
+  await show(`#${moeHash}`);
+  await expectResult('MoE dispatcher');
+  assert.equal(await page.isVisible('#moe-dispatcher'), true, 'shown for an MoE preset');
+  assert.equal(await page.inputValue('#moe-dispatcher'), deepep);
+  const options = await page.$$eval('#moe-dispatcher option', (os) => os.map((o) => o.value).filter(Boolean));
+  assert.deepEqual(options, names, 'the options are the library\'s names');
+  const epComm = await page.$eval('#step-parts li[data-part="ep_comm"]', (li) => Number(li.dataset.seconds));
+  assert.equal(epComm, want.throughput.step.ep_comm);
+  // the default sends no field, and the URL carries none
+  const before = await probe();
+  await page.selectOption('#moe-dispatcher', '');
+  await settle(before);
+  await expectResult('MoE dispatcher: default');
+  assert.ok(!(await page.evaluate(() => location.hash)).includes('md='), 'the default is not in the URL');
+  const plain = await page.$eval('#step-parts li[data-part="ep_comm"]', (li) => Number(li.dataset.seconds));
+  assert.equal(plain, alltoall.throughput.step.ep_comm);
+  // a dense model hides it
+  await show(`#${HASH}`);
+  assert.equal(await page.isVisible('#moe-dispatcher'), false, 'hidden for a dense model');
+  await show('#');
+});
