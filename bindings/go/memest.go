@@ -133,9 +133,10 @@ const (
 	EnumAdapter         = Enum(C.MEMEST_ENUM_ADAPTER)
 	EnumLoraTarget      = Enum(C.MEMEST_ENUM_LORA_TARGET)
 	EnumCompile         = Enum(C.MEMEST_ENUM_COMPILE)
-	EnumOverlap         = Enum(C.MEMEST_ENUM_OVERLAP)        // 1.5: "dp", "tp", "pp", "ep"
-	EnumStepPart        = Enum(C.MEMEST_ENUM_STEP_PART)      // 1.5: "compute", "recompute", ...
-	EnumMoeDispatcher   = Enum(C.MEMEST_ENUM_MOE_DISPATCHER) // 1.5: "alltoall", "deepep"
+	EnumOverlap         = Enum(C.MEMEST_ENUM_OVERLAP)          // 1.5: "dp", "tp", "pp", "ep"
+	EnumStepPart        = Enum(C.MEMEST_ENUM_STEP_PART)        // 1.5: "compute", "recompute", ...
+	EnumMoeDispatcher   = Enum(C.MEMEST_ENUM_MOE_DISPATCHER)   // 1.5: "alltoall", "deepep"
+	EnumAttentionKernel = Enum(C.MEMEST_ENUM_ATTENTION_KERNEL) // 1.5: "auto", "flash2", "fused"
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

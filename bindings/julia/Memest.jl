@@ -46,7 +46,7 @@ status_name(status::Integer) =
 const ENUM_KINDS = (status = 0, family = 1, verdict = 2, recompute = 3, activation_model = 4,
                     prune_reason = 5, finetune_method = 6, framework = 7, loss = 8,
                     optimizer = 9, adapter = 10, lora_target = 11, compile = 12, overlap = 13,
-                    step_part = 14, moe_dispatcher = 15)
+                    step_part = 14, moe_dispatcher = 15, attention_kernel = 16)
 
 """
     enum_names(which::Integer) -> Vector{String}

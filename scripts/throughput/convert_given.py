@@ -412,6 +412,11 @@ def convert(row):
     if "DeepEP" in row["quote"] or "deepep" in json.dumps(row.get("notes") or "").lower():
         # the row's own dispatcher column (ModelZoo) or benchmark yaml (AutoModel): DeepEP
         training["moe_dispatcher"] = "deepep"
+    if src in ("maxtext-dgxc", "paxml-dgxc"):
+        # JAX on H100 (DGXC recipes): XLA's cuDNN flash attention (Transformer Engine), the fused
+        # kernels, not FlashAttention-2 as memest assumes for framework fsdp by default
+        training["attention_kernel"] = "fused"
+        assumed.append("attention: cuDNN fused flash attention through XLA/Transformer Engine")
     if src in ("bloom", "korthikanti", "mtnlg", "gpt-neox", "opt"):
         training["flash_attention"] = False  # 2021-22 stacks: fused softmax, no FlashAttention
     if row["precision"].startswith("fp16"):

@@ -456,7 +456,7 @@ static void typed_enums(void) {
                                          "activation_model", "prune_reason", "finetune_method",
                                          "framework", "loss", "optimizer", "adapter",
                                          "lora_target", "compile", "overlap", "step_part",
-                                         "moe_dispatcher"};
+                                         "moe_dispatcher", "attention_kernel"};
   for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
     char pattern[64];
     snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);

@@ -309,3 +309,35 @@ TEST_CASE("Recompute repeats the checkpointed layers' forward; the optimizer mov
   CHECK(estimate_throughput(full).parts.seconds[MEMEST_STEP_OPTIMIZER] ==
         doctest::Approx(params * 38 / 3.35e12 + 16e-6));
 }
+
+TEST_CASE("Attention kernels: FlashAttention-2 on Hopper below the fused kernels; the same on Ampere") {
+  test::json r = {{"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "h100-80gb"},
+                  {"parallel", {{"gpus", 8}, {"zero", 3}}},
+                  {"training", {{"framework", "fsdp"}, {"seq_len", 8192}, {"micro_batch", 1},
+                                {"global_batch", 8}, {"recompute", "full"}}}};
+  const test::Answer automatic = test::request(r);
+  REQUIRE(automatic.status == MEMEST_OK);
+  CHECK(automatic.body["training"]["attention_kernel"] == "flash2");  // PyTorch SDPA's
+  r["training"]["attention_kernel"] = "fused";
+  const test::Answer fused = test::request(r);
+  REQUIRE(fused.status == MEMEST_OK);
+  CHECK(fused.body["training"]["attention_kernel"] == "fused");
+  // The attention's forward and backward (3.5 x its forward FLOPs) run at 0.35/0.75 of the rate:
+  // everything else is the same, so the compute part grows by that much alone.
+  const double slower = part(automatic.body, "compute") - part(fused.body, "compute");
+  CHECK(slower > 0);
+  const memest_gpu h = find_gpu_preset("h100-80gb", "gpu").gpu;
+  CHECK(h.fa2_attention_efficiency == doctest::Approx(0.35 / 0.75 * h.attention_efficiency).epsilon(0.01));
+  // One micro-batch per GPU (8 sequences over dp 8) x 32 layers x (forward + backward 2.5) x
+  // causal forward FLOPs 2 s^2 a d (8192^2 x 4096 x 2), at 989 TFLOP/s x eff x 8192/(8192 + 512)
+  // x 128/144 (the recomputed forward counts as recompute, not compute).
+  const double flops = 32 * 3.5 * 2 * 8192.0 * 8192 * 4096;
+  const double rate = 989e12 * (8192.0 / (8192 + 512)) * (128.0 / 144);
+  CHECK(slower == doctest::Approx(flops / rate * (1 / h.fa2_attention_efficiency - 1 / h.attention_efficiency)));
+  // Megatron runs the fused kernels; an A100 has no slower FlashAttention-2 to run.
+  r["gpu"] = "a100-80gb";
+  const test::Answer a100_fused = test::request(r);
+  r["training"]["attention_kernel"] = "flash2";
+  const test::Answer a100_flash2 = test::request(r);
+  CHECK(part(a100_flash2.body, "compute") == doctest::Approx(part(a100_fused.body, "compute")));
+}

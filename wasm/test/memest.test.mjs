@@ -190,7 +190,7 @@ test('enums() and verdictBands() are the library\'s tables (the C functions agre
   const core = memest.core;
   const e = memest.enums();
   const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
-    'framework', 'loss', 'optimizer', 'adapter', 'lora_target', 'compile', 'overlap', 'step_part', 'moe_dispatcher'];
+    'framework', 'loss', 'optimizer', 'adapter', 'lora_target', 'compile', 'overlap', 'step_part', 'moe_dispatcher', 'attention_kernel'];
   assert.deepEqual(Object.keys(e), kinds);
   assert.deepEqual(e.compile, ['none', 'all', 'model', 'loss']);
   kinds.forEach((key, which) => {

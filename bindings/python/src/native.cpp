@@ -59,6 +59,7 @@ constexpr EnumKind kEnums[] = {
     {"overlap", MEMEST_ENUM_OVERLAP},
     {"step_part", MEMEST_ENUM_STEP_PART},
     {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER},
+    {"attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL},
 };
 
 memest_enum enum_kind(const std::string &key) {

@@ -274,6 +274,8 @@ typedef struct memest_gpu {
   double intra_node_latency_us;  /* collective latency inside the NVLink domain, microseconds */
   double inter_node_latency_us;  /* collective latency across nodes, microseconds */
   double fp8_gemm_efficiency;    /* achieved / peak of large FP8 GEMMs (0: gemm_efficiency) */
+  double fa2_attention_efficiency; /* attention_efficiency of FlashAttention-2's kernels where
+                                      they are slower than the GPU's best (Hopper); 0: the same */
 } memest_gpu;
 
 /** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
@@ -403,6 +405,16 @@ typedef enum memest_moe_dispatcher {
   MEMEST_MOE_DISPATCHER_COUNT = 2
 } memest_moe_dispatcher;
 
+/** (1.5) Which attention kernels run: the value of memest_pretrain_request.attention_kernel. */
+typedef enum memest_attention_kernel {
+  MEMEST_ATTENTION_AUTO = 0,   /* by framework (default): megatron FUSED (Transformer Engine's
+                                  cuDNN attention), the others FLASH2 (PyTorch SDPA, flash-attn 2) */
+  MEMEST_ATTENTION_FLASH2 = 1, /* FlashAttention-2's kernels: gpu.fa2_attention_efficiency */
+  MEMEST_ATTENTION_FUSED = 2,  /* the GPU's best fused kernels (cuDNN, FlashAttention-3, XLA's
+                                  cuDNN flash attention): gpu.attention_efficiency */
+  MEMEST_ATTENTION_KERNEL_COUNT = 3
+} memest_attention_kernel;
+
 /** comm_overlap value (the default): what the training stack overlaps by itself: megatron
  *  dp | pp (Megatron-Core's distributed data-parallel and interleaved p2p as its recipes run
  *  them), fsdp dp (FSDP2 prefetch), pytorch dp (DDP buckets), deepspeed dp with ZeRO-3 only
@@ -477,7 +489,8 @@ typedef enum memest_enum {
   MEMEST_ENUM_OVERLAP = 13,         /* (1.5) memest_overlap: "dp", "tp", "pp", "ep" */
   MEMEST_ENUM_STEP_PART = 14,       /* (1.5) memest_step_part: "compute", "recompute", ... */
   MEMEST_ENUM_MOE_DISPATCHER = 15,  /* (1.5) memest_moe_dispatcher: "alltoall", "deepep" */
-  MEMEST_ENUM_COUNT = 16
+  MEMEST_ENUM_ATTENTION_KERNEL = 16, /* (1.5) memest_attention_kernel: "auto", "flash2", "fused" */
+  MEMEST_ENUM_COUNT = 17
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -604,6 +617,7 @@ typedef struct memest_pretrain_request {
   int32_t comm_overlap;       /* bit (1 << memest_overlap) per overlapped kind, or
                                  MEMEST_OVERLAP_STACK_DEFAULT (default) */
   int32_t moe_dispatcher;     /* memest_moe_dispatcher (default ALLTOALL) */
+  int32_t attention_kernel;   /* memest_attention_kernel (default AUTO) */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

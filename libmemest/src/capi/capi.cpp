@@ -144,6 +144,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.double_quant = d.adapter.double_quant;
   c.comm_overlap = st.comm_overlap;  // 1.5
   c.moe_dispatcher = st.moe_dispatcher;
+  c.attention_kernel = st.attention_kernel;
   return c;
 }
 
@@ -290,6 +291,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.adapter.double_quant = c.double_quant;
   st.comm_overlap = c.comm_overlap;
   st.moe_dispatcher = c.moe_dispatcher;
+  st.attention_kernel = c.attention_kernel;
   return r;
 }
 

@@ -33,6 +33,7 @@ constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj
 constexpr const char* kCompile[] = {"none", "all", "model", "loss"};
 constexpr const char* kOverlap[] = {"dp", "tp", "pp", "ep"};
 constexpr const char* kMoeDispatcher[] = {"alltoall", "deepep"};
+constexpr const char* kAttentionKernel[] = {"auto", "flash2", "fused"};
 constexpr const char* kStepPart[] = {"compute", "recompute", "bubble",    "tp_comm",   "cp_comm",
                                      "dp_comm", "pp_comm",   "ep_comm", "optimizer", "offload"};
 
@@ -54,6 +55,7 @@ static_assert(count_of(kLoraTarget) == MEMEST_LORA_TARGET_COUNT, "LoRA target na
 static_assert(count_of(kCompile) == MEMEST_COMPILE_COUNT, "compile names");
 static_assert(count_of(kOverlap) == MEMEST_OVERLAP_COUNT, "overlap names");
 static_assert(count_of(kMoeDispatcher) == MEMEST_MOE_DISPATCHER_COUNT, "MoE dispatcher names");
+static_assert(count_of(kAttentionKernel) == MEMEST_ATTENTION_KERNEL_COUNT, "attention kernel names");
 static_assert(count_of(kStepPart) == MEMEST_STEP_PART_COUNT, "step part names");
 static_assert(MEMEST_FAMILY_GPT + 1 == count_of(kFamily), "memest_family names");
 
@@ -77,6 +79,7 @@ EnumTable enum_table(memest_enum which) {
     case MEMEST_ENUM_OVERLAP: return {kOverlap, count_of(kOverlap)};
     case MEMEST_ENUM_STEP_PART: return {kStepPart, count_of(kStepPart)};
     case MEMEST_ENUM_MOE_DISPATCHER: return {kMoeDispatcher, count_of(kMoeDispatcher)};
+    case MEMEST_ENUM_ATTENTION_KERNEL: return {kAttentionKernel, count_of(kAttentionKernel)};
     case MEMEST_ENUM_COUNT: break;
   }
   return {nullptr, 0};

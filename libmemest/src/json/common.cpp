@@ -106,6 +106,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
     }
   }
   if (auto md = enum_field(training, "moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER)) st.moe_dispatcher = *md;
+  if (auto ak = enum_field(training, "attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL)) st.attention_kernel = *ak;
   if (training.has("comm_overlap")) {
     // "default" (the stack's), "none", or a list of memest_overlap names
     const json& v = block(top, "training").at("comm_overlap");

@@ -40,7 +40,7 @@ constexpr const char* kPretrainTraining[] = {
     // mixture-of-experts routing
     "moe_capacity_factor",
     // the step-time model (1.5)
-    "comm_overlap", "moe_dispatcher"};
+    "comm_overlap", "moe_dispatcher", "attention_kernel"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -221,6 +221,8 @@ ojson pretrain_response(const PretrainRequest& r) {
               {"activations", r.stack.offload_activations == 1}}},
             {"moe_capacity_factor", r.moe_capacity_factor},
             {"moe_dispatcher", enum_text(MEMEST_ENUM_MOE_DISPATCHER, r.stack.moe_dispatcher)},
+            {"attention_kernel", enum_text(MEMEST_ENUM_ATTENTION_KERNEL,
+                                           attention_kernel_in_effect(r.stack.attention_kernel, res.framework))},
             {"comm_overlap", overlap_json(overlap_bits(r.stack.comm_overlap, res.framework,
                                                        effective_zero(res.framework, r.zero)))}}},
           {"estimate_bytes", res.estimate_bytes},

@@ -74,7 +74,8 @@ ojson enums_mode(const JsonFields& top) {
       {"compile", MEMEST_ENUM_COMPILE},
       {"overlap", MEMEST_ENUM_OVERLAP},
       {"step_part", MEMEST_ENUM_STEP_PART},
-      {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER}};
+      {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER},
+      {"attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);

@@ -42,6 +42,7 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"intra_node_latency_us", &memest_gpu::intra_node_latency_us, 1, 0, 1e6},
     {"inter_node_latency_us", &memest_gpu::inter_node_latency_us, 1, 0, 1e6},
     {"fp8_gemm_efficiency", &memest_gpu::fp8_gemm_efficiency, 1, 0, 1},
+    {"fa2_attention_efficiency", &memest_gpu::fa2_attention_efficiency, 1, 0, 1},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.

@@ -47,6 +47,7 @@ struct Stack {
   // defaults (MEMEST_OVERLAP_STACK_DEFAULT; throughput/throughput.hpp overlap_bits).
   int32_t comm_overlap = MEMEST_OVERLAP_STACK_DEFAULT;
   int32_t moe_dispatcher = MEMEST_MOE_DISPATCHER_ALLTOALL;  // how MoE tokens cross EP ranks
+  int32_t attention_kernel = MEMEST_ATTENTION_AUTO;         // whose attention kernels run
 };
 
 // A LoRA / QLoRA adapter on a frozen base (README "LoRA and QLoRA"). Defaults are peft's

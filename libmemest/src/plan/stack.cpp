@@ -110,6 +110,7 @@ void validate_stack(const PretrainRequest& r) {
                                       std::to_string(st.comm_overlap));
   }
   check_enum("training.moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER, st.moe_dispatcher);
+  check_enum("training.attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL, st.attention_kernel);
   check_flag("training.offload.optimizer", st.offload_optimizer);
   check_flag("training.offload.params", st.offload_params);
   check_flag("training.offload.activations", st.offload_activations);

@@ -60,6 +60,11 @@ uint32_t overlap_bits(const Plan& plan);
 // The same from the request's fields: `zero` the stage the framework runs (effective_zero).
 uint32_t overlap_bits(int32_t comm_overlap, int32_t framework, int32_t zero);
 
+// The attention kernels a run uses (never AUTO): Megatron's Transformer Engine runs cuDNN's
+// fused attention (FlashAttention-3 class on Hopper); PyTorch's scaled_dot_product_attention,
+// which FSDP, DeepSpeed and plain PyTorch runs of Hugging Face models call, FlashAttention-2's.
+int32_t attention_kernel_in_effect(int32_t requested, int32_t framework);
+
 // Bytes a data-parallel rank sends per step beyond one gradient reduce-scatter and one
 // parameter all-gather (ZeRO-3 / FSDP re-gathers per micro-batch, per-micro-batch gradient
 // reduction), for `params` parameters of a stage over `microbatches` micro-batches. 0 for the
