@@ -38,29 +38,6 @@ uint32_t overlap_bits(const Plan& plan) {
   return overlap_bits(plan.stack.comm_overlap, plan.framework, plan.zero);
 }
 
-double sharding_traffic_bytes(const Plan& plan, double params, double microbatches) {
-  // The step above counts one reduce-scatter of the gradients and one all-gather of the
-  // parameters. What each stack sends beyond that, per micro-batch:
-  const double gather = 2 * params;  // bf16 working copies (FSDP MixedPrecision, DeepSpeed)
-  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
-  double extra = 0;
-  if (plan.zero >= 3 && !(fsdp && plan.pp > 1)) {
-    // ZeRO-3 / fully_shard(reshard_after_forward=True): gathered in forward and again in
-    // backward for every micro-batch (DeepSpeed stage3.py fetch_sub_module; FSDP2
-    // _fsdp_param_group.py pre_forward / pre_backward unshard): 2m gathers, one counted.
-    extra += (2 * microbatches - 1) * gather;
-  } else if (fsdp && plan.zero == 2 && plan.pp == 1) {
-    extra += (microbatches - 1) * gather;  // kept from forward to backward: m gathers
-  }
-  if ((plan.framework == MEMEST_FRAMEWORK_DEEPSPEED && plan.zero >= 2) ||
-      (fsdp && plan.zero >= 2 && plan.pp == 1)) {
-    // gradients reduce-scattered every micro-batch, not once a step (stage_1_and_2.py
-    // reduce_ipg_grads from the backward hooks; FSDP2 post_backward)
-    extra += (microbatches - 1) * params * plan.precision.grad_bytes;
-  }
-  return extra;
-}
-
 double offload_seconds(const Plan& plan, double params, double microbatches) {
   // Offload transfers over PCIe (gpu.pcie_gbps), counted without overlap (an upper bound):
   //  optimizer: the gradient shard goes to the host and the updated parameters come back once
@@ -287,7 +264,11 @@ void sharded_part(const Context& x, LayerTime& out, double params) {
   const bool ds = p.framework == MEMEST_FRAMEWORK_DEEPSPEED;
   if (!(fsdp || ds) || p.zero < 2 || (fsdp && p.pp > 1)) return;
   const Group group{static_cast<double>(p.dp) * x.c, x.t * x.c * static_cast<double>(p.dp)};
-  const double gather = collective_seconds(x.g, Collective::AllGather, group, params * p.precision.param_bytes);
+  // The gathered copies are the compute dtype's: FSDP's MixedPrecision / MixedPrecisionPolicy
+  // casts fp32 shards to bf16 before the all-gather (FSDP1 flat_param.py _use_low_precision_shard,
+  // FSDP2 _fsdp_param.py), as DeepSpeed gathers its fp16/bf16 partitions.
+  const double gathered_bytes = std::min(p.precision.param_bytes, 2.0);
+  const double gather = collective_seconds(x.g, Collective::AllGather, group, params * gathered_bytes);
   const double reduce = collective_seconds(x.g, Collective::ReduceScatter, group, params * p.precision.grad_bytes);
   double comm = reduce;                  // gradients every micro-batch (post-backward hooks)
   if (fsdp || p.zero >= 3) comm += gather;     // the forward's gather (ZeRO-3, FSDP)
@@ -617,7 +598,7 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
                                    params * pr.grad_bytes);
       }
       if (plan.zero >= 1 && !(per_layer_sharding && (plan.zero >= 3 || plan.framework == MEMEST_FRAMEWORK_FSDP))) {
-        gather = collective_seconds(link, Collective::AllGather, params * pr.param_bytes);
+        gather = collective_seconds(link, Collective::AllGather, params * std::min(pr.param_bytes, 2.0));
       }
       const double buckets = std::max(1.0, params / std::max(4e7, 1e6 * link.ranks));
       if (x.overlap & bit(MEMEST_OVERLAP_DP)) {

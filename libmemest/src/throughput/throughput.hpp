@@ -65,11 +65,6 @@ uint32_t overlap_bits(int32_t comm_overlap, int32_t framework, int32_t zero);
 // which FSDP, DeepSpeed and plain PyTorch runs of Hugging Face models call, FlashAttention-2's.
 int32_t attention_kernel_in_effect(int32_t requested, int32_t framework);
 
-// Bytes a data-parallel rank sends per step beyond one gradient reduce-scatter and one
-// parameter all-gather (ZeRO-3 / FSDP re-gathers per micro-batch, per-micro-batch gradient
-// reduction), for `params` parameters of a stage over `microbatches` micro-batches. 0 for the
-// default Megatron layouts (zero 0-2).
-double sharding_traffic_bytes(const Plan& plan, double params, double microbatches);
 // Seconds of host <-> GPU transfers per step for what is offloaded (PCIe, no overlap).
 double offload_seconds(const Plan& plan, double params, double microbatches);
 // Seconds of one MoE layer's expert-parallel all-to-alls (dispatch + combine, forward and
