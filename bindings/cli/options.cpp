@@ -256,6 +256,16 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                   "when ep spans nodes): " + dispatcher_names + " (default: " +
                       dispatchers.front() + ")",
                   MEMEST_ENUM_MOE_DISPATCHER);
+  const std::vector<std::string> kernels = enum_names(MEMEST_ENUM_ATTENTION_KERNEL);
+  std::string kernel_names;
+  for (const std::string& n : kernels) {
+    kernel_names += (kernel_names.empty() ? "" : ", ") + n;
+  }
+  add_enum_choice(cmd, "--attention-kernel", st.attention_kernel,
+                  "Which attention kernels run (the step's compute on Hopper GPUs): " +
+                      kernel_names + " (default: " + kernels.front() +
+                      ": megatron fused, the other frameworks flash2)",
+                  MEMEST_ENUM_ATTENTION_KERNEL);
 }
 
 void put_stack(const StackOptions& st, ojson& training) {
@@ -291,6 +301,7 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (!buckets.empty()) training["buckets"] = buckets;
   if (st.comm_overlap != "default") training["comm_overlap"] = comm_overlap_value(st.comm_overlap);
   if (!st.moe_dispatcher.empty()) training["moe_dispatcher"] = st.moe_dispatcher;
+  if (!st.attention_kernel.empty()) training["attention_kernel"] = st.attention_kernel;
 }
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {

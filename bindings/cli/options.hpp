@@ -124,6 +124,8 @@ struct StackOptions {
   std::string comm_overlap = "default";
   // --moe-dispatcher: a name of MEMEST_ENUM_MOE_DISPATCHER; empty: the library's default
   std::string moe_dispatcher;
+  // --attention-kernel: a name of MEMEST_ENUM_ATTENTION_KERNEL; empty: the library's default
+  std::string attention_kernel;
 };
 
 void add_stack_options(CLI::App& cmd, StackOptions& stack);
