@@ -10,7 +10,9 @@
 //   - how many layouts that ran are predicted out of memory.
 // Fitted constants (jointly, on these rows; every other constant is a datasheet or published
 // figure of data/gpus.json): gemm_efficiency and attention_efficiency of the A100 and of the
-// H100 presets, and the H100's fp8_gemm_efficiency (the only fp8 GPU in the rows). Exits non-zero when a case is refused, when the refit moves away from the shipped
+// H100 presets, the H100's fp8_gemm_efficiency (the only fp8 GPU in the rows), and one
+// gemm_half_dim for every GPU (the dimension at which tile and wave quantisation halve a GEMM's
+// efficiency along it). Exits non-zero when a case is refused, when the refit moves away from the shipped
 // presets or the library's tie margin, or when the leave-one-source-out bounds fail.
 //
 //   memest_validate_throughput [tests/data/measured/throughput-given.json]
@@ -51,6 +53,7 @@ struct Case {
 struct Constants {
   double gemm[2] = {0, 0}, attention[2] = {0, 0};  // [a100, h100]
   double fp8 = 0;                                  // the H100's FP8 GEMM efficiency
+  double half_dim = 0;                             // gemm_half_dim, one for every GPU
 };
 
 // FlashAttention-2 against the fused kernels on Hopper: the FlashAttention-3 paper's
@@ -73,12 +76,14 @@ Constants shipped() {
   c.gemm[0] = a.gemm_efficiency, c.attention[0] = a.attention_efficiency;
   c.gemm[1] = h.gemm_efficiency, c.attention[1] = h.attention_efficiency;
   c.fp8 = h.fp8_gemm_efficiency;
+  c.half_dim = h.gemm_half_dim;
   return c;
 }
 
 double predict(const Case& k, const Constants& c) {
   memest::PretrainRequest r = k.request;
   const int f = family_index(k.family);
+  r.gpu.gemm_half_dim = c.half_dim;
   if (f >= 0) {
     r.gpu.gemm_efficiency = c.gemm[f];
     r.gpu.attention_efficiency = c.attention[f];
@@ -117,11 +122,12 @@ double objective(const std::vector<const Case*>& cases, const Constants& c) {
 }
 
 std::vector<double> pack(const Constants& c) {
-  return {c.gemm[0], c.gemm[1], c.attention[0], c.attention[1], c.fp8};
+  return {c.gemm[0], c.gemm[1], c.attention[0], c.attention[1], c.fp8, c.half_dim / 1000};
 }
 Constants unpack(const std::vector<double>& x) {
   Constants c;
   c.gemm[0] = x[0], c.gemm[1] = x[1], c.attention[0] = x[2], c.attention[1] = x[3], c.fp8 = x[4];
+  c.half_dim = 1000 * x[5];  // fitted in thousands, within the same (0.05, 1] bounds
   return c;
 }
 
@@ -279,11 +285,13 @@ int main(int argc, char** argv) {
   std::printf("## Throughput model: %zu measured layouts from %zu sources (%d rows not expressible)\n\n",
               cases.size(), sources.size(), skipped);
   std::printf("fitted on all: gemm_efficiency A100 %.3f H100 %.3f, attention_efficiency A100 %.3f H100 %.3f, "
-              "fp8_gemm_efficiency H100 %.3f\n",
-              fitted.gemm[0], fitted.gemm[1], fitted.attention[0], fitted.attention[1], fitted.fp8);
+              "fp8_gemm_efficiency H100 %.3f, gemm_half_dim %.0f\n",
+              fitted.gemm[0], fitted.gemm[1], fitted.attention[0], fitted.attention[1], fitted.fp8,
+              fitted.half_dim);
   std::printf("shipped:       gemm_efficiency A100 %.3f H100 %.3f, attention_efficiency A100 %.3f H100 %.3f, "
-              "fp8_gemm_efficiency H100 %.3f\n\n",
-              ship.gemm[0], ship.gemm[1], ship.attention[0], ship.attention[1], ship.fp8);
+              "fp8_gemm_efficiency H100 %.3f, gemm_half_dim %.0f\n\n",
+              ship.gemm[0], ship.gemm[1], ship.attention[0], ship.attention[1], ship.fp8,
+              ship.half_dim);
   {
     const memest_gpu h = memest::find_gpu_preset("h100-80gb", "gpu").gpu;
     if (std::fabs(h.fa2_attention_efficiency - kHopperFa2Ratio * h.attention_efficiency) > 0.002) {
@@ -291,6 +299,10 @@ int main(int argc, char** argv) {
                   kHopperFa2Ratio);
       ok = false;
     }
+  }
+  if (std::fabs(fitted.half_dim - ship.half_dim) > 0.05 * ship.half_dim) {
+    std::printf("the refit moved away from the shipped gemm_half_dim\n");
+    ok = false;
   }
   if (std::fabs(fitted.fp8 - ship.fp8) > 0.02) {
     std::printf("the refit moved away from the shipped H100 fp8_gemm_efficiency\n");
