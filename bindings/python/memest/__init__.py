@@ -122,7 +122,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            compile: Optional[Union[bool, str]],  # noqa: A002
            offload: Optional[Mapping[str, bool]],
            buckets: Optional[Mapping[str, Any]],
-           comm_overlap: Any = None, moe_dispatcher: Optional[str] = None) -> Dict[str, Any]:
+           comm_overlap: Any = None, moe_dispatcher: Optional[str] = None,
+           attention_kernel: Optional[str] = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (README "Training stack"), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
@@ -131,7 +132,7 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     offload=None if offload is None else _block(offload),
                     buckets=None if buckets is None else _block(buckets),
                     comm_overlap=None if comm_overlap is None else _overlap(comm_overlap),
-                    moe_dispatcher=moe_dispatcher)
+                    moe_dispatcher=moe_dispatcher, attention_kernel=attention_kernel)
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -225,7 +226,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              last_stage_layers: Optional[int] = None,
              adapter: Optional[Mapping[str, Any]] = None,
              comm_overlap: Optional[Union[str, List[str]]] = None,
-             moe_dispatcher: Optional[str] = None) -> PretrainResult:
+             moe_dispatcher: Optional[str] = None,
+             attention_kernel: Optional[str] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -265,7 +267,10 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     (["dp", "tp"]); the response's training.comm_overlap (r.comm_overlap) says which applied.
     moe_dispatcher: how MoE layers send tokens between expert-parallel ranks, a name of
     enums()["moe_dispatcher"] ("alltoall" by default, "deepep"); it changes the step's ep_comm
-    when ep spans nodes (r.moe_dispatcher echoes it).
+    when ep spans nodes (r.moe_dispatcher echoes it). attention_kernel: which attention kernels
+    run, a name of enums()["attention_kernel"] ("auto" by default: megatron "fused", the other
+    frameworks "flash2"); it changes the step's compute on Hopper GPUs (r.attention_kernel
+    echoes the kernels in effect, never "auto").
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
@@ -279,7 +284,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              moe_capacity_factor=moe_capacity_factor,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
                                       compile, offload, buckets, comm_overlap,
-                                      moe_dispatcher),
+                                      moe_dispatcher, attention_kernel),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
@@ -358,6 +363,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            max_ep: Optional[int] = None,
            comm_overlap: Optional[Union[str, List[str]]] = None,
            moe_dispatcher: Optional[str] = None,
+           attention_kernel: Optional[str] = None,
            fp8_options: Optional[List[bool]] = None,
            compile_options: Optional[List[Union[bool, str]]] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
@@ -368,8 +374,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     layout, peak_bytes, peak_verdict, tflops_per_gpu, tokens_per_s and a reason; s["pruned"]
     counts what was dropped and why. s.to_dataframe() gives a table with flat columns.
     The training-stack arguments (framework, loss, offload, ...) are pretrain()'s; the search
-    enumerates "op_selective" only when `recompute` lists it; comm_overlap and moe_dispatcher
-    are pretrain()'s.
+    enumerates "op_selective" only when `recompute` lists it; comm_overlap, moe_dispatcher
+    and attention_kernel are pretrain()'s.
     fp8_options ([False, True]) and compile_options (["none", "model"]: enums()["compile"]
     names) are searched as well (default: the fp8 and compile arguments'); each row then has
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
@@ -383,7 +389,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              optimizer_bytes=optimizer_bytes,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
                                       compile, offload, buckets, comm_overlap,
-                                      moe_dispatcher)),
+                                      moe_dispatcher, attention_kernel)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,

@@ -387,6 +387,12 @@ class PretrainResult(Result):
         return (self._data.get("training") or {}).get("moe_dispatcher")
 
     @property
+    def attention_kernel(self) -> Optional[str]:
+        """The attention kernels in effect in the step time (an enums()["attention_kernel"] name,
+        "auto" resolved by framework; training.attention_kernel of the response)."""
+        return (self._data.get("training") or {}).get("attention_kernel")
+
+    @property
     def dominant_parts(self) -> List[Part]:
         """The most loaded stage's parts, largest first (empty when the library gives none)."""
         return [Part(p) for p in self._data.get("dominant_parts", [])]

@@ -133,3 +133,34 @@ def test_moe_dispatcher_on_search_and_unknown_name():
     with pytest.raises(memest.MemestError) as info:
         memest.pretrain("qwen3-30b-a3b", "h100-80gb", moe_dispatcher="nvshmem", **MOE)
     assert info.value.field == "training.moe_dispatcher"
+
+
+ATTN = dict(gpus=8, seq_len=8192, global_batch=8, framework="fsdp")  # Llama-3.1-8B, one H100 node
+
+
+def test_attention_kernel_flash2_against_fused():
+    names = memest.enums()["attention_kernel"]
+    assert names == json.loads(memest.request_json('{"mode": "enums"}'))["enums"]["attention_kernel"]
+    assert names[0] == "auto" and {"flash2", "fused"} <= set(names)
+    default = memest.pretrain("llama-3.1-8b", "h100-80gb", **ATTN)
+    flash2 = memest.pretrain("llama-3.1-8b", "h100-80gb", attention_kernel="flash2", **ATTN)
+    fused = memest.pretrain("llama-3.1-8b", "h100-80gb", attention_kernel="fused", **ATTN)
+    # auto: the PyTorch stacks run FlashAttention-2, which on Hopper is slower than the fused kernels
+    assert default.attention_kernel == "flash2" == flash2.attention_kernel
+    assert fused.attention_kernel == "fused"
+    assert default.throughput.step == flash2.throughput.step
+    assert flash2.throughput.step["compute"] > fused.throughput.step["compute"]
+    assert flash2.peak_bytes == fused.peak_bytes
+    megatron = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, seq_len=8192, global_batch=8)
+    assert megatron.attention_kernel == "fused"
+
+
+def test_attention_kernel_on_search_and_unknown_name():
+    layouts = [{"tp": 1, "pp": 1, "micro_batch": 1}]
+    rows = {k: memest.search("llama-3.1-8b", "h100-80gb", layouts=layouts, include_oom=True,
+                             attention_kernel=k, **ATTN)[0]
+            for k in ("flash2", "fused")}
+    assert rows["flash2"].throughput.step["compute"] > rows["fused"].throughput.step["compute"]
+    with pytest.raises(memest.MemestError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", attention_kernel="flash3", **ATTN)
+    assert info.value.field == "training.attention_kernel"
