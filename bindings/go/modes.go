@@ -81,6 +81,14 @@ const (
 	MoeDispatcherDeepEP   = int(C.MEMEST_MOE_DISPATCHER_DEEPEP)
 )
 
+// Which attention kernels run (memest_attention_kernel, 1.5; their names:
+// EnumNames(EnumAttentionKernel)): the values of PretrainRequest.AttentionKernel.
+const (
+	AttentionAuto   = int(C.MEMEST_ATTENTION_AUTO)   // by framework: megatron fused, the others flash2
+	AttentionFlash2 = int(C.MEMEST_ATTENTION_FLASH2) // FlashAttention-2 (gpu.fa2_attention_efficiency)
+	AttentionFused  = int(C.MEMEST_ATTENTION_FUSED)  // the GPU's best fused kernels (cuDNN, FA3)
+)
+
 // Parts of a training step's time (memest_step_part, 1.5; their names:
 // EnumNames(EnumStepPart)): the indices of Throughput.Parts.
 const (
@@ -199,6 +207,9 @@ type PretrainRequest struct {
 	// How MoE tokens cross expert-parallel ranks in the step time (1.5): MoeDispatcherAllToAll
 	// (the default) or MoeDispatcherDeepEP.
 	MoeDispatcher int
+	// Which attention kernels run in the step time (1.5): AttentionAuto (the default: megatron
+	// fused, the other frameworks flash2), AttentionFlash2 or AttentionFused.
+	AttentionKernel int
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -223,6 +234,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
 	c.last_stage_layers = C.int64_t(r.LastStageLayers)
 	c.comm_overlap, c.moe_dispatcher = C.int32_t(r.CommOverlap), C.int32_t(r.MoeDispatcher)
+	c.attention_kernel = C.int32_t(r.AttentionKernel)
 	return c
 }
 
@@ -252,7 +264,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
 		EP:                          int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
 		LastStageLayers: int64(c.last_stage_layers), CommOverlap: int(c.comm_overlap),
-		MoeDispatcher: int(c.moe_dispatcher),
+		MoeDispatcher: int(c.moe_dispatcher), AttentionKernel: int(c.attention_kernel),
 	}
 }
 

@@ -184,3 +184,59 @@ func TestMoeDispatcherDeepEPLowersEPComm(t *testing.T) {
 		t.Errorf("typed ep_comm %v vs JSON %v", d, js["ep_comm"])
 	}
 }
+
+// The attention kernels (1.5): the names are the library's, the default is auto (FSDP runs
+// FlashAttention-2), and on an H100 FlashAttention-2 makes the step's compute longer than the
+// fused kernels, through the typed request as through the JSON one; the memory is the same.
+func TestAttentionKernelFlash2AgainstFused(t *testing.T) {
+	names := memest.EnumNames(memest.EnumAttentionKernel)
+	if len(names) != 3 || names[memest.AttentionAuto] != "auto" ||
+		memest.EnumValue(memest.EnumAttentionKernel, names[memest.AttentionFused]) != memest.AttentionFused {
+		t.Fatalf("attention_kernel names %v", names)
+	}
+	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+	if r.AttentionKernel != memest.AttentionAuto {
+		t.Fatalf("AttentionKernel default %d", r.AttentionKernel)
+	}
+	r.GPUs, r.SeqLen, r.GlobalBatch, r.Framework = 8, 8192, 8, memest.FrameworkFSDP
+	auto, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.AttentionKernel = memest.AttentionFlash2
+	flash2, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.AttentionKernel = memest.AttentionFused
+	fused, err := memest.Pretrain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, fu := flash2.Throughput.Parts[memest.StepCompute], fused.Throughput.Parts[memest.StepCompute]
+	if auto.Throughput.Parts[memest.StepCompute] != f2 {
+		t.Errorf("auto under fsdp: compute %v, flash2 %v", auto.Throughput.Parts[memest.StepCompute], f2)
+	}
+	if !(f2 > fu && fu > 0) {
+		t.Errorf("compute: flash2 %v, fused %v", f2, fu)
+	}
+	if flash2.PeakBytes != fused.PeakBytes {
+		t.Errorf("the kernels changed memory: %v vs %v", flash2.PeakBytes, fused.PeakBytes)
+	}
+	resp, err := memest.Request(map[string]any{
+		"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 8},
+		"training": map[string]any{"seq_len": 8192, "global_batch": 8, "framework": "fsdp",
+			"attention_kernel": names[memest.AttentionFused]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if echoed := resp["training"].(map[string]any)["attention_kernel"]; echoed != "fused" {
+		t.Errorf("attention_kernel echoed %v", echoed)
+	}
+	js := resp["throughput"].(map[string]any)["step"].(map[string]any)
+	if js["compute"].(float64) != fu {
+		t.Errorf("typed compute %v vs JSON %v", fu, js["compute"])
+	}
+}
