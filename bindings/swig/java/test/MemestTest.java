@@ -358,6 +358,29 @@ public class MemestTest {
         + " \"moe_dispatcher\": \"" + deepepName + "\"}}");
     check(jsonNumber(moeJson, "ep_comm") == deepep.getEp_comm_seconds(), "typed == JSON ep_comm");
 
+    // the attention kernels (1.5): FSDP's default (auto) runs FlashAttention-2, whose kernels
+    // on an H100 are slower than the fused ones: more compute, the same memory; typed == JSON
+    String fusedName = Memest.enumNames(memest_enum.MEMEST_ENUM_ATTENTION_KERNEL)
+        .get(memest_attention_kernel.MEMEST_ATTENTION_FUSED);
+    check(fusedName.equals("fused"), "attention_kernel names from the library");
+    PretrainRequest attn = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    check(attn.getAttention_kernel() == memest_attention_kernel.MEMEST_ATTENTION_AUTO, "attention_kernel default");
+    attn.setGpus(8); attn.setSeq_len(8192); attn.setGlobal_batch(8);
+    attn.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    PretrainResult auto = Memest.pretrain(attn).result();
+    attn.setAttention_kernel(memest_attention_kernel.MEMEST_ATTENTION_FLASH2);
+    PretrainResult flash2 = Memest.pretrain(attn).result();
+    attn.setAttention_kernel(memest_attention_kernel.MEMEST_ATTENTION_FUSED);
+    PretrainResult fused = Memest.pretrain(attn).result();
+    check(auto.getCompute_seconds() == flash2.getCompute_seconds(), "fsdp's auto is flash2");
+    check(flash2.getCompute_seconds() > fused.getCompute_seconds() && fused.getCompute_seconds() > 0,
+        "flash2 raises compute: " + flash2.getCompute_seconds() + " vs " + fused.getCompute_seconds());
+    check(flash2.getPeak_bytes() == fused.getPeak_bytes(), "the kernels leave memory alone");
+    String attnJson = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 8192, \"global_batch\": 8,"
+        + " \"framework\": \"fsdp\", \"attention_kernel\": \"" + fusedName + "\"}}");
+    check(jsonNumber(attnJson, "compute") == fused.getCompute_seconds(), "typed == JSON compute");
+
     // search: fp8 off and on, the breakdown of every entry, ties with the best
     PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
     base.setGpus(16); base.setSeq_len(4096); base.setGlobal_batch(256);
