@@ -75,7 +75,7 @@ const FORM = {
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
-  op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher',
+  op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant',
@@ -165,7 +165,7 @@ function syncFields(s) {
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
-  'compile', 'moe-dispatcher', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
+  'compile', 'moe-dispatcher', 'attention-kernel', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant',
   ...BUCKETS.map((b) => b.id), 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
@@ -1228,6 +1228,8 @@ async function start() {
   // how MoE tokens cross expert-parallel ranks: '' sends none (the library's default, value 0)
   $('moe-dispatcher').replaceChildren(new Option(`default (${enums.moe_dispatcher[0]})`, ''),
     ...enums.moe_dispatcher.map((name) => new Option(name, name)));
+  // which attention kernels run: the library's names, its default (auto) first
+  $('attention-kernel').replaceChildren(...enums.attention_kernel.map((name) => new Option(name, name)));
   // the dtype names the JSON request reads (not an enumeration of the library); '' sends none
   for (const id of ['param-dtype', 'grad-dtype']) {
     $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));

@@ -100,3 +100,18 @@ test('MoE dispatcher: a select of the library\'s names for MoE models, in the UR
   assert.equal(await page.isVisible('#moe-dispatcher'), false, 'hidden for a dense model');
   await show('#');
 });
+
+test('attention kernels: a select of the library\'s names, in the URL, and the CLI\'s compute for flash2', async () => {
+  const names = cli({ mode: 'enums' }).enums.attention_kernel;
+  const want = cliPretrain([...ARGS, '--attention-kernel', 'flash2']);
+  assert.equal(want.ok, true, `the CLI answers: ${JSON.stringify(want.error)}`);
+  assert.equal(want.training.attention_kernel, 'flash2');
+  await show(`#${HASH}&ak=flash2`);
+  await expectResult('attention kernels: flash2');
+  assert.equal(await page.inputValue('#attention-kernel'), 'flash2');
+  assert.deepEqual(await page.$$eval('#attention-kernel option', (os) => os.map((o) => o.value)), names);
+  const compute = await page.$eval('#step-parts li[data-part="compute"]', (li) => Number(li.dataset.seconds));
+  assert.equal(compute, want.throughput.step.compute);
+  assert.ok((await page.evaluate(() => location.hash)).includes('ak=flash2'), 'the kernels are in the URL');
+  await show('#');
+});
