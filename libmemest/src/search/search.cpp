@@ -101,16 +101,20 @@ struct Search {
              compile == o.compile;
     }
   };
-  static constexpr std::size_t kBlockCache = 128;
+  static constexpr std::size_t kBlockCache = 256;
   std::array<std::pair<BlockKey, LayerTimes>, kBlockCache> blocks{};
 
   const LayerTimes& block_times(const Plan& plan, const Layout& l) {
-    const BlockKey key{l.tp, l.cp, l.micro_batch, l.ep, plan.etp, l.recompute, plan.zero,
+    // The ZeRO stage changes the block times only through DeepSpeed's overlap default.
+    const int32_t zero = plan.framework == MEMEST_FRAMEWORK_DEEPSPEED ? plan.zero : -1;
+    const BlockKey key{l.tp, l.cp, l.micro_batch, l.ep, plan.etp, l.recompute, zero,
                        candidate.stack.fp8, candidate.stack.compile};
-    const std::size_t slot =
-        static_cast<std::size_t>(l.tp * 31 + l.cp * 17 + l.micro_batch * 13 + l.ep * 7 + plan.etp * 5 +
-                                 l.recompute * 3 + plan.zero * 11 + candidate.stack.fp8 * 19 +
-                                 candidate.stack.compile * 23) % kBlockCache;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the key's fields
+    for (const int64_t v : {l.tp, l.cp, l.micro_batch, l.ep, plan.etp, int64_t{l.recompute},
+                            int64_t{zero}, int64_t{candidate.stack.fp8}, int64_t{candidate.stack.compile}}) {
+      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    }
+    const std::size_t slot = static_cast<std::size_t>(h % kBlockCache);
     auto& [k, times] = blocks[slot];
     if (!(k == key)) {
       k = key;

@@ -587,7 +587,7 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
       (plan.framework == MEMEST_FRAMEWORK_DEEPSPEED && plan.zero >= 2);
   const double edp = static_cast<double>(plan.edp);
   const Link dense_link = link_of(x.g, Group{d * x.c, x.t * x.c * d});
-  const Link expert_link = link_of(x.g, Group{edp, x.etp * x.ep * edp});
+  const Link expert_link = is_moe(m) ? link_of(x.g, Group{edp, x.etp * x.ep * edp}) : Link{};
   auto dp_seconds = [&](const Kind& k) {
     double exposed = 0;
     auto reduce = [&](double params, const Link& link) {
