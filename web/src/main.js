@@ -76,6 +76,7 @@ const FORM = {
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel',
+  co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant',
@@ -165,7 +166,7 @@ function syncFields(s) {
 const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
-  'compile', 'moe-dispatcher', 'attention-kernel', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
+  'compile', 'moe-dispatcher', 'attention-kernel', 'comm-overlap', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant',
   ...BUCKETS.map((b) => b.id), 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
@@ -1230,6 +1231,14 @@ async function start() {
     ...enums.moe_dispatcher.map((name) => new Option(name, name)));
   // which attention kernels run: the library's names, its default (auto) first
   $('attention-kernel').replaceChildren(...enums.attention_kernel.map((name) => new Option(name, name)));
+  // what the stack overlaps: '' its own default, 'none', or any combination of the library's
+  // overlap kinds (value "dp,tp", training.comm_overlap ["dp", "tp"])
+  const kinds = enums.overlap;
+  const combos = [];
+  for (let mask = 1; mask < 1 << kinds.length; ++mask) combos.push(kinds.filter((_, i) => mask & (1 << i)));
+  combos.sort((a, b) => a.length - b.length);
+  $('comm-overlap').replaceChildren(new Option('default (the stack\'s)', ''), new Option('none', 'none'),
+    ...combos.map((c) => new Option(c.join(' + '), c.join(','))));
   // the dtype names the JSON request reads (not an enumeration of the library); '' sends none
   for (const id of ['param-dtype', 'grad-dtype']) {
     $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));

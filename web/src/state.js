@@ -24,6 +24,9 @@ export const DEFAULTS = Object.freeze({
   // which attention kernels run (a memest_attention_kernel name; 'auto' = the library's
   // default: megatron fused, the other frameworks flash2): the step's compute on Hopper GPUs
   ak: 'auto',
+  // what the stack overlaps with compute: '' = its own default, 'none', or memest_overlap names
+  // joined by commas ("dp,tp"): the step time only
+  co: '',
   // the framework's buffer sizes (training.buckets, README "Training stack"): '' = the
   // framework's default, which the library holds (a request then carries no such field);
   // gradient_as_bucket_view off unless checked. BUCKETS says which framework reads which.
@@ -232,6 +235,9 @@ export function stackFields(state) {
   text('cmp', 'compile');
   text('md', 'moe_dispatcher');
   text('ak', 'attention_kernel');
+  const overlap = state.co ?? DEFAULTS.co;
+  if (overlap === 'none') out.comm_overlap = 'none';
+  else if (overlap !== '') out.comm_overlap = overlap.split(',');
   const offload = {};
   if (flag('oo')) offload.optimizer = true;
   if (flag('op')) offload.params = true;
@@ -321,7 +327,7 @@ const STATE_OF_FIELD = {
   'training.recompute_every': 'rce', 'training.loss': 'loss', 'training.fp8': 'fp8',
   'training.compile': 'cmp', 'training.offload.optimizer': 'oo', 'training.offload.params': 'op',
   'training.offload.activations': 'oa', 'training.moe_dispatcher': 'md',
-  'training.attention_kernel': 'ak',
+  'training.attention_kernel': 'ak', 'training.comm_overlap': 'co',
   ...Object.fromEntries(BUCKETS.map((b) => [`training.buckets.${b.field}`, b.key])),
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
@@ -354,7 +360,7 @@ const SLOT_OF_STATE = {
   rc: 'recompute', fa: 'flash', fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
-  op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel',
+  op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel', co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',

@@ -115,3 +115,25 @@ test('attention kernels: a select of the library\'s names, in the URL, and the C
   assert.ok((await page.evaluate(() => location.hash)).includes('ak=flash2'), 'the kernels are in the URL');
   await show('#');
 });
+
+test('communication overlap: a select of the library\'s kinds, in the URL, and the CLI\'s tp_comm', async () => {
+  const kinds = cli({ mode: 'enums' }).enums.overlap;
+  const want = cliPretrain([...ARGS, '--comm-overlap', 'dp,tp']);
+  assert.equal(want.ok, true, `the CLI answers: ${JSON.stringify(want.error)}`);
+  assert.deepEqual(want.training.comm_overlap, ['dp', 'tp']);
+  const plain = cliPretrain(ARGS);
+  assert.ok(want.throughput.step.tp_comm < plain.throughput.step.tp_comm, 'TP overlap hides TP time');
+  await show(`#${HASH}&co=dp,tp`);
+  await expectResult('communication overlap: dp + tp');
+  assert.equal(await page.inputValue('#comm-overlap'), 'dp,tp');
+  const values = await page.$$eval('#comm-overlap option', (os) => os.map((o) => o.value));
+  assert.equal(values.length, 2 + (1 << kinds.length) - 1, 'default, none and every combination');
+  for (const k of kinds) assert.ok(values.includes(k), `${k} alone is offered`);
+  // the parts the page lists are the CLI's nonzero ones with this overlap (TP's is hidden or less)
+  const shown = await page.$$eval('#step-parts li', (lis) => lis.map((li) => [li.dataset.part, Number(li.dataset.seconds)]));
+  const nonzero = Object.entries(want.throughput.step).filter(([, v]) => v > 0);
+  assert.deepEqual(shown, nonzero);
+  assert.ok((await page.evaluate(() => location.hash)).includes('co=dp%2Ctp') ||
+            (await page.evaluate(() => location.hash)).includes('co=dp,tp'), 'the overlap is in the URL');
+  await show('#');
+});
