@@ -100,6 +100,14 @@ struct Search {
              etp == o.etp && recompute == o.recompute && zero == o.zero && fp8 == o.fp8 &&
              compile == o.compile;
     }
+    std::size_t slot(std::size_t slots) const {
+      uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+      for (const int64_t v : {tp, cp, micro_batch, ep, etp, int64_t{recompute}, int64_t{zero},
+                              int64_t{fp8}, int64_t{compile}}) {
+        h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+      }
+      return static_cast<std::size_t>(h % slots);
+    }
   };
   static constexpr std::size_t kBlockCache = 256;
   std::array<std::pair<BlockKey, LayerTimes>, kBlockCache> blocks{};
@@ -109,13 +117,7 @@ struct Search {
     const int32_t zero = plan.framework == MEMEST_FRAMEWORK_DEEPSPEED ? plan.zero : -1;
     const BlockKey key{l.tp, l.cp, l.micro_batch, l.ep, plan.etp, l.recompute, zero,
                        candidate.stack.fp8, candidate.stack.compile};
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the key's fields
-    for (const int64_t v : {l.tp, l.cp, l.micro_batch, l.ep, plan.etp, int64_t{l.recompute},
-                            int64_t{zero}, int64_t{candidate.stack.fp8}, int64_t{candidate.stack.compile}}) {
-      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
-    }
-    const std::size_t slot = static_cast<std::size_t>(h % kBlockCache);
-    auto& [k, times] = blocks[slot];
+    auto& [k, times] = blocks[key.slot(kBlockCache)];
     if (!(k == key)) {
       k = key;
       times = layer_times(plan);

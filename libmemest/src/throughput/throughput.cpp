@@ -451,7 +451,7 @@ double moe_all_to_all_seconds(const Plan& plan) {
   const Context x(plan);
   const double copies = x.rows / x.t_sp * static_cast<double>(plan.model->num_experts_per_tok);
   const double load = plan.moe_capacity_factor > 0 ? plan.moe_capacity_factor : 1.0;
-  return 4 * collective_seconds(x.g, Collective::AllToAll, x.ep_group, copies * load * x.h * 2);
+  return 4 * dispatch_seconds(x, copies * load * x.h * 2);  // the dispatcher's own path
 }
 
 LayerTimes layer_times(const Plan& plan) {

@@ -68,7 +68,8 @@ int32_t attention_kernel_in_effect(int32_t requested, int32_t framework);
 // Seconds of host <-> GPU transfers per step for what is offloaded (PCIe, no overlap).
 double offload_seconds(const Plan& plan, double params, double microbatches);
 // Seconds of one MoE layer's expert-parallel all-to-alls (dispatch + combine, forward and
-// backward) for one micro-batch on one GPU, not overlapped; 0 for a dense model or ep = 1.
+// backward) for one micro-batch on one GPU, by the request's moe_dispatcher, not overlapped,
+// at the capacity factor's load (1 when drop-less); 0 for a dense model or ep = 1.
 double moe_all_to_all_seconds(const Plan& plan);
 
 // What one layer costs one GPU for one micro-batch (forward + backward), by part.
