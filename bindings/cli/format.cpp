@@ -254,6 +254,16 @@ std::string pretrain_table(const ojson& r) {
   }
   out += advice_text(r);
   out += fmt::format("verdict: {}\n", peak_verdict_note(r["peak_verdict"].get<std::string>()));
+  // the margin the verdict stands on, from memest's measured error (MEMEST_PEAK_ERROR_SIGMA)
+  const double margin = r["margin_bytes"].get<double>();
+  out += fmt::format(
+      "  margin {} {} | 90 % band of the peak {}-{} | probability of OOM {:.1f} %\n",
+      gib(std::fabs(margin)), margin >= 0 ? "free" : "over", gib(r["peak_band_bytes"][0].get<double>()),
+      gib(r["peak_band_bytes"][1].get<double>()), 100 * r["oom_probability"].get<double>());
+  out += fmt::format(
+      "  as PyTorch reports it: max_memory_allocated {}, max_memory_reserved {}; nvidia-smi {}\n",
+      gib(r["torch_max_memory_allocated_bytes"].get<double>()),
+      gib(r["torch_max_memory_reserved_bytes"].get<double>()), gib(r["nvidia_smi_bytes"].get<double>()));
   if (r.contains("throughput")) out += step_time_text(r);
   return out;
 }
@@ -262,7 +272,9 @@ std::string pretrain_csv(const ojson& r) {
   std::string out =
       "stage,layers,microbatches_in_flight,parameters,weights_bytes,gradients_bytes,"
       "optimizer_bytes,activations_bytes,total_bytes,overhead_bytes,peak_bytes,estimate_bytes,"
-      "capacity_bytes,verdict,oom_predicted," + throughput_csv_header() + "\n";
+      "capacity_bytes,verdict,oom_predicted," + throughput_csv_header() +
+      ",torch_max_memory_allocated_bytes,torch_max_memory_reserved_bytes,nvidia_smi_bytes,"
+      "oom_probability,margin_bytes\n";
   for (const ojson& s : r["stages"]) {
     std::vector<ojson> cells = {s["stage"], s["layers"], s["microbatches_in_flight"], s["parameters"],
                                 s["weights_bytes"], s["gradients_bytes"], s["optimizer_bytes"],
@@ -270,6 +282,11 @@ std::string pretrain_csv(const ojson& r) {
                                 s["peak_bytes"], r["estimate_bytes"], r["capacity_bytes"],
                                 r["verdict"], r["oom_predicted"]};
     put_throughput_cells(r, cells);  // the step of the whole run, repeated on every stage
+    cells.push_back(s["torch_max_memory_allocated_bytes"]);
+    cells.push_back(s["torch_max_memory_reserved_bytes"]);
+    cells.push_back(s["nvidia_smi_bytes"]);
+    cells.push_back(r["oom_probability"]);  // of the run, repeated on every stage
+    cells.push_back(r["margin_bytes"]);
     out += csv_line(cells);
   }
   return out;
@@ -364,20 +381,21 @@ std::string search_rows_wide(const ojson& results) {
   const std::vector<std::string> parts = nonzero_parts(results);
   const bool stack = any_fp8_or_compile(results);
   std::string out = fmt::format(
-      "{:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9} {:>10} {:>7} {:>6}",
+      "{:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>4} {:>9} {:>4} {:>10} {:>10} {:>6} {:>9} {:>10} {:>7} {:>6}",
       "rank", "tp", "cp", "pp", "vpp", "dp", "ep", "mbs", "recompute", "zero", "estimate", "peak",
-      "TFLOP/s", "tokens/s", "bubble", "MFU");
+      "P(OOM)", "TFLOP/s", "tokens/s", "bubble", "MFU");
   if (stack) out += fmt::format(" {:>3} {:>7}", "fp8", "compile");
   for (const std::string& p : parts) out += fmt::format(" {:>9}", p);
   out += "  why\n";
   for (const ojson& e : results) {
     const ojson& l = e["layout"];
     out += fmt::format(
-        "{:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>4} {:>9} {:>4} {:>10} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}% {:>5.1f}%",
+        "{:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>3} {:>4} {:>9} {:>4} {:>10} {:>10} {:>5.1f}% {:>9.1f} {:>10.0f} {:>6.1f}% {:>5.1f}%",
         rank_cell(e), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(), l["pp"].get<int64_t>(),
         l["vpp"].get<int64_t>(), l["dp"].get<int64_t>(), l.value("ep", ojson(1)).get<int64_t>(),
         l["micro_batch"].get<int64_t>(), l["recompute"].get<std::string>(), l["zero"].get<int>(),
         gib(e["estimate_bytes"].get<double>()), gib(e["peak_bytes"].get<double>()),
+        100 * e["oom_probability"].get<double>(),
         e["tflops_per_gpu"].get<double>(), e["tokens_per_s"].get<double>(),
         100 * e["bubble_fraction"].get<double>(),
         100 * (e.contains("throughput") ? e["throughput"]["mfu"].get<double>() : 0.0));
@@ -441,7 +459,7 @@ std::string search_csv(const ojson& r) {
       "tflops_per_gpu,tokens_per_s,step_seconds,bubble_fraction,ep,etp,fp8,compile,tie,"
       "gap_to_best,mfu";
   for (const std::string& p : step_part_names()) out += "," + p + "_seconds";
-  out += "\n";
+  out += ",oom_probability,margin_bytes\n";
   for (const ojson& e : r["results"]) {
     const ojson& l = e["layout"];
     std::vector<ojson> cells = {e["rank"], l["tp"], l["cp"], l["pp"], l["vpp"], l["dp"],
@@ -456,6 +474,8 @@ std::string search_csv(const ojson& r) {
     for (const std::string& p : step_part_names()) {
       cells.push_back(has ? e["throughput"]["step"].value(p, ojson(0.0)) : ojson(0.0));
     }
+    cells.push_back(e["oom_probability"]);
+    cells.push_back(e["margin_bytes"]);
     out += csv_line(cells);
   }
   return out;

@@ -195,8 +195,9 @@ void add_precision_options(CLI::App& cmd, Precision& precision) {
 
 void add_stack_options(CLI::App& cmd, StackOptions& st) {
   add_enum_choice(cmd, "--framework", st.framework,
-                  "Training stack: megatron, fsdp (FSDP2: torchtitan, torchtune, accelerate), "
-                  "deepspeed (ZeRO 0-3) or pytorch (one GPU or DDP)",
+                  "Training stack: megatron, fsdp (FSDP2: torchtitan, torchtune), fsdp1 (FSDP1 "
+                  "FlatParameters: accelerate, HF Trainer, LitGPT, axolotl), deepspeed (ZeRO "
+                  "0-3) or pytorch (one GPU or DDP)",
                   MEMEST_ENUM_FRAMEWORK);
   add_enum_choice(cmd, "--loss", st.loss,
                   "Loss on the logits (auto: fused under megatron, else unfused, which upcasts "
@@ -266,6 +267,23 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                       kernel_names + " (default: " + kernels.front() +
                       ": megatron fused, the other frameworks flash2)",
                   MEMEST_ENUM_ATTENTION_KERNEL);
+  add_choice(cmd, "--reduce-dtype", st.reduce_dtype,
+             "FSDP MixedPrecisionPolicy reduce_dtype: the gradient reduction's dtype (fsdp, "
+             "fsdp1; default: --grad-dtype)", {"fp32", "bf16", "fp16"});
+  add_choice(cmd, "--autocast", st.autocast,
+             "torch.autocast around the model (default: on for fp32 parameters outside FSDP); "
+             "off with --param-dtype fp32 is pure fp32 training", {"on", "off"});
+  add_choice(cmd, "--no-sync", st.no_sync,
+             "FSDP keeps unsharded gradients across accumulation micro-batches (default: on "
+             "for fsdp1, as accelerate does; off for fsdp)", {"on", "off"});
+  cmd.add_flag("--no-loss-parallel", st.no_loss_parallel,
+               "Under tp > 1 the loss gathers the logits to the whole vocabulary (torchtitan "
+               "without loss_parallel)");
+  cmd.add_flag("--fp8-all-gather", st.fp8_all_gather,
+               "FSDP2 all-gathers fp8 weights (torchao enable_fsdp_float8_all_gather; with --fp8)");
+  cmd.add_flag("--logits-held", st.logits_held,
+               "The training loop keeps the model's output (and its logits) through backward "
+               "(`out = model(x); out.loss.backward()`)");
 }
 
 void put_stack(const StackOptions& st, ojson& training) {
@@ -302,6 +320,12 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (st.comm_overlap != "default") training["comm_overlap"] = comm_overlap_value(st.comm_overlap);
   if (!st.moe_dispatcher.empty()) training["moe_dispatcher"] = st.moe_dispatcher;
   if (!st.attention_kernel.empty()) training["attention_kernel"] = st.attention_kernel;
+  if (!st.reduce_dtype.empty()) training["reduce_dtype"] = st.reduce_dtype;
+  if (!st.autocast.empty()) training["autocast"] = st.autocast == "on";
+  if (!st.no_sync.empty()) training["no_sync"] = st.no_sync == "on";
+  if (st.no_loss_parallel) training["loss_parallel"] = false;
+  if (st.fp8_all_gather) training["fp8_all_gather"] = true;
+  if (st.logits_held) training["logits_held"] = true;
 }
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
@@ -321,6 +345,8 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
                        "casts them)", {"fp32", "bf16", "fp16"});
   cmd.add_flag("--double-quant", a.double_quant,
                "QLoRA: quantise the absmax statistics too (bnb_4bit_use_double_quant)");
+  cmd.add_flag("--quantize-lm-head", a.quantize_lm_head,
+               "QLoRA: the (untied) LM head in NF4 too (LitGPT's --quantize bnb.nf4)");
 }
 
 void put_adapter(const AdapterOptions& a, ojson& training) {
@@ -332,6 +358,7 @@ void put_adapter(const AdapterOptions& a, ojson& training) {
   if (!a.targets.empty()) j["targets"] = a.targets;
   if (a.dtype && a.dtype->count() > 0) j["dtype"] = a.dtype_value;
   if (a.double_quant) j["double_quant"] = true;
+  if (a.quantize_lm_head) j["quantize_lm_head"] = true;
   if (!j.empty()) training["adapter"] = j;
 }
 

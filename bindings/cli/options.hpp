@@ -126,6 +126,13 @@ struct StackOptions {
   std::string moe_dispatcher;
   // --attention-kernel: a name of MEMEST_ENUM_ATTENTION_KERNEL; empty: the library's default
   std::string attention_kernel;
+  // 1.6: the precision policy and the loss; empty / default: the library's default
+  std::string reduce_dtype;        // --reduce-dtype fp32|bf16|fp16
+  std::string autocast;            // --autocast on|off
+  std::string no_sync;             // --no-sync on|off
+  bool no_loss_parallel = false;   // --no-loss-parallel
+  bool fp8_all_gather = false;     // --fp8-all-gather
+  bool logits_held = false;        // --logits-held
 };
 
 void add_stack_options(CLI::App& cmd, StackOptions& stack);
@@ -150,6 +157,7 @@ struct AdapterOptions {
   double alpha_value = 0, dropout_value = 0;
   std::string dtype_value;
   bool double_quant = false;
+  bool quantize_lm_head = false;
 };
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& adapter);

@@ -21,6 +21,7 @@ struct SearchOptions {
   bool tp_across_nodes = false, include_oom = false, even_pipeline = false;
   std::vector<std::string> fp8_options;      // off, on; empty: the base's (--fp8)
   std::vector<std::string> compile_options;  // memest_compile names; empty: the base's
+  double max_oom_probability = 0;            // 0: the library's default
   StackOptions stack;
   Output output;
 };
@@ -56,6 +57,10 @@ void add_choice_options(CLI::App& cmd, SearchOptions& o) {
   cmd.add_flag("--tp-across-nodes", o.tp_across_nodes, "Allow tp larger than a node");
   cmd.add_flag("--include-oom", o.include_oom, "Rank layouts predicted to OOM too (after those that fit)");
   cmd.add_flag("--even-pipeline", o.even_pipeline, "Only pipelines whose stages hold equal layers");
+  add_real(cmd, "--max-oom-probability", o.max_oom_probability,
+           "Rank only layouts whose probability of running out of memory (from memest's "
+           "measured error) is at most this, in (0, 1] (default: the library's, 0.25; 0.5: "
+           "the peak alone decides)", Sign::positive);
   cmd.add_option("--fp8-options", o.fp8_options,
                  "fp8 settings to try, comma-separated: off, on (default: --fp8's)")
       ->delimiter(',')
@@ -86,6 +91,7 @@ ojson search_section(const SearchOptions& o) {
     section["fp8"] = fp8;
   }
   if (!o.compile_options.empty()) section["compile"] = o.compile_options;
+  if (o.max_oom_probability > 0) section["max_oom_probability"] = o.max_oom_probability;
   return section;
 }
 

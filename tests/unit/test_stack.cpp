@@ -94,13 +94,17 @@ TEST_CASE("FSDP2 states: sharded fp32 storage, no master; zero 2 and pp > 1 keep
   s = stack_state_bytes(input(MEMEST_FRAMEWORK_FSDP, 2, 8, 4, 4));
   CHECK(s.weights == 2.5e9);
   CHECK(s.gradients == 5e8);
-  // pp = 2 (torchtitan): + unsharded bf16 params (2e9) and unsharded fp32 gradients (4e9):
-  // weights 2.5e9, gradients 4.5e9, like ZeRO-1 plus the shards.
+  // pp = 2 (torchtitan): + unsharded bf16 params (2e9); the unsharded fp32 gradients (4e9)
+  // replace the sharded ones, which only appear as the last micro-batch's reduce-scatter frees
+  // them (1.5 counted both: 4.5e9): weights 2.5e9, gradients 4e9.
   StackStateInput pp = input(MEMEST_FRAMEWORK_FSDP, 3, 8, 4, 4);
   pp.pp = 2;
   s = stack_state_bytes(pp);
   CHECK(s.weights == 2.5e9);
-  CHECK(s.gradients == 4.5e9);
+  CHECK(s.gradients == 4e9);
+  // the unsharded gradients accumulate in the reduce dtype: bf16 reduce_dtype, 2e9
+  pp.stack.reduce_bytes = 2;
+  CHECK(stack_state_bytes(pp).gradients == 2e9);
   CHECK(s.optimizer == 1e9);
 }
 
@@ -130,13 +134,15 @@ TEST_CASE("paged 8-bit states leave the allocator; offloading moves states to th
   StackStates s = stack_state_bytes(in);
   CHECK(s.paged == 2.03125e9);
   CHECK(s.optimizer == 0);
-  // DeepSpeed ZeRO-3 with offload_optimizer, bf16, Adam, 4 ranks: 12e9/4 = 3e9 on the host.
+  // DeepSpeed ZeRO-3 with offload_optimizer, bf16, Adam, 4 ranks: 12e9/4 = 3e9 on the host,
+  // and (1.6) the fp32 gradient partition streamed there too, 4e9/4: 4e9.
   in = input(MEMEST_FRAMEWORK_DEEPSPEED, 3, 4, 2, 4);
   in.stack.offload_optimizer = 1;
   s = stack_state_bytes(in);
   CHECK(s.optimizer == 0);
-  CHECK(s.host == 3e9);
-  // ... and offload_params too: + weights 2e9/4 and gradients 4e9/4 = 3e9 + 0.5e9 + 1e9.
+  CHECK(s.gradients == 0);
+  CHECK(s.host == 4e9);
+  // ... and offload_params too: + weights 2e9/4: 4e9 + 0.5e9.
   in.stack.offload_params = 1;
   s = stack_state_bytes(in);
   CHECK(s.host == 4.5e9);
@@ -147,10 +153,14 @@ TEST_CASE("paged 8-bit states leave the allocator; offloading moves states to th
 TEST_CASE("framework buffers: FSDP2, DDP, DeepSpeed") {
   // FSDP2 zero 3, block of 1e8 parameters, fp32 reduce: reduce-scatter 4e8 + two bf16
   // all-gather outputs 2 * 2e8 = 8e8.
-  CHECK(fsdp_buffer_bytes(1e8, 3, 1, 4) == 8e8);
+  CHECK(fsdp_buffer_bytes(1e8, 3, 1, 4, 2) == 8e8);
   // zero 2 or pp > 1: the unsharded parameters are weights already: reduce-scatter only.
-  CHECK(fsdp_buffer_bytes(1e8, 2, 1, 4) == 4e8);
-  CHECK(fsdp_buffer_bytes(1e8, 3, 4, 4) == 4e8);
+  CHECK(fsdp_buffer_bytes(1e8, 2, 1, 4, 2) == 4e8);
+  CHECK(fsdp_buffer_bytes(1e8, 3, 4, 4, 2) == 4e8);
+  // torchao's fp8 all-gather: 1 byte per gathered element, 4e8 + 2 * 1e8 = 6e8; a bf16
+  // reduce_dtype halves the reduce-scatter input: 2e8 + 4e8.
+  CHECK(fsdp_buffer_bytes(1e8, 3, 1, 4, 1) == 6e8);
+  CHECK(fsdp_buffer_bytes(1e8, 3, 1, 2, 2) == 6e8);
   // DDP, 1e9 fp32 gradients: buckets copy every gradient, 4e9; a view: 0; no DDP: 0.
   CHECK(ddp_bucket_bytes(1e9, 4, true, false) == 4e9);
   CHECK(ddp_bucket_bytes(1e9, 4, true, true) == 0);

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 5
+#define MEMEST_VERSION_MINOR 6
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.5.0"
+#define MEMEST_VERSION_STRING "1.6.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -179,6 +179,9 @@ typedef struct memest_model {
   int32_t fused_gate_up;            /* gate and up projections stored as one tensor (Phi-3, GLM) */
   int32_t vision_excluded;          /* 1: read from a multimodal config; its vision tower and
                                        projector are not counted (set by the config reader) */
+  /* ---- appended in 1.6 ---- */
+  double final_logit_softcapping;   /* > 0: logits = cap * tanh(logits / cap) before the loss
+                                       (Gemma 2): one more logits-sized tensor; 0 = none */
 } memest_model;
 
 /** Parameter counts of a model, by part. */
@@ -313,7 +316,12 @@ typedef enum memest_framework {
                                      between forward and backward, 0 = no sharding */
   MEMEST_FRAMEWORK_DEEPSPEED = 2, /* DeepSpeed ZeRO 0-3 */
   MEMEST_FRAMEWORK_PYTORCH = 3,   /* plain PyTorch: one GPU or DDP (tp = cp = pp = 1) */
-  MEMEST_FRAMEWORK_COUNT = 4
+  MEMEST_FRAMEWORK_FSDP1 = 4,     /* (1.6) PyTorch FSDP1 FullyShardedDataParallel with
+                                     FlatParameters (accelerate, HF Trainer, LitGPT, axolotl):
+                                     as FSDP plus its own mechanisms (the root unit kept
+                                     unsharded between forward and backward; unsharded gradients
+                                     kept under no_sync) */
+  MEMEST_FRAMEWORK_COUNT = 5
 } memest_framework;
 
 /** How the loss is computed on the logits. */
@@ -339,7 +347,12 @@ typedef enum memest_optimizer {
                                             paged_bytes, outside the allocator's reserve */
   MEMEST_OPTIMIZER_SGD_MOMENTUM = 4,     /* momentum: 4 (+ master) */
   MEMEST_OPTIMIZER_SGD = 5,              /* no state (+ master) */
-  MEMEST_OPTIMIZER_COUNT = 6
+  MEMEST_OPTIMIZER_ADAMW_FOREACH = 6,    /* (1.6) torch.optim.AdamW's default multi-tensor path
+                                            (foreach=True, not fused): the states of adamw plus
+                                            one moment-sized temporary during step() */
+  MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT = 7, /* (1.6) bitsandbytes PagedAdamW32bit: fp32 states
+                                             (8 bytes) in CUDA managed memory (paged_bytes) */
+  MEMEST_OPTIMIZER_COUNT = 8
 } memest_optimizer;
 
 /** A parameter-efficient adapter on a frozen base (README "LoRA and QLoRA"). */
@@ -459,9 +472,20 @@ MEMEST_API const char *memest_verdict_name(memest_verdict verdict);
  *  capacity (FITS: 0.8, TIGHT: 1.0), or 0 for OOM and UNKNOWN, which have no upper bound. */
 MEMEST_API double memest_verdict_limit(memest_verdict verdict);
 
+/** The spread of memest's peak error, measured where it was not fitted (docs/accuracy.md,
+ *  leave one source out): the standard deviation of ln(measured / predicted). From it, every
+ *  result states the peak's 90 % band and the probability of running out of memory. (1.6) */
+#define MEMEST_PEAK_ERROR_SIGMA 0.075
+
 /** The verdict on a peak of the overhead model (peak_verdict in results), what front ends
- *  headline: FITS up to this fraction of capacity, TIGHT up to all of it, OOM above. */
-#define MEMEST_PEAK_FITS_FRACTION 0.95
+ *  headline: FITS while the probability of OOM is at most 5 % (the peak at most
+ *  exp(-1.645 * MEMEST_PEAK_ERROR_SIGMA) of capacity, rounded down), TIGHT up to all of it,
+ *  OOM above. (0.95 before 1.6.) */
+#define MEMEST_PEAK_FITS_FRACTION 0.88
+
+/** The search's default max_oom_probability: a layout is ranked only when its probability of
+ *  running out of memory is at most this. (1.6) */
+#define MEMEST_SEARCH_MAX_OOM_PROBABILITY 0.25
 
 typedef enum memest_activation_model {
   MEMEST_ACTIVATIONS_AUTO = 0,  /* by the model's family */
@@ -618,6 +642,25 @@ typedef struct memest_pretrain_request {
                                  MEMEST_OVERLAP_STACK_DEFAULT (default) */
   int32_t moe_dispatcher;     /* memest_moe_dispatcher (default ALLTOALL) */
   int32_t attention_kernel;   /* memest_attention_kernel (default AUTO) */
+  /* appended in 1.6: the precision policy and the loss beside the stored dtypes */
+  double reduce_bytes;        /* bytes per element of the gradient reduction (FSDP
+                                 MixedPrecisionPolicy reduce_dtype); 0 (default) = grad_bytes */
+  int32_t loss_parallel;      /* 1 (default): under tp > 1 the loss works on vocab-parallel
+                                 logits (Megatron; torchtitan's loss_parallel); 0: the logits are
+                                 gathered to the full vocabulary first (torchtitan without it) */
+  int32_t autocast;           /* -1 (default): fp32 parameters outside FSDP run under
+                                 torch.autocast; 0: no autocast (pure fp32 / plain 16-bit
+                                 compute in the stored dtype); 1: autocast */
+  int32_t fp8_all_gather;     /* 1: FSDP2 gathers fp8 weights (torchao
+                                 enable_fsdp_float8_all_gather; needs fp8) */
+  int32_t no_sync;            /* -1 (default): fsdp1 keeps unsharded gradients across
+                                 accumulation micro-batches (no_sync, as accelerate does), the
+                                 others reduce every micro-batch; 0 / 1: as given */
+  int32_t quantize_lm_head;   /* qlora: 1 quantises the (untied) LM head to NF4 too (LitGPT) */
+  int32_t logits_held;        /* 1: the training loop keeps the model's output (and its logits)
+                                 referenced through backward (`out = model(x);
+                                 out.loss.backward()`); 0 (default): dropped before backward
+                                 (torchtitan, torchtune, Megatron, the HF Trainer) */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -682,6 +725,17 @@ typedef struct memest_stage {
   double quant_metadata_bytes; /* qlora: absmax (and double-quant) statistics */
   double dequant_bytes;        /* qlora: one linear's weight dequantised to param_dtype during
                                   its matmul (in activations_bytes too) */
+  /* appended in 1.6 */
+  double optimizer_step_bytes; /* what optimizer.step() allocates beyond what the activations
+                                  freed by then (adamw_foreach's temporaries; in overhead_bytes) */
+  double unsharded_root_bytes; /* fsdp1: the root unit's parameters kept unsharded from forward
+                                  to backward (in weights_bytes too) */
+  double torch_max_memory_allocated_bytes; /* what torch.cuda.max_memory_allocated() reports:
+                                              peak_allocated_bytes less the CUDA context */
+  double torch_max_memory_reserved_bytes;  /* torch.cuda.max_memory_reserved(): peak_reserved_bytes
+                                              less the CUDA context */
+  double nvidia_smi_bytes;     /* what nvidia-smi shows for the process: reserved + context +
+                                  paged (managed) memory */
 } memest_stage;
 
 typedef struct memest_pretrain_result {
@@ -728,6 +782,14 @@ typedef struct memest_pretrain_result {
   double ep_comm_seconds;
   double optimizer_seconds;
   double offload_seconds;
+  /* appended in 1.6: what a user compares (of the peak stage) and the verdict's margin */
+  double torch_max_memory_allocated_bytes; /* peak_allocated_bytes less the CUDA context */
+  double torch_max_memory_reserved_bytes;  /* peak_reserved_bytes less the CUDA context */
+  double nvidia_smi_bytes;     /* reserved + context + paged memory */
+  double peak_low_bytes;       /* the 90 % band of the peak from memest's measured error */
+  double peak_high_bytes;      /* (MEMEST_PEAK_ERROR_SIGMA): peak * exp(-/+1.645 sigma) */
+  double oom_probability;      /* P(the real peak exceeds capacity_bytes) under that error */
+  double margin_bytes;         /* capacity_bytes - peak_bytes (negative: over by that much) */
 } memest_pretrain_result;
 
 /** Fills defaults: no model or GPU, 1 GPU, tp = cp = pp = vpp = 1, SP on, zero 1, seq 2048,
@@ -832,6 +894,10 @@ typedef struct memest_search_request {
                                     request's setting only */
   uint32_t compile_options;      /* bit (1 << memest_compile) per value to try; 0 (default): the
                                     base request's only */
+  /* appended in 1.6 */
+  double max_oom_probability;    /* layouts whose oom_probability exceeds this are pruned as
+                                    "oom" (default MEMEST_SEARCH_MAX_OOM_PROBABILITY); 0.5 =
+                                    the peak alone decides */
 } memest_search_request;
 
 typedef struct memest_search_entry {
@@ -880,6 +946,10 @@ typedef struct memest_search_entry {
   double ep_comm_seconds;
   double optimizer_seconds;
   double offload_seconds;
+  /* appended in 1.6 */
+  double oom_probability;     /* as in memest_pretrain_result */
+  double margin_bytes;        /* capacity_bytes - peak_bytes */
+  double peak_high_bytes;     /* the upper end of the peak's 90 % band */
 } memest_search_entry;
 
 typedef struct memest_search_result {

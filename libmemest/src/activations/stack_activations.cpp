@@ -47,7 +47,7 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
   const double nv = n * v;
   // `.float()` copies only when the logits are below fp32 (ATen's to() returns self otherwise).
   const double upcast = d < 4 ? 4.0 : 0.0;
-  const double held = in.logits_held ? d : 0.0;  // per logit, through the backward
+  const double held = in.logits_held ? (in.held_fp32 ? 4.0 : d) : 0.0;  // through the backward
   LossMemory r;
   switch (kind) {
     case LossKind::Fused:

@@ -43,6 +43,9 @@ struct LossInputs {
                               // backward (a plain `out = model(...); out.loss.backward()`);
                               // torchtitan (`del pred`), torchtune (`del logits`), Megatron and
                               // the HF Trainer drop them before backward
+  bool held_fp32 = false;     // the logits held are the model's own fp32 upcast (HF models
+                              // with `logits = logits.float()`, memest_model.logits_fp32): 4
+                              // bytes per logit held instead of logit_bytes
   bool compiled = false;      // Unfused / Chunked: the loss function is torch.compile'd
                               // (torchtitan compile.components "loss", torchtune compile_loss)
   bool shift_copy = false;    // the loss shifts the logits (`logits[..., :-1, :].contiguous()`)

@@ -22,6 +22,7 @@
 #include "model/model.hpp"
 #include "model/presets.hpp"
 #include "plan/requests.hpp"
+#include "plan/stack.hpp"
 #include "pretrain/pretrain.hpp"
 #include "search/search.hpp"
 #include "states/model_states.hpp"
@@ -113,7 +114,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.uneven_pipeline = d.uneven_pipeline;
   // 1.2: the training stack
   const memest::Stack& st = d.stack;
-  c.framework = st.framework;
+  c.framework = memest::reported_framework(st);
   c.optimizer = d.precision.optimizer;
   c.optimizer_in_backward = st.optimizer_in_backward;
   c.recompute_every = st.recompute_every;
@@ -145,6 +146,13 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.comm_overlap = st.comm_overlap;  // 1.5
   c.moe_dispatcher = st.moe_dispatcher;
   c.attention_kernel = st.attention_kernel;
+  c.reduce_bytes = st.reduce_bytes;  // 1.6
+  c.loss_parallel = st.loss_parallel;
+  c.autocast = st.autocast;
+  c.fp8_all_gather = st.fp8_all_gather;
+  c.no_sync = st.no_sync;
+  c.quantize_lm_head = d.adapter.quantize_lm_head;
+  c.logits_held = st.logits_held;
   return c;
 }
 
@@ -171,6 +179,7 @@ memest_search_request c_defaults(const memest::SearchRequest& d) {
   c.max_ep = d.max_ep;
   c.fp8_options = d.fp8_options;
   c.compile_options = d.compile_options;
+  c.max_oom_probability = d.max_oom_probability;
   return c;
 }
 
@@ -262,7 +271,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.precision.optimizer = c.optimizer;
   r.uneven_pipeline = c.uneven_pipeline;
   memest::Stack& st = r.stack;
-  st.framework = c.framework;
+  memest::set_framework(st, c.framework);
   st.optimizer_in_backward = c.optimizer_in_backward;
   st.recompute_every = c.recompute_every;
   st.loss = c.loss;
@@ -292,6 +301,13 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.comm_overlap = c.comm_overlap;
   st.moe_dispatcher = c.moe_dispatcher;
   st.attention_kernel = c.attention_kernel;
+  st.reduce_bytes = c.reduce_bytes;
+  st.loss_parallel = c.loss_parallel;
+  st.autocast = c.autocast;
+  st.fp8_all_gather = c.fp8_all_gather;
+  st.no_sync = c.no_sync;
+  r.adapter.quantize_lm_head = c.quantize_lm_head;
+  st.logits_held = c.logits_held;
   return r;
 }
 
@@ -349,6 +365,7 @@ memest::SearchRequest to_core(const memest_search_request* request) {
   r.max_ep = c.max_ep;
   r.fp8_options = c.fp8_options;
   r.compile_options = c.compile_options;
+  r.max_oom_probability = c.max_oom_probability;
   return r;
 }
 

@@ -21,11 +21,11 @@ constexpr const char* kPruneReason[] = {
     "layers_not_divisible", "cp_sequence", "global_batch", "interleaved_microbatches",
     "equivalent", "framework", "ep_experts", "expert_gpus", "etp_ffn", "moe_needs_sp"};
 constexpr const char* kFinetuneMethod[] = {"cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"};
-constexpr const char* kFramework[] = {"megatron", "fsdp", "deepspeed", "pytorch"};
+constexpr const char* kFramework[] = {"megatron", "fsdp", "deepspeed", "pytorch", "fsdp1"};
 constexpr const char* kLoss[] = {"auto",    "fused",        "unfused",
                                  "chunked", "linear_fused", "unfused_16bit"};
 constexpr const char* kOptimizer[] = {"adam",         "adamw", "adamw_8bit", "paged_adamw_8bit",
-                                      "sgd_momentum", "sgd"};
+                                      "sgd_momentum", "sgd", "adamw_foreach", "paged_adamw_32bit"};
 constexpr const char* kAdapter[] = {"none", "lora", "qlora"};
 // peft's module names for Llama-style models (the canonical names of README "LoRA and QLoRA")
 constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj",      "gate_proj",

@@ -1,6 +1,8 @@
 // The 4D paper's verdict bands, shared by every mode.
 #pragma once
 
+#include <cmath>
+
 #include "core/enums.hpp"
 #include "memest/memest.h"
 
@@ -23,6 +25,38 @@ inline memest_verdict peak_verdict_for(double peak_bytes, double capacity_bytes)
   if (peak_bytes <= MEMEST_PEAK_FITS_FRACTION * capacity_bytes) return MEMEST_VERDICT_FITS;
   if (peak_bytes <= capacity_bytes) return MEMEST_VERDICT_TIGHT;
   return MEMEST_VERDICT_OOM;
+}
+
+// ---- the peak's error (MEMEST_PEAK_ERROR_SIGMA, docs/accuracy.md): ln(real / predicted) is
+// taken as normal with mean 0 and that standard deviation, measured leaving one source out.
+
+constexpr double kPeakBandZ = 1.6448536269514722;  // the standard normal's 95th percentile
+
+// P(real peak > capacity) for a predicted `peak_bytes`: 1 - Phi(ln(capacity / peak) / sigma).
+inline double oom_probability(double peak_bytes, double capacity_bytes) {
+  if (capacity_bytes <= 0) return 0;
+  if (peak_bytes <= 0) return 0;
+  const double z = std::log(capacity_bytes / peak_bytes) / MEMEST_PEAK_ERROR_SIGMA;
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+// The 90 % band of the real peak: peak * exp(-/+ z95 * sigma).
+inline double peak_band_low(double peak_bytes) {
+  return peak_bytes * std::exp(-kPeakBandZ * MEMEST_PEAK_ERROR_SIGMA);
+}
+inline double peak_band_high(double peak_bytes) {
+  return peak_bytes * std::exp(kPeakBandZ * MEMEST_PEAK_ERROR_SIGMA);
+}
+
+// The largest predicted peak whose probability of OOM is at most `p` (0 < p < 1): capacity *
+// exp(-z_p * sigma), z_p the standard normal's (1 - p) quantile (by bisection on erfc).
+inline double peak_limit_for_oom_probability(double capacity_bytes, double p) {
+  double lo = -40, hi = 40;  // z
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(mid / std::sqrt(2.0)) > p ? lo : hi) = mid;
+  }
+  return capacity_bytes * std::exp(-0.5 * (lo + hi) * MEMEST_PEAK_ERROR_SIGMA);
 }
 
 }  // namespace memest

@@ -8,6 +8,7 @@
 #include "json/request.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
+#include "plan/stack.hpp"
 
 namespace memest {
 
@@ -87,7 +88,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   const bool pretrain =
       std::find(allowed, allowed + count, std::string("framework")) != allowed + count;
   Stack& st = r.stack;
-  if (auto fw = enum_field(training, "framework", MEMEST_ENUM_FRAMEWORK)) st.framework = *fw;
+  if (auto fw = enum_field(training, "framework", MEMEST_ENUM_FRAMEWORK)) set_framework(st, *fw);
   if (auto b = training.boolean("optimizer_in_backward")) st.optimizer_in_backward = *b;
   st.recompute_every = training.integer_or("recompute_every", st.recompute_every, -big, big);
   if (auto l = enum_field(training, "loss", MEMEST_ENUM_LOSS)) st.loss = *l;
@@ -105,6 +106,12 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
                       enum_choices(MEMEST_ENUM_COMPILE) + ", got " + std::string(v.type_name()));
     }
   }
+  if (training.has("reduce_dtype")) st.reduce_bytes = dtype_bytes(training, "reduce_dtype", 4);
+  if (auto b = training.boolean("loss_parallel")) st.loss_parallel = *b;
+  if (auto b = training.boolean("autocast")) st.autocast = *b;
+  if (auto b = training.boolean("fp8_all_gather")) st.fp8_all_gather = *b;
+  if (auto b = training.boolean("no_sync")) st.no_sync = *b;
+  if (auto b = training.boolean("logits_held")) st.logits_held = *b;
   if (auto md = enum_field(training, "moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER)) st.moe_dispatcher = *md;
   if (auto ak = enum_field(training, "attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL)) st.attention_kernel = *ak;
   if (training.has("comm_overlap")) {
@@ -165,7 +172,8 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
 
 void read_adapter(const json& object, Adapter& a) {
   JsonFields f(object, "training.adapter");
-  f.reject_unknown({"type", "rank", "alpha", "dropout", "targets", "dtype", "double_quant"});
+  f.reject_unknown({"type", "rank", "alpha", "dropout", "targets", "dtype", "double_quant",
+                    "quantize_lm_head"});
   if (auto type = f.string("type")) {
     if (*type == "dora") {
       // peft tuners/lora/dora.py: DoraLinearLayer.get_weight_norm adds lora_B(lora_A) to the
@@ -190,6 +198,7 @@ void read_adapter(const json& object, Adapter& a) {
   if (auto v = f.number("dropout", -1e300, 1e300)) a.dropout = *v;
   if (f.has("dtype")) a.bytes = dtype_bytes(f, "dtype", a.bytes);
   if (auto b = f.boolean("double_quant")) a.double_quant = *b;
+  if (auto b = f.boolean("quantize_lm_head")) a.quantize_lm_head = *b;
   if (f.has("targets")) {
     const json& list = object.at("targets");
     const std::string path = f.path_of("targets");
@@ -264,6 +273,7 @@ ojson model_json(const memest_model& m) {
   }
   if (m.qk_norm != 0) j["qk_norm"] = m.qk_norm == 1 ? "head" : "full";
   if (m.attention_sinks) j["attention_sinks"] = true;
+  if (m.final_logit_softcapping > 0) j["final_logit_softcapping"] = m.final_logit_softcapping;
   if (m.mtp_layers > 0) {
     j["num_nextn_predict_layers"] = m.mtp_layers;
     j["mtp_parameters"] = c.mtp;

@@ -40,7 +40,9 @@ constexpr const char* kPretrainTraining[] = {
     // mixture-of-experts routing
     "moe_capacity_factor",
     // the step-time model (1.5)
-    "comm_overlap", "moe_dispatcher", "attention_kernel"};
+    "comm_overlap", "moe_dispatcher", "attention_kernel",
+    // the precision policy and the loss beside the stored dtypes (1.6)
+    "reduce_dtype", "loss_parallel", "autocast", "fp8_all_gather", "no_sync", "logits_held"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

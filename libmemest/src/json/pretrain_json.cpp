@@ -60,6 +60,11 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   return r;
 }
 
+// A dtype's name by its bytes per element.
+const char* dtype_name(double bytes) {
+  return bytes == 4 ? "fp32" : bytes == 1 ? "fp8" : "bf16";
+}
+
 // The overhead model's parts for one stage, by name (README "Overhead model").
 ojson overheads_json(const memest_stage& s) {
   return {{"context_bytes", s.context_bytes},
@@ -67,7 +72,8 @@ ojson overheads_json(const memest_stage& s) {
           {"logits_bytes", s.logits_bytes},
           {"activation_correction_bytes", s.activation_correction_bytes},
           {"fragmentation_bytes", s.fragmentation_bytes},
-          {"phase_overlap_bytes", s.phase_overlap_bytes}};
+          {"phase_overlap_bytes", s.phase_overlap_bytes},
+          {"optimizer_step_bytes", s.optimizer_step_bytes}};
 }
 
 // The training stack's named parts of one stage (README "Training stack"): each is also inside
@@ -78,7 +84,8 @@ ojson stack_parts_json(const memest_stage& s) {
           {"loss_bytes", s.loss_bytes},
           {"recompute_bytes", s.recompute_bytes},
           {"offload_staging_bytes", s.offload_staging_bytes},
-          {"paged_bytes", s.paged_bytes}};
+          {"paged_bytes", s.paged_bytes},
+          {"unsharded_root_bytes", s.unsharded_root_bytes}};
 }
 
 // The LoRA / QLoRA parts of one stage (README "LoRA and QLoRA"), each also inside the part
@@ -104,7 +111,10 @@ ojson adapter_json(const Adapter& a) {
              {"dropout", a.dropout},
              {"targets", targets},
              {"dtype", a.bytes == 4 ? "fp32" : "bf16"}};
-  if (a.type == MEMEST_ADAPTER_QLORA) j["double_quant"] = a.double_quant == 1;
+  if (a.type == MEMEST_ADAPTER_QLORA) {
+    j["double_quant"] = a.double_quant == 1;
+    j["quantize_lm_head"] = a.quantize_lm_head == 1;
+  }
   return j;
 }
 
@@ -175,6 +185,9 @@ ojson pretrain_response(const PretrainRequest& r) {
                           {"peak_bytes", s.peak_bytes},
                           {"peak_allocated_bytes", s.peak_allocated_bytes},
                           {"peak_reserved_bytes", s.peak_reserved_bytes},
+                          {"torch_max_memory_allocated_bytes", s.torch_max_memory_allocated_bytes},
+                          {"torch_max_memory_reserved_bytes", s.torch_max_memory_reserved_bytes},
+                          {"nvidia_smi_bytes", s.nvidia_smi_bytes},
                           {"host_bytes", s.host_bytes},
                           {"stack", stack_parts_json(s)}});
     if (is_moe(r.model)) {
@@ -222,9 +235,15 @@ ojson pretrain_response(const PretrainRequest& r) {
             {"moe_capacity_factor", r.moe_capacity_factor},
             {"moe_dispatcher", enum_text(MEMEST_ENUM_MOE_DISPATCHER, r.stack.moe_dispatcher)},
             {"attention_kernel", enum_text(MEMEST_ENUM_ATTENTION_KERNEL,
-                                           attention_kernel_in_effect(r.stack.attention_kernel, res.framework))},
-            {"comm_overlap", overlap_json(overlap_bits(r.stack.comm_overlap, res.framework,
-                                                       effective_zero(res.framework, r.zero)))}}},
+                                           attention_kernel_in_effect(r.stack.attention_kernel, r.stack.framework))},
+            {"comm_overlap", overlap_json(overlap_bits(r.stack.comm_overlap, r.stack.framework,
+                                                       effective_zero(r.stack.framework, r.zero)))},
+            {"reduce_dtype", dtype_name(r.stack.reduce_dtype_bytes(r.precision.grad_bytes))},
+            {"loss_parallel", r.stack.loss_parallel == 1},
+            {"autocast", r.stack.autocast < 0 ? ojson("default") : ojson(r.stack.autocast == 1)},
+            {"fp8_all_gather", r.stack.fp8_all_gather == 1},
+            {"no_sync", r.stack.no_sync < 0 ? ojson("default") : ojson(r.stack.no_sync == 1)},
+            {"logits_held", r.stack.logits_held == 1}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},
           {"peak_bytes", res.peak_bytes},
@@ -240,6 +259,12 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"usage_fraction", res.usage_fraction},
           {"verdict", verdict_name(res.verdict)},
           {"peak_verdict", verdict_name(res.peak_verdict)},
+          {"torch_max_memory_allocated_bytes", res.torch_max_memory_allocated_bytes},
+          {"torch_max_memory_reserved_bytes", res.torch_max_memory_reserved_bytes},
+          {"nvidia_smi_bytes", res.nvidia_smi_bytes},
+          {"peak_band_bytes", {res.peak_low_bytes, res.peak_high_bytes}},
+          {"oom_probability", res.oom_probability},
+          {"margin_bytes", res.margin_bytes},
           {"stages", stage_list}};
   if (res.step_seconds > 0) j["throughput"] = throughput_json(res);
   if (r.adapter.enabled()) {

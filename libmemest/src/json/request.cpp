@@ -47,6 +47,8 @@ ojson presets_response() {
     g["context_bytes"] = p.gpu.context_bytes;
     g["page_bytes"] = p.gpu.page_bytes;
     g["source"] = p.source;
+    g["memory_source"] = p.memory_source;
+    g["nominal_gib"] = p.nominal_gib;
     gpus.push_back(g);
   }
   return {{"ok", true}, {"mode", "presets"}, {"models", models}, {"gpus", gpus}};
@@ -87,7 +89,9 @@ ojson enums_mode(const JsonFields& top) {
           {"mode", "enums"},
           {"enums", enums},
           {"verdict_bands", {{"fits", kFitsFraction}, {"tight", kTightFraction}}},
-          {"peak_verdict_bands", {{"fits", MEMEST_PEAK_FITS_FRACTION}, {"tight", 1.0}}}};
+          {"peak_verdict_bands", {{"fits", MEMEST_PEAK_FITS_FRACTION}, {"tight", 1.0}}},
+          {"peak_error_sigma", MEMEST_PEAK_ERROR_SIGMA},
+          {"search_max_oom_probability", MEMEST_SEARCH_MAX_OOM_PROBABILITY}};
 }
 
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {

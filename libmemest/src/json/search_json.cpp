@@ -93,7 +93,7 @@ JsonSearch parse_search(const JsonFields& top) {
   JsonFields f(block(top, "search"), "search");
   f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
                     "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline",
-                    "max_ep", "fp8", "compile"});
+                    "max_ep", "fp8", "compile", "max_oom_probability"});
   out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
   r.max_tp = f.integer_or("max_tp", 0, -big, big);
   r.max_cp = f.integer_or("max_cp", 0, -big, big);
@@ -104,6 +104,7 @@ JsonSearch parse_search(const JsonFields& top) {
   if (auto w = f.boolean("tp_within_node")) r.tp_within_node = *w;
   if (auto o = f.boolean("include_oom")) r.include_oom = *o;
   if (auto u = f.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
+  if (auto p = f.number("max_oom_probability", -1e300, 1e300)) r.max_oom_probability = *p;
   // fp8 / compile options tried for every layout (1.5): a list of bools / memest_compile names
   const json& search_block = block(top, "search");
   if (f.has("fp8")) {
@@ -194,6 +195,9 @@ ojson search_response(const JsonSearch& sr) {
                        {"oom_predicted", e.oom_predicted == 1},
                        {"verdict", verdict_name(e.verdict)},
                        {"peak_verdict", verdict_name(e.peak_verdict)},
+                       {"oom_probability", e.oom_probability},
+                       {"margin_bytes", e.margin_bytes},
+                       {"peak_high_bytes", e.peak_high_bytes},
                        {"tflops_per_gpu", e.tflops_per_gpu},
                        {"tokens_per_s", e.tokens_per_s},
                        {"step_seconds", e.step_seconds},
@@ -223,13 +227,15 @@ ojson search_response(const JsonSearch& sr) {
              {"pruned_total", pruned_total},
              {"ranked", res.ranked},
              {"tie_margin", res.tie_margin},
+             {"max_oom_probability", r.max_oom_probability},
              {"count", res.entries.size()},
              {"results", results}};
   if (res.entries.empty()) {
     j["message"] = res.evaluated == 0
                        ? "no valid layout: every candidate was ruled out (see pruned)"
-                       : "no layout fits: every valid layout is predicted to run out of memory "
-                         "(see pruned.oom; include_oom ranks them anyway)";
+                       : "no layout fits: every valid layout is predicted to run out of memory, "
+                         "or more likely to than search.max_oom_probability allows (see "
+                         "pruned.oom; include_oom ranks them anyway)";
   }
   return j;
 }

@@ -638,6 +638,9 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   if (c->experts != Experts::None || c->mla || plain) {
     m.mtp_layers = maybe(f, {"num_nextn_predict_layers"}, 0, 0, kBig);
   }
+  // Gemma 2's logit soft-capping (models/gemma2/modeling_gemma2.py Gemma2ForCausalLM.forward:
+  // logits / cap, tanh, * cap); Gemma 3 writes null
+  if (auto cap = f.number("final_logit_softcapping", 0, 1e6)) m.final_logit_softcapping = *cap;
   if (plain) {
     // memest's own names for what Hugging Face files say through their model_type.
     if (auto b = f.boolean("router_bias")) m.router_bias = *b;

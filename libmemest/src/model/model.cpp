@@ -1,5 +1,6 @@
 #include "model/model.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -207,6 +208,10 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
   check_flag(prefix, "fused_gate_up", m.fused_gate_up);
   check_flag(prefix, "vision_excluded", m.vision_excluded);
   check_range(prefix + ".qk_norm", m.qk_norm, 0, 2);
+  if (!std::isfinite(m.final_logit_softcapping) || m.final_logit_softcapping < 0 ||
+      m.final_logit_softcapping > 1e6) {
+    fail(prefix + ".final_logit_softcapping", "must be 0 (no soft-capping) or a positive cap up to 1e6");
+  }
   check_range(prefix + ".mtp_layers", m.mtp_layers, 0, kMaxLayers);
   validate_moe(m, prefix);
   validate_mla(m, prefix);

@@ -65,6 +65,8 @@ GpuData load_gpus() {
     GpuPreset p;
     p.id = entry.at("id").get<std::string>();
     p.source = entry.at("source").get<std::string>();
+    p.memory_source = entry.at("memory_source").get<std::string>();
+    p.nominal_gib = entry.at("nominal_gib").get<double>();
     p.gpu = data.defaults;
     copy_name(p.gpu.name, entry.at("name").get<std::string>());
     p.gpu.memory_bytes = entry.at("memory_gib").get<double>() * kGiB;

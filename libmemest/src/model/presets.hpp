@@ -20,6 +20,8 @@ struct ModelPreset {
 struct GpuPreset {
   std::string id;
   std::string source;
+  std::string memory_source;  // where the usable capacity (memory_gib) comes from
+  double nominal_gib = 0;     // the advertised size
   memest_gpu gpu;
 };
 

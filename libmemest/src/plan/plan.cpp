@@ -80,6 +80,10 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   // "loss"), the blocks under ALL and MODEL ("model", or torch.compile(block) per layer).
   const int32_t compile = plan.stack.compile;
   in.compiled = compile == MEMEST_COMPILE_ALL || compile == MEMEST_COMPILE_LOSS;
+  // training.logits_held: the loop keeps the model's output (`output = model(...)`,
+  // `output.loss.backward()`: the logits stay referenced through the backward)
+  in.logits_held = plan.stack.logits_held == 1;
+  in.held_fp32 = m.logits_fp32 == 1;
   LossKind kind = LossKind::Fused;
   switch (plan.loss) {
     case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
@@ -93,14 +97,36 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
       break;
     default: break;
   }
+  // Pure fp32 (training.autocast false with fp32 parameters): the logits are fp32 and
+  // F.cross_entropy works on them as they are, without an upcast copy: the no-upcast loss at
+  // 4 bytes per logit.
+  const bool pure_fp32 = plan.stack.autocast == 0 && plan.precision.param_bytes >= 4;
+  if (pure_fp32 && kind == LossKind::Unfused) {
+    kind = LossKind::Unfused16Bit;
+    in.logit_bytes = 4;
+  }
+  // Without a vocab-parallel loss under tp > 1 (torchtitan without loss_parallel) the loss sees
+  // the logits gathered to the whole vocabulary (DTensor redistributes Shard(-1) to
+  // Replicate for aten cross_entropy), while the local shard is still referenced at the loss's
+  // forward peak.
+  const bool gathered = plan.stack.loss_parallel == 0 && x.tp > 1;
+  if (gathered) in.vocab = static_cast<double>(m.vocab_size);
   k.loss = loss_memory(kind, in).peak();
+  if (gathered) k.loss += in.tokens * static_cast<double>(m.vocab_size) / x.tp * in.logit_bytes;
+  // Gemma 2's soft-capping (logits / cap, tanh, * cap before the loss;
+  // models/gemma2/modeling_gemma2.py): tanh saves its output for backward, one more
+  // logits-sized tensor in the output layer's dtype.
+  if (m.final_logit_softcapping > 0) k.loss += in.tokens * in.vocab * in.logit_bytes;
   if (plan.framework == MEMEST_FRAMEWORK_MEGATRON) return k;
 
   // The blocks of the other stacks (eager_block_bytes): torchtitan's under fsdp, Hugging
   // Face's (and torchtune's) elsewhere; fp32 parameters outside FSDP's MixedPrecisionPolicy run
   // under torch.autocast (AMP).
   const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
-  k.autocast = !fsdp && plan.precision.param_bytes >= 4;
+  // training.autocast: -1 the stack's default (autocast for fp32 parameters outside FSDP's
+  // policy), 0 none, 1 autocast (only fp32 parameters are cast).
+  k.autocast = plan.precision.param_bytes >= 4 &&
+               (plan.stack.autocast == 1 || (plan.stack.autocast < 0 && !fsdp));
   const double residual = k.autocast ? 4.0 : 2.0;
   EagerBlockOptions eo;
   eo.block = fsdp ? EagerBlock::Torchtitan : EagerBlock::HuggingFace;
@@ -158,6 +184,16 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     k.recompute = std::max(k.recompute, recompute_working_set(m, x, k.plain_dense_layer,
                                                               dense_reused, residual, false)
                                             .total());
+  }
+  if (pure_fp32) {
+    // every saved tensor in the stored fp32 (the blocks above are sized for 16-bit compute
+    // without autocast): twice the bytes, the 1-byte dropout masks included
+    const double scale = plan.precision.param_bytes / 2;
+    k.plain_layer *= scale;
+    k.plain_dense_layer *= scale;
+    k.moe_routed *= scale;
+    k.kept_layer *= scale;
+    k.recompute *= scale;
   }
   return k;
 }

@@ -48,6 +48,20 @@ struct Stack {
   int32_t comm_overlap = MEMEST_OVERLAP_STACK_DEFAULT;
   int32_t moe_dispatcher = MEMEST_MOE_DISPATCHER_ALLTOALL;  // how MoE tokens cross EP ranks
   int32_t attention_kernel = MEMEST_ATTENTION_AUTO;         // whose attention kernels run
+  // 1.6. MEMEST_FRAMEWORK_FSDP1 is read as framework FSDP with fsdp_version 1 (plan/stack.hpp
+  // set_framework): every FSDP mechanism applies, plus FSDP1's own.
+  int32_t fsdp_version = 2;
+  double reduce_bytes = 0;     // gradient reduction dtype (MixedPrecisionPolicy reduce_dtype);
+                               // 0: the gradient dtype
+  int32_t loss_parallel = 1;   // 0: the loss gathers the vocabulary under tp > 1
+  int32_t autocast = -1;       // -1: fp32 parameters outside FSDP run under autocast
+  int32_t fp8_all_gather = 0;  // FSDP2 all-gathers fp8 weights (torchao)
+  int32_t no_sync = -1;        // -1: fsdp1 keeps unsharded gradients under accumulation
+  int32_t logits_held = 0;     // the training loop references the logits through backward
+  // The reduction's bytes per element in effect.
+  double reduce_dtype_bytes(double grad_bytes) const {
+    return reduce_bytes > 0 ? reduce_bytes : grad_bytes;
+  }
 };
 
 // A LoRA / QLoRA adapter on a frozen base (README "LoRA and QLoRA"). Defaults are peft's
@@ -62,6 +76,7 @@ struct Adapter {
   uint32_t targets = (1u << MEMEST_LORA_Q_PROJ) | (1u << MEMEST_LORA_V_PROJ);
   double bytes = 4;  // adapter weights, gradients and optimizer states' dtype
   int32_t double_quant = 0;
+  int32_t quantize_lm_head = 0;  // qlora: the LM head in NF4 too (LitGPT quantises it)
   bool enabled() const { return type != MEMEST_ADAPTER_NONE; }
 };
 
@@ -143,6 +158,8 @@ struct SearchRequest {
   // per compile setting; 0 = the base request's setting only.
   uint32_t fp8_options = 0;
   uint32_t compile_options = 0;
+  // (1.6) layouts whose probability of OOM exceeds this are pruned (core/verdict.hpp)
+  double max_oom_probability = MEMEST_SEARCH_MAX_OOM_PROBABILITY;
 };
 
 struct FinetuneRequest {

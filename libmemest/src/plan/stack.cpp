@@ -12,6 +12,16 @@
 
 namespace memest {
 
+void set_framework(Stack& st, int32_t requested) {
+  st.fsdp_version = requested == MEMEST_FRAMEWORK_FSDP1 ? 1 : 2;
+  st.framework = requested == MEMEST_FRAMEWORK_FSDP1 ? MEMEST_FRAMEWORK_FSDP : requested;
+}
+
+int32_t reported_framework(const Stack& st) {
+  return st.framework == MEMEST_FRAMEWORK_FSDP && st.fsdp_version == 1 ? MEMEST_FRAMEWORK_FSDP1
+                                                                        : st.framework;
+}
+
 bool keeps_master(int32_t framework, double param_bytes) {
   const bool masters =
       framework == MEMEST_FRAMEWORK_MEGATRON || framework == MEMEST_FRAMEWORK_DEEPSPEED;
@@ -24,9 +34,13 @@ double optimizer_moment_bytes(int32_t optimizer, double state_bytes) {
     case MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT:
       // two uint8 states + one fp32 absmax per block of 256 elements for each
       return 2 * (1 + 4.0 / 256);
+    case MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT:
+      // bitsandbytes' 32-bit optimizers keep fp32 states whatever the parameter dtype
+      // (bitsandbytes/optim/optimizer.py Optimizer2State.init_state: dtype=torch.float32)
+      return 2 * 4.0;
     case MEMEST_OPTIMIZER_SGD_MOMENTUM: return state_bytes;
     case MEMEST_OPTIMIZER_SGD: return 0;
-    default: return 2 * state_bytes;  // adam, adamw: exp_avg, exp_avg_sq
+    default: return 2 * state_bytes;  // adam, adamw, adamw_foreach: exp_avg, exp_avg_sq
   }
 }
 
@@ -111,6 +125,22 @@ void validate_stack(const PretrainRequest& r) {
   }
   check_enum("training.moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER, st.moe_dispatcher);
   check_enum("training.attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL, st.attention_kernel);
+  // 1.6: the precision policy and the loss
+  if (st.reduce_bytes != 0 && st.reduce_bytes != 2 && st.reduce_bytes != 4) {
+    fail("training.reduce_dtype", "must be fp32, bf16 or fp16 (or left out: the gradient dtype)");
+  }
+  check_flag("training.loss_parallel", st.loss_parallel);
+  check_flag("training.fp8_all_gather", st.fp8_all_gather);
+  check_flag("training.logits_held", st.logits_held);
+  if (st.autocast < -1 || st.autocast > 1) {
+    fail("training.autocast", "must be -1 (the stack's default), 0 or 1, got " + std::to_string(st.autocast));
+  }
+  if (st.no_sync < -1 || st.no_sync > 1) {
+    fail("training.no_sync", "must be -1 (the stack's default), 0 or 1, got " + std::to_string(st.no_sync));
+  }
+  if (st.fsdp_version != 1 && st.fsdp_version != 2) {
+    fail("training.framework", "fsdp_version must be 1 or 2");
+  }
   check_flag("training.offload.optimizer", st.offload_optimizer);
   check_flag("training.offload.params", st.offload_params);
   check_flag("training.offload.activations", st.offload_activations);
@@ -127,6 +157,32 @@ void validate_stack(const PretrainRequest& r) {
   const int32_t fw = st.framework;
   const bool megatron = fw == MEMEST_FRAMEWORK_MEGATRON;
   const int32_t zero = effective_zero(fw, r.zero);
+  const bool fsdp = fw == MEMEST_FRAMEWORK_FSDP;
+  if (st.reduce_bytes != 0 && !fsdp) {
+    fail("training.reduce_dtype", "is FSDP's MixedPrecisionPolicy reduce_dtype: it needs framework "
+                                  "fsdp or fsdp1 (the others reduce in grad_dtype)");
+  }
+  if (st.fp8_all_gather && !(fsdp && st.fp8 && zero >= 2)) {
+    fail("training.fp8_all_gather", "torchao's float8 all-gather needs framework fsdp with "
+                                    "fp8 on and sharded parameters (zero 2 or 3)");
+  }
+  if (st.no_sync == 1 && !fsdp) {
+    fail("training.no_sync", "keeping unsharded gradients over accumulation is FSDP's no_sync: "
+                             "it needs framework fsdp or fsdp1 (DDP and ZeRO keep their usual "
+                             "gradients either way)");
+  }
+  if (megatron && st.autocast != -1) {
+    fail("training.autocast", "Megatron-LM runs its own mixed precision (--bf16/--fp16): leave "
+                              "autocast out under framework megatron");
+  }
+  if (megatron && st.logits_held) {
+    fail("training.logits_held", "Megatron-LM's training loop keeps only the loss, never the "
+                                 "logits: leave logits_held off under framework megatron");
+  }
+  if (megatron && !st.loss_parallel) {
+    fail("training.loss_parallel", "Megatron-LM's cross-entropy is always vocab-parallel: leave "
+                                   "loss_parallel on under framework megatron");
+  }
   if (!megatron && (is_mla(r.model) || r.model.mtp_layers > 0)) {
     // The latent-attention and MTP terms are Megatron-Core's (multi_latent_attention.py,
     // multi_token_prediction.py); the other stacks' blocks are modelled for standard attention.
@@ -210,9 +266,15 @@ void validate_stack(const PretrainRequest& r) {
                              "framework fsdp, deepspeed or pytorch");
   }
   if (megatron && (r.precision.optimizer == MEMEST_OPTIMIZER_ADAMW_8BIT ||
-                   r.precision.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT)) {
-    fail("training.optimizer", "bitsandbytes' 8-bit optimizers do not run under Megatron-LM's "
+                   r.precision.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT ||
+                   r.precision.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT)) {
+    fail("training.optimizer", "bitsandbytes' optimizers do not run under Megatron-LM's "
                                "distributed optimizer: use framework fsdp, deepspeed or pytorch");
+  }
+  if (megatron && r.precision.optimizer == MEMEST_OPTIMIZER_ADAMW_FOREACH) {
+    fail("training.optimizer", "Megatron-LM steps with its fused Adam (Transformer Engine / "
+                               "Apex FusedAdam), not torch.optim's foreach path: use adam or "
+                               "adamw under framework megatron");
   }
   if (st.optimizer_in_backward) {
     if (fw != MEMEST_FRAMEWORK_FSDP && fw != MEMEST_FRAMEWORK_PYTORCH) {
@@ -316,6 +378,15 @@ void validate_adapter(const PretrainRequest& r) {
                                    "adapters to fp32) or bf16/fp16 (2 bytes)");
   }
   check_flag("training.adapter.double_quant", a.double_quant);
+  check_flag("training.adapter.quantize_lm_head", a.quantize_lm_head);
+  if (a.quantize_lm_head && a.type != MEMEST_ADAPTER_QLORA) {
+    fail("training.adapter.quantize_lm_head", "quantises the LM head to NF4: it needs type qlora");
+  }
+  if (a.quantize_lm_head && m.tie_word_embeddings) {
+    fail("training.adapter.quantize_lm_head", "the model ties its LM head to the input "
+                                              "embedding, which bitsandbytes never quantises "
+                                              "(nn.Embedding): leave quantize_lm_head off");
+  }
   if (a.double_quant && a.type != MEMEST_ADAPTER_QLORA) {
     fail("training.adapter.double_quant", "quantises QLoRA's absmax statistics: it needs type "
                                           "qlora (a lora base is not quantised)");

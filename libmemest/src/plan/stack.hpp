@@ -11,6 +11,18 @@
 
 namespace memest {
 
+// ---- the framework as requested and as modelled
+
+// Sets st.framework from a requested memest_framework: MEMEST_FRAMEWORK_FSDP1 (PyTorch's
+// FullyShardedDataParallel, torch/distributed/fsdp/fully_sharded_data_parallel.py) is modelled
+// as FSDP (every sharding mechanism is the same per unit) with fsdp_version 1, which adds
+// FSDP1's own mechanisms (states/stack_states.hpp fsdp1_*). Any other value is stored as is
+// (validate_stack checks it).
+void set_framework(Stack& st, int32_t requested);
+
+// The memest_framework a result reports: FSDP1 for fsdp_version 1.
+int32_t reported_framework(const Stack& st);
+
 // ---- precision and optimizer
 
 // True when an fp32 master copy of the parameters exists: the stored dtype is below fp32 and

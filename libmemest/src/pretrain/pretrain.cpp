@@ -162,6 +162,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   sin.zero = plan.zero;
   sin.precision = plan.precision;
   sin.stack = plan.stack;
+  sin.accumulates = plan.num_microbatches > 1;
   StackStates ss;
   AdapterStates as;  // LoRA / QLoRA parts (zero without an adapter)
   double trainable = params;
@@ -195,6 +196,19 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   }
   StateBytes states;
   states.weights = ss.weights + es.weights;
+  // FSDP1's root unit (pp = 1: this stage is the model) stays gathered between forward and
+  // backward: the embedding, the final norm and the LM head (NF4 when quantised).
+  double unsharded_root = 0;
+  if (first && last) {
+    const double gather = fsdp_gather_bytes(plan.stack, plan.precision.param_bytes);
+    const double head_q = quantised_head_weights(m, plan.adapter);
+    const double root = edge.word_embedding + edge.embedding_extra + edge.final_norm +
+                        edge.lm_head - head_q;  // lm_head is 0 when tied
+    const Nf4Bytes head_nf4 = nf4_bytes(head_q, plan.adapter.double_quant == 1);
+    unsharded_root = fsdp1_unsharded_root_bytes(plan.stack, plan.zero, plan.pp, root, gather);
+    if (unsharded_root > 0) unsharded_root += head_nf4.data + head_nf4.metadata;
+  }
+  states.weights += unsharded_root;
   states.gradients = ss.gradients + es.gradients;
   states.optimizer = ss.optimizer + es.optimizer;
   // The training stack's buffers (0 under megatron). FSDP2 gathers a whole block at a time:
@@ -217,7 +231,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     // one frozen block as gathered: NF4 data and statistics for QLoRA's linears
     double base_block_bytes = block * plan.precision.param_bytes;
     if (plan.adapter.type == MEMEST_ADAPTER_QLORA) {
-      const double q = quantised_weights(m) / static_cast<double>(m.num_hidden_layers);
+      const double q = quantised_weights(m) / static_cast<double>(m.num_hidden_layers);  // blocks
       const Nf4Bytes nf4 = nf4_bytes(q, plan.adapter.double_quant == 1);
       base_block_bytes = (block - q) * plan.precision.param_bytes + nf4.data + nf4.metadata;
     }
@@ -239,7 +253,14 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
         const double reduce = plan.stack.ds_reduce_bucket_size > 0 ? plan.stack.ds_reduce_bucket_size
                                                                     : kDsReduceBucketSize;
         if (plan.zero >= 1) framework_buffers = std::min(reduce, trainable) * ab;
-        if (plan.zero == 3) framework_buffers = 2 * framework_buffers + 2 * base_block_bytes;
+        // ZeRO-3 gathers whole modules, the (tied) embedding too: see the full-model case below
+        const double embedding_bytes =
+            (first || last ? edge.word_embedding : 0.0) * plan.precision.param_bytes;
+        if (plan.zero == 3) {
+          // the module being run and the next one prefetched
+          framework_buffers =
+              2 * framework_buffers + base_block_bytes + std::max(base_block_bytes, embedding_bytes);
+        }
         break;
       }
       default: break;
@@ -247,7 +268,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   } else switch (plan.framework) {
     case MEMEST_FRAMEWORK_FSDP:
       framework_buffers = plan.zero >= 2
-                              ? fsdp_buffer_bytes(block, plan.zero, plan.pp, plan.precision.grad_bytes)
+                              ? fsdp_buffer_bytes(block, plan.zero, plan.pp,
+                                                  plan.stack.reduce_dtype_bytes(plan.precision.grad_bytes),
+                                                  fsdp_gather_bytes(plan.stack, plan.precision.param_bytes))
                               : ddp_bucket_bytes(bucketed, plan.precision.grad_bytes, ddp,
                                                  plan.stack.ddp_gradient_as_bucket_view == 1);
       break;
@@ -262,7 +285,14 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
       // tensors at or below the threshold stay whole: the norms (h elements each)
       const double persistent =
           static_cast<double>(m.hidden_size) <= threshold ? layers * layer.replicated : 0.0;
-      framework_buffers = deepspeed_buffer_bytes(params, block, persistent, plan.zero,
+      // ZeRO-3 gathers a whole module's parameters before its forward (and backward):
+      // the embedding's and the LM head's (the tied embedding's again) are each one module,
+      // larger than a block on vocabularies like BLOOM's (runtime/zero/
+      // partitioned_param_coordinator.py fetch_sub_module gathers module.parameters()).
+      double gathered_module = block;
+      if (first || last) gathered_module = std::max(gathered_module, edge.word_embedding / t);
+      if (last) gathered_module = std::max(gathered_module, edge.lm_head / t);
+      framework_buffers = deepspeed_buffer_bytes(params, gathered_module, persistent, plan.zero,
                                                  plan.precision, plan.stack);
       break;
     }
@@ -320,7 +350,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   double dequant = 0;
   if (plan.adapter.type == MEMEST_ADAPTER_QLORA) {
     // one linear dequantised to param_dtype at a time (states/adapter_states.hpp)
-    dequant = largest_quantised_weight(m) * plan.precision.param_bytes;
+    dequant = std::max(largest_quantised_weight(m), quantised_head_weights(m, plan.adapter)) *
+              plan.precision.param_bytes;
     activations += dequant;
   }
   double embedded = 0;
@@ -393,7 +424,16 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.logits_bytes = o.logits;
   s.activation_correction_bytes = o.activation_correction;
   s.fragmentation_bytes = o.fragmentation;
-  s.overhead_bytes = o.total();
+  // optimizer.step() runs after the backward has freed every activation and the loss: its
+  // temporaries add to the peak only beyond what those freed (states/stack_states.hpp
+  // optimizer_step_temporary_bytes). Offloaded optimizers step on the CPU.
+  const double moments_on_gpu = states.optimizer - (plan.stack.offload_optimizer ? 0.0 : ss.master + es.master);
+  const double step_temporaries =
+      optimizer_step_temporary_bytes(plan.precision.optimizer, std::max(moments_on_gpu, 0.0));
+  const double freed_by_step = activations + std::max(loss_logits, 0.0) + o.phase_overlap;
+  s.optimizer_step_bytes = std::max(0.0, step_temporaries - std::max(freed_by_step, 0.0));
+  s.unsharded_root_bytes = unsharded_root;
+  s.overhead_bytes = o.total() + s.optimizer_step_bytes;
   s.peak_bytes = s.total_bytes + s.overhead_bytes;
   // Allocated vs reserved: the caching allocator reserves what it has allocated plus the
   // fragmentation term (README "Allocated and reserved").
@@ -401,6 +441,11 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.peak_allocated_bytes = s.peak_bytes - s.fragmentation_bytes;
   s.host_bytes = ss.host + es.host + host_activations;
   s.paged_bytes = ss.paged + es.paged;
+  // What PyTorch and nvidia-smi report: the allocator's counters leave out the CUDA context;
+  // nvidia-smi shows the process's whole footprint, managed (paged) memory resident included.
+  s.torch_max_memory_allocated_bytes = s.peak_allocated_bytes - s.context_bytes;
+  s.torch_max_memory_reserved_bytes = s.peak_reserved_bytes - s.context_bytes;
+  s.nvidia_smi_bytes = s.peak_reserved_bytes + s.paged_bytes;
   s.framework_buffer_bytes = framework_buffers;
   s.master_weights_bytes = plan.stack.offload_optimizer ? 0.0 : ss.master + es.master;
   s.offload_staging_bytes = staging;
@@ -486,12 +531,19 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
       out.peak_allocated_bytes = s.peak_allocated_bytes;
       out.peak_reserved_bytes = s.peak_reserved_bytes;
       out.host_bytes = s.host_bytes;
+      out.torch_max_memory_allocated_bytes = s.torch_max_memory_allocated_bytes;
+      out.torch_max_memory_reserved_bytes = s.torch_max_memory_reserved_bytes;
+      out.nvidia_smi_bytes = s.nvidia_smi_bytes;
     }
     out.paper_peak_bytes = std::max(out.paper_peak_bytes, s.total_bytes);
   }
   out.oom_predicted = out.peak_bytes > capacity;
   out.peak_verdict = peak_verdict_for(out.peak_bytes, capacity);
-  out.framework = plan.framework;
+  out.peak_low_bytes = peak_band_low(out.peak_bytes);
+  out.peak_high_bytes = peak_band_high(out.peak_bytes);
+  out.oom_probability = oom_probability(out.peak_bytes, capacity);
+  out.margin_bytes = capacity - out.peak_bytes;
+  out.framework = reported_framework(plan.stack);
   out.loss = plan.loss;
   out.optimizer_bytes_per_parameter = plan.precision.optimizer_bytes;
   out.ep = plan.ep;

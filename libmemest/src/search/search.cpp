@@ -69,6 +69,7 @@ struct Search {
   bool include_oom;
   bool none_in_space;  // recompute "none" is enumerated too
   uint32_t zero_mask = 0;
+  double peak_limit = 0;  // the largest peak ranked as fitting (max_oom_probability)
   ModelTerms model{};  // the same model for every candidate: counted once (plan/plan.hpp)
 
   void prune(memest_prune_reason reason, uint64_t n = 1) {
@@ -169,7 +170,8 @@ struct Search {
     std::memset(&e, 0, sizeof e);
     e.struct_size = sizeof e;
     e.peak_bytes = peak_memory(plan, nullptr);
-    e.oom_predicted = e.peak_bytes > r.gpu.memory_bytes;
+    // the safe side: beyond the request's probability of OOM counts as out of memory
+    e.oom_predicted = e.peak_bytes > peak_limit;
     if (e.oom_predicted) {
       ++out->pruned[MEMEST_PRUNE_OOM];
       if (!include_oom) return;
@@ -187,6 +189,9 @@ struct Search {
     e.capacity_bytes = r.gpu.memory_bytes;
     e.verdict = verdict_for(e.estimate_bytes, e.capacity_bytes);
     e.peak_verdict = peak_verdict_for(e.peak_bytes, e.capacity_bytes);
+    e.oom_probability = oom_probability(e.peak_bytes, e.capacity_bytes);
+    e.margin_bytes = e.capacity_bytes - e.peak_bytes;
+    e.peak_high_bytes = peak_band_high(e.peak_bytes);
     const LayerTimes& blocks_of_plan = block_times(plan, layout);
     // A layout that fits but whose best possible speed is below the last of a full list cannot
     // enter it: counted as ranked, its step not composed.
@@ -275,6 +280,11 @@ void validate_search(const SearchRequest& r) {
   }
   check_flag("search.tp_within_node", r.tp_within_node);
   check_flag("search.include_oom", r.include_oom);
+  if (!std::isfinite(r.max_oom_probability) || r.max_oom_probability <= 0 ||
+      r.max_oom_probability > 1) {
+    fail("search.max_oom_probability", "must be a probability in (0, 1]: the largest chance of "
+                                       "running out of memory a ranked layout may have");
+  }
   check_flag("search.uneven_pipeline", r.uneven_pipeline);
   if (r.fp8_options > 3) fail("search.fp8", "bit 0 (without fp8) and bit 1 (with fp8) only");
   if (r.compile_options >= (1u << MEMEST_COMPILE_COUNT)) {
@@ -497,9 +507,12 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   // A shortlist is ranked as given; the enumeration counts selective-as-none once.
   const bool none_in_space =
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
-  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, ModelTerms{}, {}, {}};
+  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, 0.0, ModelTerms{}, {}, {}};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
+  s.peak_limit = r.max_oom_probability >= 1
+                     ? INFINITY
+                     : peak_limit_for_oom_probability(r.base.gpu.memory_bytes, r.max_oom_probability);
   s.model = model_terms(s.candidate);
   s.options = search_options(r);
   if (!r.layouts.empty()) {

@@ -31,6 +31,11 @@ double quantised_weights(const memest_model& m) {
   return n;
 }
 
+double quantised_head_weights(const memest_model& m, const Adapter& a) {
+  if (a.type != MEMEST_ADAPTER_QLORA || !a.quantize_lm_head) return 0;
+  return static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+}
+
 double largest_quantised_weight(const memest_model& m) {
   double n = 0;
   each_linear(m, [&](double numel) { n = std::max(n, numel); });
@@ -47,7 +52,7 @@ AdapterStates adapter_state_bytes(const StackStateInput& in, const Adapter& a,
   double base_bytes = base_params * param_bytes;
   double metadata = 0;
   if (qlora) {
-    const double q = std::min(quantised_weights(m), base_params);
+    const double q = std::min(quantised_weights(m) + quantised_head_weights(m, a), base_params);
     const Nf4Bytes nf4 = nf4_bytes(q, a.double_quant == 1);
     base_bytes = (base_params - q) * param_bytes + nf4.data;
     metadata = nf4.metadata;

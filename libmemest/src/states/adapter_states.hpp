@@ -29,6 +29,12 @@ Nf4Bytes nf4_bytes(double weights, bool double_quant);
 // get_keys_to_not_convert fills with the output embedding): the blocks' linear weights. Norms,
 // biases, the embedding (nn.Embedding is never replaced) and the LM head stay in param_dtype.
 double quantised_weights(const memest_model& m);
+// The LM head's weight when the adapter quantises it too (adapter.quantize_lm_head: LitGPT's
+// `--quantize bnb.nf4-dq` runs Lightning's BitsandbytesPrecision, which replaces every
+// nn.Linear outside `ignore_modules`, lm_head included, lightning/fabric/plugins/precision/
+// bitsandbytes.py; litgpt/finetune/lora.py passes no ignore_modules); 0 otherwise
+// (transformers keeps the output embedding unquantised, see quantised_weights).
+double quantised_head_weights(const memest_model& m, const Adapter& a);
 // The largest of them: the one weight dequantised to param_dtype at a time (bitsandbytes
 // autograd/_functions.py MatMul4Bit: F.dequantize_4bit(B) in forward, and again in backward
 // for grad_A; freed after each matmul).

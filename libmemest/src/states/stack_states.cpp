@@ -26,27 +26,46 @@ StackStates stack_state_bytes(const StackStateInput& in) {
   s.optimizer = n * p.optimizer_bytes / (z >= 1 ? g : 1.0);
   s.master = n * master_per_param / (z >= 1 ? g : 1.0);
 
+  const double reduce_bytes = st.reduce_dtype_bytes(p.grad_bytes);
   if (fsdp && z >= 2) {
     if (in.pp > 1) {
       // torchtitan under PP: unsharded bf16 parameters and unsharded gradients in the reduce
-      // dtype stay across the micro-batches of the step.
+      // dtype stay across the micro-batches of the step. The sharded gradient only exists
+      // once the last micro-batch's reduce-scatter has freed the unsharded one, layer by
+      // layer: the unsharded set replaces it (1.5 counted both).
       s.weights += n * 2;
-      s.gradients += n * p.grad_bytes;
+      s.gradients = n * reduce_bytes;
     } else if (z == 2) {
       s.weights += n * 2;  // reshard_after_forward=False: unsharded bf16 params kept
+    }
+    if (in.pp == 1 && fsdp_keeps_unsharded_gradients(st, in.accumulates)) {
+      // no_sync: the unsharded gradients of every micro-batch accumulate until the last one
+      // reduces them (FSDP1 fully_sharded_data_parallel.py no_sync: "FSDP will accumulate the
+      // full model gradients (instead of gradient shards) until the eventual sync")
+      s.gradients = n * p.grad_bytes;
     }
   }
   if (st.optimizer_in_backward) {
     // only the gradient being stepped is alive (sharded like the others)
     s.gradients = std::min(s.gradients, in.largest_tensor * p.grad_bytes / (z >= 2 ? g : 1.0));
   }
-  if (p.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT && !st.offload_optimizer) {
+  if ((p.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT ||
+       p.optimizer == MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT) && !st.offload_optimizer) {
     s.paged = s.optimizer - s.master;
     s.optimizer = s.master;
   }
   if (st.offload_optimizer) {
     s.host += s.optimizer;
     s.optimizer = 0;
+    if (st.framework == MEMEST_FRAMEWORK_DEEPSPEED && z >= 1) {
+      // ZeRO-Offload streams each reduced gradient partition into the fp32 gradient of the
+      // CPU master (runtime/zero/stage_1_and_2.py cpu_offload: copy_grads_in_partition /
+      // async_inplace_copy_grad_to_fp32_buffer_from_gpu; stage3.py offload_optimizer:
+      // partition_grads to the CPU fp32 partitions): no gradient partition stays on the GPU,
+      // only the ipg bucket (deepspeed_buffer_bytes)
+      s.host += s.gradients;
+      s.gradients = 0;
+    }
   }
   if (st.offload_params) {
     // the sharded storage moves to host (the unsharded working copies stay on the GPU)
@@ -63,11 +82,39 @@ StackStates stack_state_bytes(const StackStateInput& in) {
   return s;
 }
 
-double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double grad_bytes) {
+bool fsdp_keeps_unsharded_gradients(const Stack& st, bool accumulates) {
+  if (st.framework != MEMEST_FRAMEWORK_FSDP || !accumulates) return false;
+  return st.no_sync == 1 || (st.no_sync < 0 && st.fsdp_version == 1);
+}
+
+double fsdp_gather_bytes(const Stack& st, double param_bytes) {
+  if (st.fp8_all_gather) return 1;  // torchao float8 weights: one byte per element
+  // MixedPrecisionPolicy(param_dtype=bf16), or the stored dtype itself without autocast
+  return st.autocast == 0 ? param_bytes : std::min(param_bytes, 2.0);
+}
+
+double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double reduce_bytes,
+                         double gather_bytes) {
   if (zero < 2) return 0;
-  double bytes = block_params * grad_bytes;  // one block's reduce-scatter input
-  if (zero == 3 && pp == 1) bytes += 2 * block_params * 2;  // current + prefetched all-gather
+  double bytes = block_params * reduce_bytes;  // one block's reduce-scatter input
+  if (zero == 3 && pp == 1) bytes += 2 * block_params * gather_bytes;  // current + prefetched
   return bytes;
+}
+
+double fsdp1_unsharded_root_bytes(const Stack& st, int32_t zero, int64_t pp, double root_params,
+                                  double gather_bytes) {
+  if (st.framework != MEMEST_FRAMEWORK_FSDP || st.fsdp_version != 1 || zero != 3 || pp > 1) {
+    return 0;
+  }
+  return root_params * gather_bytes;
+}
+
+double optimizer_step_temporary_bytes(int32_t optimizer, double moments_on_gpu) {
+  if (optimizer != MEMEST_OPTIMIZER_ADAMW_FOREACH) return 0;
+  // torch/optim/adam.py _multi_tensor_adam (AdamW runs it with decoupled weight decay):
+  // exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs) allocates one tensor per
+  // parameter of the group, the size of one moment; the other foreach ops are in place.
+  return moments_on_gpu / 2;
 }
 
 double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view) {

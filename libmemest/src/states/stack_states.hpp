@@ -35,6 +35,7 @@ struct StackStateInput {
   int32_t zero = 0;           // effective_zero
   Precision precision;        // optimizer_bytes resolved (K, master included)
   Stack stack;
+  bool accumulates = false;   // more than one micro-batch per optimizer step on this rank
 };
 
 // Per framework:
@@ -52,7 +53,7 @@ struct StackStateInput {
 //  optimizer_in_backward (torchtune/training/_memory.py register_optim_in_bwd_hooks): each
 //    parameter's gradient is freed by its own optimizer step: at most the largest tensor's
 //    gradient is alive.
-//  paged_adamw_8bit: the moments go to `paged` (bitsandbytes/optim/optimizer.py: is_paged ->
+//  paged_adamw_8bit, paged_adamw_32bit: the moments go to `paged` (bitsandbytes/optim/optimizer.py: is_paged ->
 //    F.get_paged, cudaMallocManaged), the master stays.
 //  offload_optimizer: optimizer + master to `host` (DeepSpeed ZeRO-Offload
 //    zero/offload_config.py; FSDP2 CPUOffloadPolicy steps on the CPU).
@@ -69,7 +70,32 @@ StackStates stack_state_bytes(const StackStateInput& in);
 // all-reduce of the gradients in place. `block_params`: one block's parameters after TP.
 // Under zero 2 or pp > 1 the unsharded parameters are already counted as weights: only the
 // reduce-scatter buffer remains.
-double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double grad_bytes);
+double fsdp_buffer_bytes(double block_params, int32_t zero, int64_t pp, double reduce_bytes,
+                         double gather_bytes);
+
+// Bytes per element FSDP all-gathers: the compute dtype of MixedPrecisionPolicy (bf16, 2, for
+// 16-bit or fp32 storage), the stored dtype without autocast (training.autocast false: no
+// policy), or fp8 (1) with torchao's enable_fsdp_float8_all_gather
+// (torchao/float8/fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather).
+double fsdp_gather_bytes(const Stack& st, double param_bytes);
+
+// FSDP keeps unsharded gradients across gradient accumulation (no_sync): FSDP1 under accelerate
+// (accelerator.py `no_sync` wraps every accumulation micro-batch) and wherever no_sync is
+// given; `accumulates`: more than one micro-batch per optimizer step.
+bool fsdp_keeps_unsharded_gradients(const Stack& st, bool accumulates);
+
+// FSDP1 does not reshard the root unit after forward (torch/distributed/fsdp/_runtime_utils.py
+// _post_forward_reshard: `free_unsharded_flat_param = not state._is_root and ...`): under
+// FULL_SHARD (zero 3, pp 1) the root's FlatParameter, everything no wrapped block holds (the
+// embedding, the final norm, the LM head: `root_params` on this GPU), stays gathered from
+// forward to backward: root_params * gather_bytes beside its shard.
+double fsdp1_unsharded_root_bytes(const Stack& st, int32_t zero, int64_t pp, double root_params,
+                                  double gather_bytes);
+
+// Bytes optimizer.step() allocates for the whole group at once: adamw_foreach (torch.optim's
+// default multi-tensor path) one moment's worth, `moments_on_gpu` / 2 (the moments, no master,
+// on this GPU); 0 for the fused and bitsandbytes kernels, which update in place.
+double optimizer_step_temporary_bytes(int32_t optimizer, double moments_on_gpu);
 
 // DDP (torch/nn/parallel/distributed.py, reducer.cpp): gradients are copied into flat buckets
 // (bucket_cap_mb 25 MiB, the first 1 MiB) that together hold every gradient: with

@@ -1,0 +1,308 @@
+// The memory mechanisms of 1.6 (issue 21): FSDP1, gradient accumulation under no_sync, the
+// optimizer's step temporaries, bitsandbytes' paged 32-bit states, a quantised LM head, the
+// loss without vocab parallelism and with Gemma 2's soft-capping, pure fp32, ZeRO-Offload's
+// gradients, ZeRO-3's whole-module gathers, and the verdict's margin. Every expected value is
+// worked by hand in the comment above it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/verdict.hpp"
+#include "helpers.hpp"
+#include "model/presets.hpp"
+#include "plan/plan.hpp"
+#include "plan/stack.hpp"
+#include "states/stack_states.hpp"
+
+using namespace memest;
+
+namespace {
+
+test::json pretrain(const char* model, const char* framework, int gpus) {
+  return {{"mode", "pretrain"},
+          {"model", model},
+          {"gpu", "h100-80gb"},
+          {"parallel", {{"gpus", gpus}}},
+          {"training", {{"seq_len", 2048}, {"micro_batch", 1}, {"framework", framework}}}};
+}
+
+test::json ok(const test::json& req) {
+  const test::Answer a = test::request(req);
+  INFO(a.body.dump());
+  REQUIRE(a.status == MEMEST_OK);
+  return a.body;
+}
+
+std::string refused_field(const test::json& req) {
+  const test::Answer a = test::request(req);
+  INFO(a.body.dump());
+  REQUIRE(a.status != MEMEST_OK);
+  return a.body["error"]["field"].get<std::string>();
+}
+
+double stage0(const test::json& r, const char* key) { return r["stages"][0][key].get<double>(); }
+
+}  // namespace
+
+TEST_CASE("fsdp1: the root unit stays unsharded from forward to backward") {
+  CHECK(fsdp1_unsharded_root_bytes([] { Stack s; s.framework = MEMEST_FRAMEWORK_FSDP; s.fsdp_version = 1; return s; }(),
+                                   3, 1, 1e9, 2) == 2e9);
+  Stack v2;
+  v2.framework = MEMEST_FRAMEWORK_FSDP;
+  CHECK(fsdp1_unsharded_root_bytes(v2, 3, 1, 1e9, 2) == 0);  // FSDP2: not this mechanism
+  Stack v1 = v2;
+  v1.fsdp_version = 1;
+  CHECK(fsdp1_unsharded_root_bytes(v1, 2, 1, 1e9, 2) == 0);  // SHARD_GRAD_OP keeps all anyway
+  CHECK(fsdp1_unsharded_root_bytes(v1, 3, 2, 1e9, 2) == 0);
+
+  // Llama-3.1-8B on 8 GPUs: the root holds the embedding and the LM head (128256 x 4096 each)
+  // and the final norm (4096): 1050677248 parameters, gathered in bf16: 2101354496 bytes more
+  // weights than FSDP2, the rest the same.
+  const test::json v2r = ok(pretrain("llama-3.1-8b", "fsdp", 8));
+  const test::json v1r = ok(pretrain("llama-3.1-8b", "fsdp1", 8));
+  CHECK(v1r["training"]["framework"] == "fsdp1");
+  CHECK(stage0(v1r, "weights_bytes") - stage0(v2r, "weights_bytes") == 2101354496.0);
+  CHECK(v1r["stages"][0]["stack"]["unsharded_root_bytes"].get<double>() == 2101354496.0);
+  CHECK(v2r["stages"][0]["stack"]["unsharded_root_bytes"].get<double>() == 0);
+  CHECK(stage0(v1r, "gradients_bytes") == stage0(v2r, "gradients_bytes"));
+}
+
+TEST_CASE("no_sync: unsharded gradients across gradient accumulation") {
+  Stack st;
+  st.framework = MEMEST_FRAMEWORK_FSDP;
+  CHECK_FALSE(fsdp_keeps_unsharded_gradients(st, true));  // FSDP2 reduces every micro-batch
+  st.fsdp_version = 1;
+  CHECK(fsdp_keeps_unsharded_gradients(st, true));        // FSDP1 under accelerate
+  CHECK_FALSE(fsdp_keeps_unsharded_gradients(st, false)); // nothing to accumulate
+  st.no_sync = 0;
+  CHECK_FALSE(fsdp_keeps_unsharded_gradients(st, true));
+
+  // Llama-3.1-8B, 8 GPUs, fsdp1, bf16 weights and fp32 gradients (8030261248 parameters):
+  // sharded 4 * 8030261248 / 8 = 4015130624 bytes; with 4 micro-batches per step the
+  // unsharded gradients stay: 32121044992 bytes.
+  test::json req = pretrain("llama-3.1-8b", "fsdp1", 8);
+  req["training"]["global_batch"] = 8;
+  CHECK(stage0(ok(req), "gradients_bytes") == 4015130624.0);
+  req["training"]["global_batch"] = 32;
+  CHECK(stage0(ok(req), "gradients_bytes") == 32121044992.0);
+  req["training"]["no_sync"] = false;
+  CHECK(stage0(ok(req), "gradients_bytes") == 4015130624.0);
+  // no_sync is FSDP's
+  test::json ddp = pretrain("llama-3.1-8b", "pytorch", 8);
+  ddp["training"]["no_sync"] = true;
+  CHECK(refused_field(ddp) == "training.no_sync");
+}
+
+TEST_CASE("adamw_foreach: one moment's worth of temporaries during step()") {
+  CHECK(optimizer_step_temporary_bytes(MEMEST_OPTIMIZER_ADAMW_FOREACH, 8e9) == 4e9);
+  CHECK(optimizer_step_temporary_bytes(MEMEST_OPTIMIZER_ADAMW, 8e9) == 0);
+  CHECK(optimizer_step_temporary_bytes(MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT, 8e9) == 0);
+
+  // Llama-3.2-1B-sized states on one GPU, pure bf16 under pytorch: the moments are bf16
+  // (2 * 2 bytes per parameter, no master), the temporary one of them, 2 bytes per parameter;
+  // it adds to the peak only beyond what the activations and the loss freed by then.
+  test::json req = pretrain("llama-3.1-8b", "pytorch", 1);
+  req["training"]["param_dtype"] = "bf16";
+  req["training"]["grad_dtype"] = "bf16";
+  req["training"]["optimizer"] = "adamw";
+  req["training"]["recompute"] = "full";
+  const test::json fused = ok(req);
+  req["training"]["optimizer"] = "adamw_foreach";
+  const test::json foreach = ok(req);
+  const double n = 8030261248.0;
+  const double freed = stage0(foreach, "activations_bytes") +
+                       foreach["stages"][0]["stack"]["loss_bytes"].get<double>() +
+                       foreach["stages"][0]["overheads"]["phase_overlap_bytes"].get<double>();
+  const double expected = std::max(0.0, 2 * n - freed);
+  CHECK(expected > 0);  // 16 GB of temporaries beside a few GB of activations
+  CHECK(foreach["stages"][0]["overheads"]["optimizer_step_bytes"].get<double>() ==
+        doctest::Approx(expected).epsilon(1e-12));
+  CHECK(fused["stages"][0]["overheads"]["optimizer_step_bytes"].get<double>() == 0);
+  CHECK(foreach["peak_bytes"].get<double>() - fused["peak_bytes"].get<double>() ==
+        doctest::Approx(expected).epsilon(1e-9));
+  // Megatron steps with its own fused Adam
+  test::json meg = pretrain("llama-3.1-8b", "megatron", 8);
+  meg["training"]["optimizer"] = "adamw_foreach";
+  CHECK(refused_field(meg) == "training.optimizer");
+}
+
+TEST_CASE("paged_adamw_32bit: fp32 states in managed memory") {
+  // bitsandbytes' 32-bit states are fp32 whatever the parameter dtype: 2 * 4 bytes
+  CHECK(optimizer_moment_bytes(MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT, 2) == 8);
+  // 1e9 bf16 parameters under pytorch: 8e9 bytes paged, none in the allocator's optimizer
+  StackStateInput in;
+  in.params = 1e9;
+  in.largest_tensor = 1e8;
+  in.precision.param_bytes = 2;
+  in.precision.grad_bytes = 2;
+  in.precision.optimizer = MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT;
+  in.precision.optimizer_bytes =
+      derived_optimizer_bytes(MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT, MEMEST_FRAMEWORK_PYTORCH, 2);
+  in.stack.framework = MEMEST_FRAMEWORK_PYTORCH;
+  const StackStates s = stack_state_bytes(in);
+  CHECK(s.paged == 8e9);
+  CHECK(s.optimizer == 0);
+}
+
+TEST_CASE("qlora: a quantised LM head (LitGPT)") {
+  // Llama-2-7B, QLoRA on one GPU. The head (32000 x 4096 = 131072000 weights) in NF4: half a
+  // byte per weight plus an fp32 absmax per 64 (no double quant): 0.5625 bytes instead of 2,
+  // 188416000 bytes less; the head is then the largest dequantised weight: 131072000 * 2.
+  test::json req = pretrain("llama-2-7b", "pytorch", 1);
+  req["training"]["adapter"] = {{"type", "qlora"}};
+  const test::json plain = ok(req);
+  req["training"]["adapter"]["quantize_lm_head"] = true;
+  const test::json head = ok(req);
+  CHECK(plain["adapter"]["base_weights_bytes"].get<double>() +
+            plain["adapter"]["quant_metadata_bytes"].get<double>() -
+            head["adapter"]["base_weights_bytes"].get<double>() -
+            head["adapter"]["quant_metadata_bytes"].get<double>() ==
+        188416000.0);
+  CHECK(head["adapter"]["dequant_bytes"].get<double>() == 262144000.0);
+  CHECK(head["training"]["adapter"]["quantize_lm_head"] == true);
+  req["training"]["adapter"]["type"] = "lora";
+  CHECK(refused_field(req) == "training.adapter.quantize_lm_head");
+}
+
+TEST_CASE("the loss: gathered vocabulary without loss_parallel, Gemma 2's soft-capping") {
+  // Llama-3.1-8B under fsdp with tp 2, 2048 tokens: the unfused loss sees all 128256 columns
+  // instead of 64128, plus the local shard the gather leaves referenced (2 bytes per logit).
+  // Unfused (activations/stack_activations.hpp loss_memory: the bf16 logits, their fp32 copy,
+  // log_softmax's fp32 output and the fp32 gradient at the backward's start): 12 bytes per
+  // logit, 12 N V/2 with loss_parallel; gathered, 12 N V + 2 N V/2: 13 bytes per local logit
+  // pair, the 14-16 issue 21 measured on torchtitan.
+  test::json req = pretrain("llama-3.1-8b", "fsdp", 8);
+  req["parallel"]["tp"] = 2;
+  const double n = 2048, v = 128256;
+  const double vp = ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>();
+  req["training"]["loss_parallel"] = false;
+  const double gathered = ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>();
+  CHECK(vp == 12 * n * v / 2);
+  CHECK(gathered == 12 * n * v + 2 * n * v / 2);
+  test::json meg = pretrain("llama-3.1-8b", "megatron", 8);
+  meg["training"]["loss_parallel"] = false;
+  CHECK(refused_field(meg) == "training.loss_parallel");
+
+  // Gemma 2 9B (final_logit_softcapping 30 in its config.json), one GPU: tanh keeps one more
+  // bf16 logits tensor, 2 * 2048 * 256000 = 1048576000 bytes. The same config.json without
+  // the cap is the control.
+  test::json config;
+  {
+    std::ifstream in(std::string(MEMEST_PRESET_DATA) + "/models.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const test::json doc = test::json::parse(ss.str());
+    for (const test::json& m : doc["models"]) {
+      if (m["id"] == "gemma-2-9b") config = m["hf_config"];
+    }
+  }
+  REQUIRE(config["final_logit_softcapping"] == 30.0);
+  test::json g = pretrain("gemma-2-9b", "pytorch", 1);
+  g["model"] = config;
+  const test::json capped = ok(g);
+  CHECK(capped["model"]["final_logit_softcapping"] == 30.0);
+  config.erase("final_logit_softcapping");
+  g["model"] = config;
+  const test::json uncapped = ok(g);
+  CHECK(capped["stages"][0]["stack"]["loss_bytes"].get<double>() -
+            uncapped["stages"][0]["stack"]["loss_bytes"].get<double>() ==
+        1048576000.0);
+}
+
+TEST_CASE("autocast false: pure fp32 keeps every saved tensor in fp32") {
+  // A block's saved tensors (plan.stack_terms) at 4 bytes instead of 2: twice pure bf16's
+  PretrainRequest r;
+  r.model = find_model_preset("llama-3.1-8b", "model").model;
+  r.gpu = find_gpu_preset("h100-80gb", "gpu").gpu;
+  r.stack.framework = MEMEST_FRAMEWORK_PYTORCH;
+  r.seq_len = 2048;
+  r.precision.param_bytes = 2;
+  r.precision.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  const StackLayerTerms bf16 = make_plan(r).stack_terms;
+  r.precision.param_bytes = 4;
+  r.stack.autocast = 0;
+  const StackLayerTerms fp32 = make_plan(r).stack_terms;
+  CHECK(fp32.plain_layer == 2 * bf16.plain_layer);
+  CHECK(fp32.recompute == 2 * bf16.recompute);
+  CHECK_FALSE(fp32.autocast);
+  // the loss: fp32 logits, no upcast copy: the no-upcast kind at 4 bytes per logit
+  r.stack.autocast = -1;  // the default for fp32 outside FSDP: autocast
+  CHECK(make_plan(r).stack_terms.autocast);
+  test::json meg = pretrain("llama-3.1-8b", "megatron", 8);
+  meg["training"]["autocast"] = false;
+  CHECK(refused_field(meg) == "training.autocast");
+}
+
+TEST_CASE("deepspeed: ZeRO-Offload streams gradients to the host; ZeRO-3 gathers whole modules") {
+  // ZeRO-2 with the optimizer offloaded, 1e9 fp16 parameters on one GPU: the gradient partition
+  // (2e9) goes to the host with the optimizer (12e9 with the fp32 master): 14e9 on the host.
+  StackStateInput in;
+  in.params = 1e9;
+  in.largest_tensor = 1e8;
+  in.zero = 2;
+  in.precision.param_bytes = 2;
+  in.precision.grad_bytes = 2;
+  in.precision.optimizer_bytes = 12;
+  in.stack.framework = MEMEST_FRAMEWORK_DEEPSPEED;
+  in.stack.offload_optimizer = 1;
+  const StackStates s = stack_state_bytes(in);
+  CHECK(s.gradients == 0);
+  CHECK(s.host == 14e9);
+}
+
+TEST_CASE("the peak's band and the probability of OOM") {
+  const double s = MEMEST_PEAK_ERROR_SIGMA;
+  CHECK(oom_probability(80, 80) == doctest::Approx(0.5));
+  // a peak at capacity * exp(-1.645 sigma) has a 5 % chance of passing it
+  CHECK(oom_probability(80 * std::exp(-kPeakBandZ * s), 80) == doctest::Approx(0.05).epsilon(1e-9));
+  CHECK(peak_limit_for_oom_probability(80, 0.05) == doctest::Approx(80 * std::exp(-kPeakBandZ * s)));
+  CHECK(peak_limit_for_oom_probability(80, 0.5) == doctest::Approx(80));
+  CHECK(peak_band_high(10) == doctest::Approx(10 * std::exp(kPeakBandZ * s)));
+  // the headline's fits band is that 5 % point, rounded down to a percent
+  CHECK(MEMEST_PEAK_FITS_FRACTION == std::floor(100 * std::exp(-kPeakBandZ * s)) / 100);
+
+  const test::json r = ok(pretrain("llama-3.1-8b", "fsdp", 8));
+  const double peak = r["peak_bytes"].get<double>(), cap = r["capacity_bytes"].get<double>();
+  CHECK(r["margin_bytes"].get<double>() == cap - peak);
+  CHECK(r["oom_probability"].get<double>() == oom_probability(peak, cap));
+  CHECK(r["peak_band_bytes"][1].get<double>() == peak_band_high(peak));
+  // what PyTorch and nvidia-smi report
+  const double context = r["overheads"]["context_bytes"].get<double>();
+  CHECK(r["torch_max_memory_allocated_bytes"].get<double>() ==
+        r["peak_allocated_bytes"].get<double>() - context);
+  CHECK(r["torch_max_memory_reserved_bytes"].get<double>() ==
+        r["peak_reserved_bytes"].get<double>() - context);
+  CHECK(r["nvidia_smi_bytes"].get<double>() == r["peak_reserved_bytes"].get<double>());
+
+  // the search ranks only layouts within its probability of OOM
+  test::json search = {{"mode", "search"}, {"model", "llama-3.1-8b"}, {"gpu", "a100-40gb"},
+                       {"parallel", {{"gpus", 8}}}, {"training", {{"seq_len", 8192}, {"global_batch", 64}}},
+                       {"search", {{"top", 50}, {"max_oom_probability", 0.05}}}};
+  const test::json strict = ok(search);
+  for (const test::json& e : strict["results"]) CHECK(e["oom_probability"].get<double>() <= 0.05);
+  search["search"]["max_oom_probability"] = 0.5;
+  const test::json loose = ok(search);
+  CHECK(loose["ranked"].get<uint64_t>() > strict["ranked"].get<uint64_t>());
+  search["search"]["max_oom_probability"] = 2;
+  const test::Answer bad = test::request(search);
+  CHECK(bad.status == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(bad.body["error"]["field"] == "search.max_oom_probability");
+}
+
+TEST_CASE("1.6 fields: field-named refusals") {
+  test::json req = pretrain("llama-3.1-8b", "megatron", 8);
+  req["training"]["reduce_dtype"] = "fp32";
+  CHECK(refused_field(req) == "training.reduce_dtype");
+  req = pretrain("llama-3.1-8b", "fsdp", 8);
+  req["training"]["fp8_all_gather"] = true;  // without fp8
+  CHECK(refused_field(req) == "training.fp8_all_gather");
+  req = pretrain("llama-3.1-8b", "megatron", 8);
+  req["training"]["logits_held"] = true;
+  CHECK(refused_field(req) == "training.logits_held");
+  req = pretrain("llama-3.1-8b", "fsdp", 8);
+  req["training"]["reduce_dtype"] = "fp8";
+  CHECK(refused_field(req) == "training.reduce_dtype");
+}
