@@ -475,13 +475,13 @@ MEMEST_API double memest_verdict_limit(memest_verdict verdict);
 /** The spread of memest's peak error, measured where it was not fitted (docs/accuracy.md,
  *  leave one source out): the standard deviation of ln(measured / predicted). From it, every
  *  result states the peak's 90 % band and the probability of running out of memory. (1.6) */
-#define MEMEST_PEAK_ERROR_SIGMA 0.075
+#define MEMEST_PEAK_ERROR_SIGMA 0.097
 
 /** The verdict on a peak of the overhead model (peak_verdict in results), what front ends
  *  headline: FITS while the probability of OOM is at most 5 % (the peak at most
  *  exp(-1.645 * MEMEST_PEAK_ERROR_SIGMA) of capacity, rounded down), TIGHT up to all of it,
  *  OOM above. (0.95 before 1.6.) */
-#define MEMEST_PEAK_FITS_FRACTION 0.88
+#define MEMEST_PEAK_FITS_FRACTION 0.85
 
 /** The search's default max_oom_probability: a layout is ranked only when its probability of
  *  running out of memory is at most this. (1.6) */
