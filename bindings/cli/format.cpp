@@ -214,6 +214,15 @@ std::string pretrain_table(const ojson& r) {
       gib(o["context_bytes"].get<double>()), gib(o["comm_buffer_bytes"].get<double>()),
       gib(o["logits_bytes"].get<double>()), gib(o["activation_correction_bytes"].get<double>()),
       gib(o["fragmentation_bytes"].get<double>()));
+  if (o["optimizer_step_bytes"].get<double>() > 0) {
+    out += fmt::format("  optimizer.step() temporaries beyond what the backward freed: {}\n",
+                       gib(o["optimizer_step_bytes"].get<double>()));
+  }
+  if (const ojson& ps0 = r["stages"][r["peak_stage"].get<int>()];
+      ps0["stack"]["unsharded_root_bytes"].get<double>() > 0) {
+    out += fmt::format("  FSDP1 root unit kept unsharded (in weights): {}\n",
+                       gib(ps0["stack"]["unsharded_root_bytes"].get<double>()));
+  }
   if (t.contains("framework") && t["framework"].get<std::string>() != "megatron") {
     // the training stack's parts (a default Megatron answer prints as before)
     const ojson& ps = r["stages"][static_cast<std::size_t>(r["peak_stage"].get<int>())];
