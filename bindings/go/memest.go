@@ -277,6 +277,10 @@ func (m *Model) Name() string { return C.GoString(&m.c.name[0]) }
 func (m *Model) HiddenSize() int64 { return int64(m.c.hidden_size) }
 func (m *Model) NumLayers() int64  { return int64(m.c.num_hidden_layers) }
 
+// FinalLogitSoftcapping is the cap of logits = cap * tanh(logits / cap) before the loss (Gemma 2:
+// 30), 0 when the model has none (1.6; memest_model.final_logit_softcapping).
+func (m *Model) FinalLogitSoftcapping() float64 { return float64(m.c.final_logit_softcapping) }
+
 // NumParameters counts the model's parameters (memest_model_parameter_count).
 func (m *Model) NumParameters() (float64, error) {
 	if m.c.hidden_size == 0 {

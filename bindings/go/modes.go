@@ -26,6 +26,9 @@ const (
 	FrameworkFSDP      = int(C.MEMEST_FRAMEWORK_FSDP)
 	FrameworkDeepSpeed = int(C.MEMEST_FRAMEWORK_DEEPSPEED)
 	FrameworkPyTorch   = int(C.MEMEST_FRAMEWORK_PYTORCH)
+	// Since 1.6: FSDP1 FullyShardedDataParallel (FlatParameters): FSDP plus its root unit kept
+	// unsharded between forward and backward, and unsharded gradients under no_sync.
+	FrameworkFSDP1 = int(C.MEMEST_FRAMEWORK_FSDP1)
 )
 
 // Losses (memest_loss; their names: EnumNames(EnumLoss)).
@@ -143,7 +146,27 @@ const (
 	OptimizerPagedAdamW8bit = int(C.MEMEST_OPTIMIZER_PAGED_ADAMW_8BIT)
 	OptimizerSGDMomentum    = int(C.MEMEST_OPTIMIZER_SGD_MOMENTUM)
 	OptimizerSGD            = int(C.MEMEST_OPTIMIZER_SGD)
+	// Since 1.6: torch.optim.AdamW's default multi-tensor step (adamw's states plus one
+	// moment-sized temporary during step()), and bitsandbytes' PagedAdamW32bit (fp32 states in
+	// CUDA managed memory: Stage.PagedBytes).
+	OptimizerAdamWForeach    = int(C.MEMEST_OPTIMIZER_ADAMW_FOREACH)
+	OptimizerPagedAdamW32bit = int(C.MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT)
 )
+
+// The peak's error model (1.6): PeakErrorSigma is the standard deviation of ln(measured /
+// predicted) where memest was not fitted, from which PretrainResult.PeakLowBytes/PeakHighBytes
+// (the 90 % band) and OOMProbability come; PeakFitsFraction is the share of capacity up to
+// which the headline verdict says "fits"; SearchMaxOOMProbability the search's default
+// search.max_oom_probability (JSON requests).
+const (
+	PeakErrorSigma          = float64(C.MEMEST_PEAK_ERROR_SIGMA)
+	PeakFitsFraction        = float64(C.MEMEST_PEAK_FITS_FRACTION)
+	SearchMaxOOMProbability = float64(C.MEMEST_SEARCH_MAX_OOM_PROBABILITY)
+)
+
+// Autocast and NoSync values of PretrainRequest (1.6) besides 0 (off) and 1 (on): the training
+// stack's own default.
+const StackDefault = -1
 
 // OptimizerBytesDerive as PretrainRequest.OptimizerBytes asks the library to derive the
 // optimizer's bytes per parameter from Optimizer, Framework and ParamBytes (as JSON requests do
@@ -210,6 +233,22 @@ type PretrainRequest struct {
 	// Which attention kernels run in the step time (1.5): AttentionAuto (the default: megatron
 	// fused, the other frameworks flash2), AttentionFlash2 or AttentionFused.
 	AttentionKernel int
+	// The precision policy and the loss beside the stored dtypes (1.6). ReduceBytes: bytes per
+	// element of the gradient reduction (FSDP's reduce_dtype: 4, 2; 0 = GradBytes, the
+	// default). LossParallel (default true): under TP > 1 the loss works on vocab-parallel
+	// logits; false gathers them first. Autocast: StackDefault (-1, the default: fp32
+	// parameters outside FSDP run under torch.autocast), 0 or 1. FP8AllGather: FSDP2 gathers
+	// fp8 weights (needs FP8). NoSync: StackDefault (-1, the default: fsdp1 keeps unsharded
+	// gradients across accumulation micro-batches, the others reduce every one), 0 or 1.
+	// LogitsHeld: the loop keeps the model's output through backward. (The adapter's
+	// quantize_lm_head, like the other adapter fields, is a JSON request's
+	// training.adapter.quantize_lm_head.)
+	ReduceBytes  float64
+	LossParallel bool
+	Autocast     int
+	FP8AllGather bool
+	NoSync       int
+	LogitsHeld   bool
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -235,6 +274,8 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.last_stage_layers = C.int64_t(r.LastStageLayers)
 	c.comm_overlap, c.moe_dispatcher = C.int32_t(r.CommOverlap), C.int32_t(r.MoeDispatcher)
 	c.attention_kernel = C.int32_t(r.AttentionKernel)
+	c.reduce_bytes, c.loss_parallel, c.autocast = C.double(r.ReduceBytes), boolInt(r.LossParallel), C.int32_t(r.Autocast)
+	c.fp8_all_gather, c.no_sync, c.logits_held = boolInt(r.FP8AllGather), C.int32_t(r.NoSync), boolInt(r.LogitsHeld)
 	return c
 }
 
@@ -265,6 +306,8 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		EP:                          int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
 		LastStageLayers: int64(c.last_stage_layers), CommOverlap: int(c.comm_overlap),
 		MoeDispatcher: int(c.moe_dispatcher), AttentionKernel: int(c.attention_kernel),
+		ReduceBytes: float64(c.reduce_bytes), LossParallel: c.loss_parallel != 0, Autocast: int(c.autocast),
+		FP8AllGather: c.fp8_all_gather != 0, NoSync: int(c.no_sync), LogitsHeld: c.logits_held != 0,
 	}
 }
 
@@ -288,6 +331,13 @@ type Stage struct {
 	ExpertParameters, ExpertWeightsBytes, ExpertGradientsBytes     float64
 	ExpertOptimizerBytes, ExpertActivationsBytes, MoeDispatchBytes float64
 	MTPParameters                                                  float64
+	// 1.6: what optimizer.step() allocates beyond what the activations freed (adamw_foreach's
+	// temporaries; in the overheads), fsdp1's root unit kept unsharded from forward to backward
+	// (in WeightsBytes), what torch.cuda.max_memory_allocated()/max_memory_reserved() report
+	// (the CUDA context left out) and what nvidia-smi shows (reserved + context + paged)
+	OptimizerStepBytes, UnshardedRootBytes                    float64
+	TorchMaxMemoryAllocatedBytes, TorchMaxMemoryReservedBytes float64
+	NvidiaSMIBytes                                            float64
 }
 
 // PretrainResult is memest_pretrain_result plus its stages.
@@ -306,6 +356,12 @@ type PretrainResult struct {
 	EP, ETP, EDP                                     int64   // expert parallel, expert tensor parallel, expert data parallel
 	// the throughput model (1.5; zeros when GlobalBatch is 0)
 	Throughput Throughput
+	// 1.6, of the peak stage: what torch.cuda and nvidia-smi would report; the peak's 90 % band
+	// from memest's measured error (PeakErrorSigma); the probability that the real peak exceeds
+	// CapacityBytes; CapacityBytes - PeakBytes (negative: over by that much)
+	TorchMaxMemoryAllocatedBytes, TorchMaxMemoryReservedBytes, NvidiaSMIBytes float64
+	PeakLowBytes, PeakHighBytes                                               float64
+	OOMProbability, MarginBytes                                               float64
 }
 
 // Pretrain estimates per-GPU memory for 4D-parallel pretraining (memest_pretrain).
@@ -338,7 +394,12 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 		Loss:                       C.GoString(C.memest_enum_name(C.MEMEST_ENUM_LOSS, res.loss)),
 		OptimizerBytesPerParameter: float64(res.optimizer_bytes_per_parameter),
 		EP:                         int64(res.ep), ETP: int64(res.etp), EDP: int64(res.edp),
-		Throughput: pretrainThroughput(&res),
+		Throughput:                   pretrainThroughput(&res),
+		TorchMaxMemoryAllocatedBytes: float64(res.torch_max_memory_allocated_bytes),
+		TorchMaxMemoryReservedBytes:  float64(res.torch_max_memory_reserved_bytes),
+		NvidiaSMIBytes:               float64(res.nvidia_smi_bytes),
+		PeakLowBytes:                 float64(res.peak_low_bytes), PeakHighBytes: float64(res.peak_high_bytes),
+		OOMProbability: float64(res.oom_probability), MarginBytes: float64(res.margin_bytes),
 	}
 	for i := 0; i < int(res.stage_count) && i < len(stages); i++ {
 		s := stages[i]
@@ -357,6 +418,10 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 			ExpertWeightsBytes: float64(s.expert_weights_bytes), ExpertGradientsBytes: float64(s.expert_gradients_bytes),
 			ExpertOptimizerBytes: float64(s.expert_optimizer_bytes), ExpertActivationsBytes: float64(s.expert_activations_bytes),
 			MoeDispatchBytes: float64(s.moe_dispatch_bytes), MTPParameters: float64(s.mtp_parameters),
+			OptimizerStepBytes: float64(s.optimizer_step_bytes), UnshardedRootBytes: float64(s.unsharded_root_bytes),
+			TorchMaxMemoryAllocatedBytes: float64(s.torch_max_memory_allocated_bytes),
+			TorchMaxMemoryReservedBytes:  float64(s.torch_max_memory_reserved_bytes),
+			NvidiaSMIBytes:               float64(s.nvidia_smi_bytes),
 		})
 	}
 	return out, nil

@@ -158,16 +158,31 @@ func TestStackEnumConstants(t *testing.T) {
 		}
 	}
 	names := memest.EnumNames(memest.EnumFramework)
-	for v, c := range []int{memest.FrameworkMegatron, memest.FrameworkFSDP, memest.FrameworkDeepSpeed, memest.FrameworkPyTorch} {
+	for v, c := range []int{memest.FrameworkMegatron, memest.FrameworkFSDP, memest.FrameworkDeepSpeed,
+		memest.FrameworkPyTorch, memest.FrameworkFSDP1} {
 		if c != v || memest.EnumValue(memest.EnumFramework, names[v]) != c {
 			t.Errorf("framework %d", v)
 		}
+	}
+	if len(names) != memest.FrameworkFSDP1+1 || names[memest.FrameworkFSDP1] != "fsdp1" {
+		t.Errorf("framework names %v", names)
+	}
+	optimizers := memest.EnumNames(memest.EnumOptimizer)
+	for v, c := range []int{memest.OptimizerAdam, memest.OptimizerAdamW, memest.OptimizerAdamW8bit,
+		memest.OptimizerPagedAdamW8bit, memest.OptimizerSGDMomentum, memest.OptimizerSGD,
+		memest.OptimizerAdamWForeach, memest.OptimizerPagedAdamW32bit} {
+		if c != v || memest.EnumValue(memest.EnumOptimizer, optimizers[v]) != c {
+			t.Errorf("optimizer %d", v)
+		}
+	}
+	if optimizers[memest.OptimizerAdamWForeach] != "adamw_foreach" || optimizers[memest.OptimizerPagedAdamW32bit] != "paged_adamw_32bit" {
+		t.Errorf("optimizer names %v", optimizers)
 	}
 	if memest.EnumNames(memest.EnumRecompute)[memest.RecomputeOpSelective] != tables["recompute"].([]any)[memest.RecomputeOpSelective] {
 		t.Error("op_selective")
 	}
 	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossUnfused16Bit+1 ||
-		len(memest.EnumNames(memest.EnumOptimizer)) != memest.OptimizerSGD+1 {
+		len(memest.EnumNames(memest.EnumOptimizer)) != memest.OptimizerPagedAdamW32bit+1 {
 		t.Error("loss / optimizer constants vs the tables")
 	}
 }

@@ -9,6 +9,12 @@ request field.
     resp = Memest.request(\"\"\"{"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "a100-40gb",
                                "parallel": {"gpus": 8, "tp": 4, "pp": 2}, "training": {"seq_len": 8192}}\"\"\")
 
+Every field of the JSON request and response passes through `request` as the library spells it:
+with 1.6, training.reduce_dtype / loss_parallel / autocast / fp8_all_gather / no_sync /
+logits_held / adapter.quantize_lm_head, framework "fsdp1", optimizers "adamw_foreach" and
+"paged_adamw_32bit", search.max_oom_probability, and the results' torch_max_memory_*_bytes,
+nvidia_smi_bytes, peak_band_bytes, oom_probability and margin_bytes (names from `enums()`).
+
 Set `ENV["MEMEST_LIBRARY"]` to the path of libmemest.so before loading when it is not on the
 loader's path. (Julia is not installed on memest's CI: bindings/julia/test/ drives exactly these
 symbols, signatures and calling sequences from Python's ctypes, reading them from this file.)

@@ -358,6 +358,149 @@ static void typed_search(void) {
   CHECK(strcmp(memest_last_error_field(), "base") == 0);
 }
 
+/* The number at `index` of a JSON array value: "key": [a, b] (pretty-printed, one a line). */
+static double json_array_number(const char *json, const char *key, int index) {
+  char pattern[96];
+  snprintf(pattern, sizeof pattern, "\"%s\": [", key);
+  const char *p = strstr(json, pattern);
+  if (!p) return NAN;
+  p += strlen(pattern);
+  for (int i = 0;; ++i) {
+    while (*p == ' ' || *p == '\n' || *p == ',') ++p;
+    char *end;
+    const double v = strtod(p, &end);
+    if (end == p) return NAN;
+    if (i == index) return v;
+    p = end;
+  }
+}
+
+/* 1.6: the request fields' defaults, what a result states (torch.cuda and nvidia-smi figures,
+   the peak's 90 % band, P(OOM), the margin) against the JSON entry point, fsdp1's root unit, and
+   search.max_oom_probability with a refused value leaving the out-parameters untouched. */
+static void typed_1_6(void) {
+  memest_model model;
+  memest_gpu gpu;
+  memest_pretrain_request r;
+  memest_pretrain_result out, synced, fsdp2;
+  memest_stage stage, synced_stage, fsdp2_stage;
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  CHECK(memest_model_from_preset("gemma-2-9b", &model) == MEMEST_OK);
+  CHECK(model.final_logit_softcapping == 30.0);
+  CHECK(memest_model_from_preset("llama-3.1-8b", &model) == MEMEST_OK);
+  CHECK(model.final_logit_softcapping == 0);
+  CHECK(memest_gpu_from_preset("h100-80gb", &gpu) == MEMEST_OK);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.reduce_bytes == 0 && r.loss_parallel == 1 && r.autocast == -1 && r.fp8_all_gather == 0);
+  CHECK(r.no_sync == -1 && r.quantize_lm_head == 0 && r.logits_held == 0);
+  r.model = &model;
+  r.gpu = &gpu;
+  r.gpus = 8; r.zero = 3; r.seq_len = 4096; r.micro_batch = 1; r.global_batch = 32;
+  r.framework = MEMEST_FRAMEWORK_FSDP1;
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  out.struct_size = sizeof out;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  char *json = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+                      " \"parallel\": {\"gpus\": 8, \"zero\": 3}, \"training\": {\"seq_len\": 4096,"
+                      " \"micro_batch\": 1, \"global_batch\": 32, \"framework\": \"fsdp1\"}}");
+  CHECK(json_number(json, "peak_bytes") == out.peak_bytes);
+  CHECK(json_number(json, "oom_probability") == out.oom_probability);
+  CHECK(json_number(json, "margin_bytes") == out.margin_bytes);
+  CHECK(json_number(json, "torch_max_memory_allocated_bytes") == out.torch_max_memory_allocated_bytes);
+  CHECK(json_number(json, "torch_max_memory_reserved_bytes") == out.torch_max_memory_reserved_bytes);
+  CHECK(json_number(json, "nvidia_smi_bytes") == out.nvidia_smi_bytes);
+  CHECK(json_array_number(json, "peak_band_bytes", 0) == out.peak_low_bytes);
+  CHECK(json_array_number(json, "peak_band_bytes", 1) == out.peak_high_bytes);
+  CHECK(json_number(json, "unsharded_root_bytes") == stage.unsharded_root_bytes);
+  CHECK(json_number(json, "optimizer_step_bytes") == stage.optimizer_step_bytes);
+  memest_string_free(json);
+  CHECK(out.oom_probability > 0 && out.oom_probability < 1);
+  CHECK(out.margin_bytes == out.capacity_bytes - out.peak_bytes);
+  CHECK((out.oom_probability < 0.5) == (out.margin_bytes > 0));
+  /* the band is symmetric around the peak in log space (peak * exp(-/+1.645 sigma)); no libm
+     here: the shared-library runner links without -lm */
+  CHECK(out.peak_low_bytes < out.peak_bytes && out.peak_bytes < out.peak_high_bytes);
+  CHECK(fabs(out.peak_low_bytes * out.peak_high_bytes / (out.peak_bytes * out.peak_bytes) - 1) < 1e-12);
+  CHECK(out.torch_max_memory_reserved_bytes == out.peak_reserved_bytes - stage.context_bytes);
+  CHECK(out.torch_max_memory_allocated_bytes == out.peak_allocated_bytes - stage.context_bytes);
+  CHECK(out.nvidia_smi_bytes == out.peak_reserved_bytes + stage.paged_bytes);
+  CHECK(stage.nvidia_smi_bytes == out.nvidia_smi_bytes);
+  /* fsdp1's root unit: the weights' difference to FSDP2; no_sync keeps unsharded gradients */
+  r.no_sync = 0;
+  synced.struct_size = sizeof synced;
+  CHECK(memest_pretrain(&r, &synced, &synced_stage, sizeof synced_stage, 1) == MEMEST_OK);
+  CHECK(stage.gradients_bytes > synced_stage.gradients_bytes);
+  r.framework = MEMEST_FRAMEWORK_FSDP;
+  fsdp2.struct_size = sizeof fsdp2;
+  CHECK(memest_pretrain(&r, &fsdp2, &fsdp2_stage, sizeof fsdp2_stage, 1) == MEMEST_OK);
+  CHECK(synced_stage.unsharded_root_bytes > 0 && fsdp2_stage.unsharded_root_bytes == 0);
+  CHECK(synced_stage.weights_bytes - fsdp2_stage.weights_bytes == synced_stage.unsharded_root_bytes);
+  /* refused values name their field and leave the result untouched */
+  memest_pretrain_result copy;
+  memcpy(&copy, &fsdp2, sizeof copy);
+  r.no_sync = 2;
+  CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.no_sync") == 0);
+  r.no_sync = -1;
+  r.reduce_bytes = 3;
+  CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.reduce_dtype") == 0);
+  r.reduce_bytes = 0;
+  r.adapter = MEMEST_ADAPTER_LORA;
+  r.quantize_lm_head = 1; /* needs a qlora adapter */
+  CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.adapter.quantize_lm_head") == 0);
+  CHECK(memcmp(&copy, &fsdp2, sizeof copy) == 0);
+  r.adapter = MEMEST_ADAPTER_NONE;
+  r.quantize_lm_head = 0;
+
+  /* the search: the default limit, a stricter one ranks fewer; entries against the JSON */
+  memest_search_request s;
+  memest_search_result res;
+  memest_search_entry entries[64];
+  memest_gpu a100;
+  a100.struct_size = sizeof a100;
+  CHECK(memest_gpu_from_preset("a100-40gb", &a100) == MEMEST_OK);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  r.model = &model;
+  r.gpu = &a100;
+  r.gpus = 8; r.seq_len = 8192; r.global_batch = 64;
+  CHECK(memest_search_request_init(&s, sizeof s) == MEMEST_OK);
+  CHECK(s.max_oom_probability == MEMEST_SEARCH_MAX_OOM_PROBABILITY);
+  s.base = &r;
+  res.struct_size = sizeof res;
+  CHECK(memest_search(&s, &res, entries, sizeof entries[0], 64, NULL, 0) == MEMEST_OK);
+  const uint64_t by_default = res.ranked;
+  s.max_oom_probability = 0.01;
+  CHECK(memest_search(&s, &res, entries, sizeof entries[0], 64, NULL, 0) == MEMEST_OK);
+  CHECK(res.ranked > 0 && res.ranked < by_default);
+  for (uint32_t i = 0; i < res.count; ++i) {
+    CHECK(entries[i].oom_probability >= 0 && entries[i].oom_probability <= 0.01);
+    CHECK(entries[i].margin_bytes == entries[i].capacity_bytes - entries[i].peak_bytes);
+    CHECK(entries[i].peak_high_bytes / entries[i].peak_bytes == out.peak_high_bytes / out.peak_bytes ||
+          fabs(entries[i].peak_high_bytes / entries[i].peak_bytes / (out.peak_high_bytes / out.peak_bytes) - 1) < 1e-12);
+  }
+  json = answer("{\"mode\": \"search\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-40gb\","
+                " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 8192, \"global_batch\": 64},"
+                " \"search\": {\"top\": 64, \"max_oom_probability\": 0.01}}");
+  CHECK(json_number(json, "max_oom_probability") == 0.01);
+  CHECK(json_number(json, "ranked") == (double)res.ranked);
+  CHECK(json_number(json, "oom_probability") == entries[0].oom_probability);
+  CHECK(json_number(json, "margin_bytes") == entries[0].margin_bytes);
+  CHECK(json_number(json, "peak_high_bytes") == entries[0].peak_high_bytes);
+  memest_string_free(json);
+  memest_search_result before;
+  memcpy(&before, &res, sizeof before);
+  s.max_oom_probability = 2.0;
+  CHECK(memest_search(&s, &res, entries, sizeof entries[0], 64, NULL, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "search.max_oom_probability") == 0);
+  s.max_oom_probability = 0;
+  CHECK(memest_search(&s, &res, entries, sizeof entries[0], 64, NULL, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "search.max_oom_probability") == 0);
+  CHECK(memcmp(&before, &res, sizeof res) == 0);
+}
+
 static void typed_models(void) {
   memest_model m;
   memest_param_count c;
@@ -534,6 +677,7 @@ int main(int argc, char **argv) {
     typed_model_states();
     typed_finetune();
     typed_search();
+    typed_1_6();
     typed_models();
     typed_enums();
     json_bad_inputs();

@@ -114,3 +114,79 @@ def test_strict_json(m):
     with pytest.raises(twin.MemestError) as info:
         m.request('{"mode": "model_states", "model": "gpt2", "model": "gpt2"}')
     assert info.value.code == "parse_error"
+
+
+def test_1_6_enum_values_by_the_library(m):
+    frameworks = m.enum_names(m.kinds["framework"])
+    optimizers = m.enum_names(m.kinds["optimizer"])
+    assert frameworks[4] == "fsdp1" and m.enum_value(m.kinds["framework"], "fsdp1") == 4
+    assert optimizers[6:] == ["adamw_foreach", "paged_adamw_32bit"]
+    resp = json.loads(m.request('{"mode": "enums"}'))
+    assert 0 < resp["peak_error_sigma"] < 1 and 0 < resp["search_max_oom_probability"] <= 1
+
+
+def _erfc_probability(peak, capacity, sigma):
+    import math
+    return 0.5 * math.erfc(math.log(capacity / peak) / (sigma * math.sqrt(2)))
+
+
+def test_1_6_request_fields_and_results(m):
+    """The 1.6 request fields reach the library through Memest.request, and the 1.6 results
+    come back: fsdp1 with accumulation (no_sync by default), the peak's band, P(OOM), margin."""
+    def pretrain(**training):
+        return json.loads(m.request(json.dumps({
+            "mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+            "parallel": {"gpus": 8, "zero": 3},
+            "training": {"seq_len": 4096, "micro_batch": 1, "global_batch": 32, **training}})))
+    fsdp1, synced = pretrain(framework="fsdp1"), pretrain(framework="fsdp1", no_sync=False)
+    fsdp2 = pretrain(framework="fsdp")
+    sigma = json.loads(m.request('{"mode": "enums"}'))["peak_error_sigma"]
+    p = fsdp1["oom_probability"]
+    assert 0 < p < 1 and abs(p - _erfc_probability(fsdp1["peak_bytes"], fsdp1["capacity_bytes"], sigma)) < 1e-9
+    assert fsdp1["margin_bytes"] == fsdp1["capacity_bytes"] - fsdp1["peak_bytes"]
+    low, high = fsdp1["peak_band_bytes"]
+    assert low < fsdp1["peak_bytes"] < high
+    stage = fsdp1["stages"][0]
+    assert fsdp1["nvidia_smi_bytes"] == fsdp1["peak_reserved_bytes"] + stage["stack"]["paged_bytes"]
+    assert fsdp1["torch_max_memory_reserved_bytes"] == \
+        fsdp1["peak_reserved_bytes"] - stage["overheads"]["context_bytes"]
+    root = synced["stages"][0]["stack"]["unsharded_root_bytes"]
+    assert root > 0 and synced["stages"][0]["weights_bytes"] - fsdp2["stages"][0]["weights_bytes"] == root
+    assert fsdp1["stages"][0]["gradients_bytes"] > synced["stages"][0]["gradients_bytes"]
+    assert fsdp1["training"]["no_sync"] == "default" and synced["training"]["no_sync"] is False
+    fp32 = pretrain(framework="fsdp", grad_dtype="bf16", reduce_dtype="fp32")
+    assert fp32["training"]["reduce_dtype"] == "fp32"
+    assert fp32["stages"][0]["stack"]["framework_buffer_bytes"] > \
+        pretrain(framework="fsdp", grad_dtype="bf16")["stages"][0]["stack"]["framework_buffer_bytes"]
+
+
+@pytest.mark.parametrize("request_json, field", [
+    ('{"mode": "search", "model": "llama-3.1-8b", "gpu": "a100-40gb", "parallel": {"gpus": 8},'
+     ' "training": {"seq_len": 8192, "global_batch": 64}, "search": {"max_oom_probability": 2.0}}',
+     "search.max_oom_probability"),
+    ('{"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb", "parallel": {"gpus": 8},'
+     ' "training": {"reduce_dtype": "fp32"}}', "training.reduce_dtype"),
+    ('{"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb", "parallel": {"gpus": 8, "tp": 2},'
+     ' "training": {"loss_parallel": false}}', "training.loss_parallel"),
+    ('{"mode": "pretrain", "model": "gemma-3-1b", "gpu": "h100-80gb", "parallel": {"gpus": 1},'
+     ' "training": {"framework": "pytorch", "adapter": {"type": "qlora", "quantize_lm_head": true}}}',
+     "training.adapter.quantize_lm_head"),
+])
+def test_1_6_bad_input_names_the_field(m, request_json, field):
+    with pytest.raises(twin.MemestError) as info:
+        m.request(request_json)
+    assert info.value.code == "invalid_argument" and info.value.field == field and info.value.message
+
+
+def test_1_6_search_max_oom_probability(m):
+    def search(limit):
+        return json.loads(m.request(json.dumps({
+            "mode": "search", "model": "llama-3.1-8b", "gpu": "a100-40gb", "parallel": {"gpus": 8},
+            "training": {"seq_len": 8192, "global_batch": 64},
+            "search": {"top": 1000, "max_oom_probability": limit}})))
+    strict, loose = search(0.01), search(0.5)
+    assert 0 < len(strict["results"]) < len(loose["results"])
+    for resp, limit in ((strict, 0.01), (loose, 0.5)):
+        assert resp["max_oom_probability"] == limit
+        assert all(0 <= e["oom_probability"] <= limit for e in resp["results"])
+        assert all(e["peak_high_bytes"] > e["peak_bytes"] for e in resp["results"])

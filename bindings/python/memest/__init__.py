@@ -16,7 +16,8 @@ to_csv(), to_dataframe() (pandas, imported only then).
 
 Functions: pretrain, model_states, finetune, search, request (any mode, as a dict),
 load_config (a Hugging Face config.json), load_gpu_profile (a calibrate/ device profile), models,
-gpus, enums, verdict_bands and peak_verdict_bands (the library's names and bands), verdict_words.
+gpus, enums, verdict_bands and peak_verdict_bands (the library's names and bands), verdict_words,
+peak_error_sigma and search_max_oom_probability (the library's constants).
 Arguments left as None are not sent, so the library's own defaults apply. `model` is a preset id, a config dict (load_config), or
 (model_states only) a bare parameter count; `gpu` is a preset id or {"memory_gib": 40, ...}.
 Errors raise a MemestError subclass with .code ("invalid_argument") and .field ("parallel.tp"),
@@ -50,7 +51,8 @@ GpuSpec = Union[str, Mapping[str, Any]]
 __all__ = [
     "__version__", "pretrain", "model_states", "finetune", "search", "request", "request_json",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
-    "enums", "verdict_bands", "peak_verdict_bands", "verdict_words",
+    "enums", "verdict_bands", "peak_verdict_bands", "verdict_words", "peak_error_sigma",
+    "search_max_oom_probability",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -88,6 +90,20 @@ def peak_verdict_bands() -> Dict[str, float]:
             json.loads(_native.request_json('{"mode": "enums"}'))["peak_verdict_bands"].items()}
 
 
+def peak_error_sigma() -> float:
+    """The spread of memest's peak error where it was not fitted (the standard deviation of
+    ln(measured / predicted)), from which every result states its peak band and probability of
+    running out of memory; from the library's enums mode (MEMEST_PEAK_ERROR_SIGMA)."""
+    return float(json.loads(_native.request_json('{"mode": "enums"}'))["peak_error_sigma"])
+
+
+def search_max_oom_probability() -> float:
+    """The search's default max_oom_probability: a layout is ranked only when its probability of
+    running out of memory is at most this (MEMEST_SEARCH_MAX_OOM_PROBABILITY, from the enums
+    mode)."""
+    return float(json.loads(_native.request_json('{"mode": "enums"}'))["search_max_oom_probability"])
+
+
 def _model(model: ModelSpec) -> Any:
     if isinstance(model, bool):
         raise FieldTypeError("model: expected a preset id, a config dict or a parameter count, "
@@ -123,7 +139,10 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            offload: Optional[Mapping[str, bool]],
            buckets: Optional[Mapping[str, Any]],
            comm_overlap: Any = None, moe_dispatcher: Optional[str] = None,
-           attention_kernel: Optional[str] = None) -> Dict[str, Any]:
+           attention_kernel: Optional[str] = None, reduce_dtype: Optional[str] = None,
+           loss_parallel: Optional[bool] = None, autocast: Optional[bool] = None,
+           fp8_all_gather: Optional[bool] = None, no_sync: Optional[bool] = None,
+           logits_held: Optional[bool] = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (README "Training stack"), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
@@ -132,7 +151,9 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     offload=None if offload is None else _block(offload),
                     buckets=None if buckets is None else _block(buckets),
                     comm_overlap=None if comm_overlap is None else _overlap(comm_overlap),
-                    moe_dispatcher=moe_dispatcher, attention_kernel=attention_kernel)
+                    moe_dispatcher=moe_dispatcher, attention_kernel=attention_kernel,
+                    reduce_dtype=reduce_dtype, loss_parallel=loss_parallel, autocast=autocast,
+                    fp8_all_gather=fp8_all_gather, no_sync=no_sync, logits_held=logits_held)
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -227,7 +248,11 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              adapter: Optional[Mapping[str, Any]] = None,
              comm_overlap: Optional[Union[str, List[str]]] = None,
              moe_dispatcher: Optional[str] = None,
-             attention_kernel: Optional[str] = None) -> PretrainResult:
+             attention_kernel: Optional[str] = None,
+             reduce_dtype: Optional[str] = None, loss_parallel: Optional[bool] = None,
+             autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
+             no_sync: Optional[bool] = None,
+             logits_held: Optional[bool] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -236,8 +261,9 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     dtypes: "bf16" | "fp16" | "fp32" | "fp8".
 
     The training stack (README "Training stack"): framework (enums()["framework"]: "megatron"
-    by default, "fsdp", "deepspeed", "pytorch"), loss (enums()["loss"]), optimizer_in_backward,
-    recompute_every (one block in N checkpointed), fp8, compile (True = "all", False = "none",
+    by default, "fsdp", "deepspeed", "pytorch", "fsdp1"), loss (enums()["loss"]),
+    optimizer_in_backward, recompute_every (one block in N checkpointed), fp8, compile (True =
+    "all", False = "none",
     or a name of enums()["compile"]: "model" compiles each block with the loss eager, "loss"
     the loss alone), offload ({"optimizer": True,
     "params": True, "activations": True}) and buckets ({"bucket_cap_mb": 25,
@@ -271,6 +297,26 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     run, a name of enums()["attention_kernel"] ("auto" by default: megatron "fused", the other
     frameworks "flash2"); it changes the step's compute on Hopper GPUs (r.attention_kernel
     echoes the kernels in effect, never "auto").
+
+    The precision policy and the loss beside the stored dtypes (1.6; each echoed in the
+    response's training block): reduce_dtype (FSDP's MixedPrecisionPolicy reduce_dtype, "fp32",
+    "bf16" or "fp16"; default: grad_dtype), loss_parallel (False: under tp > 1 the logits are
+    gathered to the full vocabulary before the loss), autocast (False: fp32 parameters outside
+    FSDP compute in their stored dtype without torch.autocast), fp8_all_gather (FSDP2 gathers
+    fp8 weights), no_sync (True/False: keep unsharded gradients across accumulation
+    micro-batches; default: fsdp1 does, the others do not), logits_held (the loop keeps the
+    model's output through backward), and the adapter's "quantize_lm_head" (qlora on an untied
+    model: the LM head in NF4 too). framework "fsdp1" is FSDP1 FullyShardedDataParallel;
+    optimizer "adamw_foreach" and "paged_adamw_32bit" are torch.optim.AdamW's multi-tensor
+    step and bitsandbytes' PagedAdamW32bit.
+
+    What a user compares with a measured run, and the verdict's margin (1.6):
+    torch_max_memory_allocated_bytes / torch_max_memory_reserved_bytes (what torch.cuda reports,
+    the CUDA context left out), nvidia_smi_bytes (reserved + context + paged memory), the peak's
+    90 % band (peak_band_bytes, peak_low_bytes, peak_high_bytes) from memest's measured error
+    (peak_error_sigma()), oom_probability (of the real peak exceeding capacity) and
+    margin_bytes (capacity - peak); each stage has the torch and nvidia-smi figures too, its
+    overheads optimizer_step_bytes and its stack unsharded_root_bytes (fsdp1's root unit).
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
@@ -284,7 +330,9 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              moe_capacity_factor=moe_capacity_factor,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
                                       compile, offload, buckets, comm_overlap,
-                                      moe_dispatcher, attention_kernel),
+                                      moe_dispatcher, attention_kernel, reduce_dtype,
+                                      loss_parallel, autocast, fp8_all_gather, no_sync,
+                                      logits_held),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
@@ -365,7 +413,11 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            moe_dispatcher: Optional[str] = None,
            attention_kernel: Optional[str] = None,
            fp8_options: Optional[List[bool]] = None,
-           compile_options: Optional[List[Union[bool, str]]] = None) -> SearchResult:
+           compile_options: Optional[List[Union[bool, str]]] = None,
+           reduce_dtype: Optional[str] = None, loss_parallel: Optional[bool] = None,
+           autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
+           no_sync: Optional[bool] = None, logits_held: Optional[bool] = None,
+           max_oom_probability: Optional[float] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
@@ -379,7 +431,11 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     fp8_options ([False, True]) and compile_options (["none", "model"]: enums()["compile"]
     names) are searched as well (default: the fp8 and compile arguments'); each row then has
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
-    `throughput` (the step's parts, as pretrain()'s)."""
+    `throughput` (the step's parts, as pretrain()'s).
+    reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync and logits_held are
+    pretrain()'s. max_oom_probability (default search_max_oom_probability()) ranks only the
+    layouts whose probability of running out of memory is at most this (the rest are pruned as
+    "oom"); each row has `oom_probability`, `margin_bytes` and `peak_high_bytes`."""
     req = {
         "mode": "search", "model": _model(model), "gpu": gpu,
         "parallel": _section(gpus=gpus, sp=sp),
@@ -389,14 +445,17 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                              optimizer_bytes=optimizer_bytes,
                              **_stack(framework, optimizer_in_backward, recompute_every, loss, fp8,
                                       compile, offload, buckets, comm_overlap,
-                                      moe_dispatcher, attention_kernel)),
+                                      moe_dispatcher, attention_kernel, reduce_dtype,
+                                      loss_parallel, autocast, fp8_all_gather, no_sync,
+                                      logits_held)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
                            tp_within_node=tp_within_node, include_oom=include_oom,
                            uneven_pipeline=uneven_pipeline, max_ep=max_ep,
                            fp8=None if fp8_options is None else list(fp8_options),
-                           compile=None if compile_options is None else list(compile_options)),
+                           compile=None if compile_options is None else list(compile_options),
+                           max_oom_probability=max_oom_probability),
     }
     return request(req)  # type: ignore[return-value]
 

@@ -185,15 +185,18 @@ class Record:
 class StackParts(Record):
     """The training stack's named parts of one stage: each is also inside the part its memest.h
     comment names (framework buffers and offload staging in the communication buffers, master
-    weights in the optimizer states, ...), except paged_bytes (CUDA managed memory of paged
-    optimizers), which is outside peak_bytes. Megatron's fp32 master weights are reported here
-    too."""
+    weights in the optimizer states, fsdp1's unsharded root unit in the weights, ...), except
+    paged_bytes (CUDA managed memory of paged optimizers), which is outside peak_bytes.
+    Megatron's fp32 master weights are reported here too."""
     framework_buffer_bytes: _Field[float] = _Field()
     master_weights_bytes: _Field[float] = _Field()
     loss_bytes: _Field[float] = _Field()
     recompute_bytes: _Field[float] = _Field()
     offload_staging_bytes: _Field[float] = _Field()
     paged_bytes: _Field[float] = _Field()
+    # 1.6: fsdp1 keeps the root unit's parameters unsharded from forward to backward (in
+    # weights_bytes too); 0 under the other frameworks
+    unsharded_root_bytes: _Field[float] = _Field()
 
 
 class Stage(Record):
@@ -216,6 +219,23 @@ class Stage(Record):
     peak_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
     host_bytes: _Field[Optional[float]] = _Field(optional=True)
     stack: _Field[Optional[StackParts]] = _Field(wrap=StackParts, optional=True)
+    # 1.6: what torch.cuda.max_memory_allocated() / max_memory_reserved() report (the CUDA
+    # context left out) and what nvidia-smi shows for the process (reserved + context + paged)
+    torch_max_memory_allocated_bytes: _Field[Optional[float]] = _Field(optional=True)
+    torch_max_memory_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
+    nvidia_smi_bytes: _Field[Optional[float]] = _Field(optional=True)
+
+    @property
+    def optimizer_step_bytes(self) -> Optional[float]:
+        """What optimizer.step() allocates beyond what the activations freed (adamw_foreach's
+        temporaries; overheads.optimizer_step_bytes, in overhead_bytes), or None."""
+        return (self._data.get("overheads") or {}).get("optimizer_step_bytes")
+
+    @property
+    def unsharded_root_bytes(self) -> Optional[float]:
+        """fsdp1's root unit kept unsharded from forward to backward (stack.unsharded_root_bytes,
+        in weights_bytes), or None."""
+        return (self._data.get("stack") or {}).get("unsharded_root_bytes")
     # A mixture-of-experts model: the routed experts' share of the stage (in the totals above).
     experts: _Field[Optional[Record]] = _Field(optional=True)
     mtp_parameters: _Field[Optional[float]] = _Field(optional=True)
@@ -373,6 +393,27 @@ class PretrainResult(Result):
     host_bytes: _Field[Optional[float]] = _Field(optional=True)
     # the throughput model (when global_batch is given; else None): step time and its parts
     throughput: _Field[Optional[Throughput]] = _Field(wrap=Throughput, optional=True)
+    # 1.6, of the peak stage: what torch.cuda and nvidia-smi would report, the peak's 90 % band
+    # ([low, high] from memest's measured error, peak_error_sigma()), the probability that the
+    # real peak exceeds capacity, and capacity - peak (negative: over by that much)
+    torch_max_memory_allocated_bytes: _Field[Optional[float]] = _Field(optional=True)
+    torch_max_memory_reserved_bytes: _Field[Optional[float]] = _Field(optional=True)
+    nvidia_smi_bytes: _Field[Optional[float]] = _Field(optional=True)
+    peak_band_bytes: _Field[Optional[List[float]]] = _Field(optional=True)
+    oom_probability: _Field[Optional[float]] = _Field(optional=True)
+    margin_bytes: _Field[Optional[float]] = _Field(optional=True)
+
+    @property
+    def peak_low_bytes(self) -> Optional[float]:
+        """The lower end of the peak's 90 % band (peak_band_bytes[0])."""
+        band = self._data.get("peak_band_bytes")
+        return band[0] if isinstance(band, list) and len(band) == 2 else None
+
+    @property
+    def peak_high_bytes(self) -> Optional[float]:
+        """The upper end of the peak's 90 % band (peak_band_bytes[1])."""
+        band = self._data.get("peak_band_bytes")
+        return band[1] if isinstance(band, list) and len(band) == 2 else None
 
     @property
     def comm_overlap(self) -> List[str]:
@@ -410,7 +451,7 @@ class PretrainResult(Result):
     def to_rows(self) -> List[Dict[str, Any]]:
         """One flat dict per pipeline stage: the run (model, gpus, tp, cp, pp, vpp, dp, sp, zero,
         seq_len, micro_batch, global_batch, recompute, framework, capacity_bytes, peak_verdict,
-        verdict), then the stage's fields with its overheads and training-stack parts spread
+        verdict, oom_probability, margin_bytes), then the stage's fields with its overheads and training-stack parts spread
         out; is_peak_stage marks the stage that sets the peak. Whole byte counts are ints."""
         d = self._data
         lay = d.get("layout", {})
@@ -424,6 +465,9 @@ class PretrainResult(Result):
                 run[k] = tr[k]
         run.update(capacity_bytes=d.get("capacity_bytes"), peak_verdict=d.get("peak_verdict"),
                    verdict=d.get("verdict"))
+        for k in ("oom_probability", "margin_bytes"):
+            if k in d:
+                run[k] = d[k]
         rows = []
         for s in d.get("stages", []):
             row = dict(run)
@@ -454,6 +498,9 @@ class PretrainResult(Result):
                          f"{_percent(d['peak_bytes'] / cap)} (stage {d.get('peak_stage')}, the overhead model)")
             lines.append(f"the paper's estimate (Eq. 18): {_gib(d.get('estimate_bytes'))} = "
                          f"{_percent(d.get('usage_fraction'))}, {verdict_words(d.get('verdict'))} by the paper's bands")
+            if "oom_probability" in d and self.peak_low_bytes is not None:
+                lines.append(f"peak 90 % band {_gib(self.peak_low_bytes)} to {_gib(self.peak_high_bytes)}, "
+                             f"probability of running out of memory {_percent(d['oom_probability'])}")
         else:
             lines.append(f"peak {_gib(d.get('peak_bytes'))}; the paper's estimate {_gib(d.get('estimate_bytes'))} "
                          "(no capacity given)")
@@ -625,6 +672,11 @@ class SearchRow(Record):
     tie: _Field[Optional[bool]] = _Field(optional=True)
     gap_to_best: _Field[Optional[float]] = _Field(optional=True)
     throughput: _Field[Optional[Throughput]] = _Field(wrap=Throughput, optional=True)
+    # 1.6: the probability of running out of memory (as PretrainResult's), capacity - peak, and
+    # the upper end of the peak's 90 % band
+    oom_probability: _Field[Optional[float]] = _Field(optional=True)
+    margin_bytes: _Field[Optional[float]] = _Field(optional=True)
+    peak_high_bytes: _Field[Optional[float]] = _Field(optional=True)
 
     @property
     def mfu(self) -> Optional[float]:
@@ -667,6 +719,12 @@ class SearchResult(Result):
     def tie_margin(self) -> Optional[float]:
         """The relative tokens/s difference below which rows are ties with the best (row.tie)."""
         return self._data.get("tie_margin")
+
+    @property
+    def max_oom_probability(self) -> Optional[float]:
+        """The largest probability of running out of memory a ranked row may have (the request's
+        search.max_oom_probability, or the library's default)."""
+        return self._data.get("max_oom_probability")
 
     @property
     def rows(self) -> List[SearchRow]:
@@ -749,6 +807,8 @@ class ModelPreset(Record):
     num_key_value_heads: _Field[int] = _Field()
     intermediate_size: _Field[int] = _Field()
     vocab_size: _Field[int] = _Field()
+    # 1.6: > 0: logits = cap * tanh(logits / cap) before the loss (Gemma 2); 0: none
+    final_logit_softcapping: _Field[float] = _Field()
 
 
 class GpuPreset(Record):

@@ -90,6 +90,7 @@ py::dict model_dict(const memest_model &m) {
   d["vocab_size"] = m.vocab_size;
   d["max_position_embeddings"] = m.max_position_embeddings;
   d["tie_word_embeddings"] = m.tie_word_embeddings == 1;
+  d["final_logit_softcapping"] = m.final_logit_softcapping;  // 1.6: 0 = none (Gemma 2: 30)
   memest_param_count c;
   c.struct_size = sizeof c;
   if (m.hidden_size > 0) {

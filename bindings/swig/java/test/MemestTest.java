@@ -227,6 +227,7 @@ public class MemestTest {
     stackChecks();
     compileChecks();
     throughputChecks();
+    oomChecks();
     System.out.println("java MemestTest: " + checks + " checks passed");
   }
 
@@ -398,6 +399,190 @@ public class MemestTest {
     }
     check(found.entries().get(0).getGap_to_best() == 0, "the best has no gap");
     check(sawFp8 && sawBf16, "fp8 options searched");
+  }
+
+  /** The first number of a JSON array value: "key": [a, b] -> a (index 0) or b (index 1). */
+  static double jsonArrayNumber(String json, String key, int index) {
+    String p = "\"" + key + "\": [";
+    int i = json.indexOf(p);
+    check(i >= 0, "no " + key + " in the response");
+    String body = json.substring(i + p.length(), json.indexOf(']', i));
+    return Double.parseDouble(body.split(",")[index].trim());
+  }
+
+  /** 1.6: what a result states (the torch.cuda and nvidia-smi figures, the peak's 90 % band, the
+   *  probability of running out of memory, the margin), the precision-policy and loss fields of
+   *  the request, fsdp1, adamw_foreach, paged_adamw_32bit, quantize_lm_head,
+   *  final_logit_softcapping and the search's max_oom_probability: typed == JSON, and each
+   *  refusal names its field. */
+  static void oomChecks() throws Exception {
+    final double z95 = 1.6448536269514722;  // the 90 % band's half-width (memest.h: 1.645)
+    final double sigma = MemestNativeConstants.MEMEST_PEAK_ERROR_SIGMA;
+    String enums = Memest.request("{\"mode\": \"enums\"}");
+    check(jsonNumber(enums, "peak_error_sigma") == sigma && sigma > 0, "sigma as in the enums mode");
+    check(jsonNumber(enums, "search_max_oom_probability") == MemestNativeConstants.MEMEST_SEARCH_MAX_OOM_PROBABILITY,
+        "search default as in the enums mode");
+    double fits = MemestNativeConstants.MEMEST_PEAK_FITS_FRACTION;
+    check(fits <= Math.exp(-z95 * sigma) && Math.exp(-z95 * sigma) < fits + 0.01, "fits band from sigma");
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_FRAMEWORK).get(memest_framework.MEMEST_FRAMEWORK_FSDP1).equals("fsdp1")
+        && Memest.enumNames(memest_enum.MEMEST_ENUM_FRAMEWORK).size() == memest_framework.MEMEST_FRAMEWORK_COUNT,
+        "fsdp1 named by the library");
+    List<String> optimizers = Memest.enumNames(memest_enum.MEMEST_ENUM_OPTIMIZER);
+    check(optimizers.get(memest_optimizer.MEMEST_OPTIMIZER_ADAMW_FOREACH).equals("adamw_foreach")
+        && optimizers.get(memest_optimizer.MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT).equals("paged_adamw_32bit")
+        && optimizers.size() == memest_optimizer.MEMEST_OPTIMIZER_COUNT, "1.6 optimizers named by the library");
+
+    // Llama-3.1-8B on 8 x H100 under FSDP1 with accumulation (32 / 8 = 4 micro-batches)
+    PretrainRequest r = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    check(r.getLoss_parallel() == 1 && r.getAutocast() == -1 && r.getNo_sync() == -1 && r.getReduce_bytes() == 0
+        && r.getFp8_all_gather() == 0 && r.getQuantize_lm_head() == 0 && r.getLogits_held() == 0, "1.6 defaults");
+    r.setGpus(8); r.setZero(3); r.setSeq_len(4096); r.setMicro_batch(1); r.setGlobal_batch(32);
+    r.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP1);
+    r.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    Memest.Pretrain p = Memest.pretrain(r);
+    PretrainResult res = p.result();
+    String json = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8, \"zero\": 3}, \"training\": {\"seq_len\": 4096, \"micro_batch\": 1,"
+        + " \"global_batch\": 32, \"framework\": \"fsdp1\"}}");
+    double prob = res.getOom_probability();
+    check(p.framework().equals("fsdp1") && prob > 0 && prob < 1, "fsdp1 oom_probability " + prob);
+    check(jsonNumber(json, "oom_probability") == prob, "typed == JSON oom_probability");
+    check(jsonNumber(json, "margin_bytes") == res.getMargin_bytes()
+        && res.getMargin_bytes() == res.getCapacity_bytes() - res.getPeak_bytes(), "margin = capacity - peak");
+    check((prob < 0.5) == (res.getMargin_bytes() > 0), "P(OOM) < 1/2 exactly when the peak is below capacity");
+    check(jsonArrayNumber(json, "peak_band_bytes", 0) == res.getPeak_low_bytes()
+        && jsonArrayNumber(json, "peak_band_bytes", 1) == res.getPeak_high_bytes(), "typed == JSON band");
+    check(Math.abs(res.getPeak_high_bytes() / res.getPeak_bytes() - Math.exp(z95 * sigma)) < 1e-12
+        && Math.abs(res.getPeak_low_bytes() / res.getPeak_bytes() - Math.exp(-z95 * sigma)) < 1e-12, "the 90 % band");
+    Stage peak = p.stages().get(res.getPeak_stage());
+    double context = peak.getContext_bytes();
+    check(context > 0 && res.getTorch_max_memory_reserved_bytes() == res.getPeak_reserved_bytes() - context
+        && res.getTorch_max_memory_allocated_bytes() == res.getPeak_allocated_bytes() - context, "torch.cuda's figures");
+    check(res.getNvidia_smi_bytes() == res.getPeak_reserved_bytes() + peak.getPaged_bytes(), "nvidia-smi");
+    check(jsonNumber(json, "torch_max_memory_allocated_bytes") == res.getTorch_max_memory_allocated_bytes()
+        && jsonNumber(json, "torch_max_memory_reserved_bytes") == res.getTorch_max_memory_reserved_bytes()
+        && jsonNumber(json, "nvidia_smi_bytes") == res.getNvidia_smi_bytes(), "typed == JSON torch / nvidia-smi");
+    check(peak.getNvidia_smi_bytes() == res.getNvidia_smi_bytes()
+        && peak.getTorch_max_memory_reserved_bytes() == res.getTorch_max_memory_reserved_bytes(), "the peak stage's");
+    check(jsonNumber(json, "unsharded_root_bytes") == peak.getUnsharded_root_bytes(), "typed == JSON root unit");
+    // no_sync (fsdp1's default) keeps the unsharded gradients; the root unit is the weights' difference to FSDP2
+    r.setNo_sync(0);
+    Memest.Pretrain synced = Memest.pretrain(r);
+    check(p.stages().get(0).getGradients_bytes() > synced.stages().get(0).getGradients_bytes(), "no_sync keeps gradients");
+    r.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    Memest.Pretrain fsdp2 = Memest.pretrain(r);
+    double root = synced.stages().get(0).getUnsharded_root_bytes();
+    check(root > 0 && fsdp2.stages().get(0).getUnsharded_root_bytes() == 0
+        && synced.stages().get(0).getWeights_bytes() - fsdp2.stages().get(0).getWeights_bytes() == root,
+        "fsdp1's root unit: " + root);
+    r.setNo_sync(2);
+    expectError(() -> Memest.pretrain(r), "invalid_argument", "training.no_sync");
+    r.setNo_sync(-1);
+
+    // reduce_dtype: fp32 reduce-scatter of bf16 gradients; a value that is no dtype is refused
+    r.setGlobal_batch(8); r.setGrad_bytes(2);
+    Memest.Pretrain bf16 = Memest.pretrain(r);
+    r.setReduce_bytes(4);
+    Memest.Pretrain fp32 = Memest.pretrain(r);
+    check(fp32.stages().get(0).getFramework_buffer_bytes() > bf16.stages().get(0).getFramework_buffer_bytes(),
+        "reduce_dtype fp32 grows the reduce-scatter buffer");
+    r.setReduce_bytes(3);
+    expectError(() -> Memest.pretrain(r), "invalid_argument", "training.reduce_dtype");
+    r.setReduce_bytes(0); r.setGrad_bytes(4);
+    // fp8_all_gather: one byte per gathered weight
+    r.setFp8(1);
+    Memest.Pretrain gatherBf16 = Memest.pretrain(r);
+    r.setFp8_all_gather(1);
+    Memest.Pretrain gatherFp8 = Memest.pretrain(r);
+    check(gatherFp8.stages().get(0).getFramework_buffer_bytes() < gatherBf16.stages().get(0).getFramework_buffer_bytes(),
+        "fp8_all_gather shrinks the all-gather buffer");
+    r.setFp8(0);
+    expectError(() -> Memest.pretrain(r), "invalid_argument", "training.fp8_all_gather");
+    r.setFp8_all_gather(0);
+    // loss_parallel off under tp 2: the whole vocabulary's logits
+    r.setTp(2);
+    Memest.Pretrain vocabParallel = Memest.pretrain(r);
+    r.setLoss_parallel(0);
+    Memest.Pretrain gathered = Memest.pretrain(r);
+    check(gathered.stages().get(0).getLoss_bytes() > vocabParallel.stages().get(0).getLoss_bytes(), "loss_parallel off");
+    r.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    expectError(() -> Memest.pretrain(r), "invalid_argument", "training.loss_parallel");
+
+    // one GPU under plain PyTorch: adamw_foreach, paged_adamw_32bit, logits_held, autocast
+    PretrainRequest one = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    one.setGpus(1); one.setSeq_len(2048); one.setGlobal_batch(1);
+    one.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    one.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    one.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW);
+    Memest.Pretrain adamw = Memest.pretrain(one);
+    one.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW_FOREACH);
+    Memest.Pretrain foreach = Memest.pretrain(one);
+    double step = foreach.stages().get(0).getOptimizer_step_bytes();
+    check(adamw.stages().get(0).getOptimizer_step_bytes() == 0 && step > 0
+        && foreach.result().getPeak_bytes() > adamw.result().getPeak_bytes(), "adamw_foreach's step temporaries " + step);
+    one.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT);
+    Memest.Pretrain paged = Memest.pretrain(one);
+    double pagedBytes = paged.stages().get(0).getPaged_bytes();
+    check(pagedBytes > 0 && paged.result().getNvidia_smi_bytes() == paged.result().getPeak_reserved_bytes() + pagedBytes,
+        "paged_adamw_32bit: nvidia-smi = reserved + paged");
+    one.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW);
+    one.setLogits_held(1);
+    Memest.Pretrain held = Memest.pretrain(one);
+    check(held.stages().get(0).getLoss_bytes() > adamw.stages().get(0).getLoss_bytes(), "logits_held");
+    one.setLogits_held(0);
+    // qlora with the (untied) LM head in NF4 too; LoRA refused
+    one.setAdapter(memest_adapter.MEMEST_ADAPTER_QLORA);
+    Memest.Pretrain qlora = Memest.pretrain(one);
+    one.setQuantize_lm_head(1);
+    Memest.Pretrain qhead = Memest.pretrain(one);
+    check(qhead.stages().get(0).getBase_weights_bytes() < qlora.stages().get(0).getBase_weights_bytes(), "quantize_lm_head");
+    one.setAdapter(memest_adapter.MEMEST_ADAPTER_LORA);
+    expectError(() -> Memest.pretrain(one), "invalid_argument", "training.adapter.quantize_lm_head");
+    // autocast off: gpt2's fp32 parameters compute in fp32
+    PretrainRequest g = Memest.pretrainRequest("gpt2", "h100-80gb");
+    g.setGpus(1); g.setSeq_len(1024); g.setGlobal_batch(1); g.setParam_bytes(4);
+    g.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    g.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    Memest.Pretrain autocast = Memest.pretrain(g);
+    g.setAutocast(0);
+    Memest.Pretrain pure = Memest.pretrain(g);
+    check(pure.stages().get(0).getActivations_bytes() > autocast.stages().get(0).getActivations_bytes(), "autocast off");
+    g.setAutocast(2);
+    expectError(() -> Memest.pretrain(g), "invalid_argument", "training.autocast");
+
+    // final_logit_softcapping: Gemma 2's preset and a config
+    check(Memest.model("gemma-2-9b").getFinal_logit_softcapping() == 30.0
+        && Memest.model("llama-3.1-8b").getFinal_logit_softcapping() == 0, "final_logit_softcapping");
+    expectError(() -> Memest.modelFromConfig("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"intermediate_size\": 5632,"
+        + " \"num_attention_heads\": 32, \"num_hidden_layers\": 22, \"vocab_size\": 32000, \"final_logit_softcapping\": -1}"),
+        "invalid_argument", "model.final_logit_softcapping");
+
+    // the search: max_oom_probability, and each entry's probability, margin and band
+    PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "a100-40gb");
+    base.setGpus(8); base.setSeq_len(8192); base.setGlobal_batch(64);
+    SearchRequest s = Memest.searchRequest(base);
+    check(s.getMax_oom_probability() == MemestNativeConstants.MEMEST_SEARCH_MAX_OOM_PROBABILITY, "search default");
+    Memest.Search byDefault = Memest.search(s, 1000);
+    s.setMax_oom_probability(0.01);
+    Memest.Search strict = Memest.search(s, 1000);
+    check(strict.entries().size() > 0 && strict.entries().size() < byDefault.entries().size()
+        && strict.pruned().get("oom") > byDefault.pruned().get("oom"), "a stricter limit ranks fewer");
+    for (SearchEntry e : strict.entries()) {
+      check(e.getOom_probability() >= 0 && e.getOom_probability() <= 0.01, "entry within the limit");
+      check(e.getMargin_bytes() == e.getCapacity_bytes() - e.getPeak_bytes(), "entry margin");
+      check(Math.abs(e.getPeak_high_bytes() / e.getPeak_bytes() - Math.exp(z95 * sigma)) < 1e-12, "entry band");
+    }
+    String searched = Memest.request("{\"mode\": \"search\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-40gb\","
+        + " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 8192, \"global_batch\": 64},"
+        + " \"search\": {\"top\": 1000, \"max_oom_probability\": 0.01}}");
+    check(jsonNumber(searched, "oom_probability") == strict.entries().get(0).getOom_probability()
+        && jsonNumber(searched, "margin_bytes") == strict.entries().get(0).getMargin_bytes()
+        && jsonNumber(searched, "peak_high_bytes") == strict.entries().get(0).getPeak_high_bytes()
+        && jsonNumber(searched, "ranked") == strict.result().getRanked().doubleValue(), "typed == JSON search");
+    s.setMax_oom_probability(2.0);
+    expectError(() -> Memest.search(s, 10), "invalid_argument", "search.max_oom_probability");
+    s.setMax_oom_probability(0);
+    expectError(() -> Memest.search(s, 10), "invalid_argument", "search.max_oom_probability");
   }
 
   /** What torch.compile compiles (memest_compile, 1.4) in the int field compile. Llama-3.1-8B on
