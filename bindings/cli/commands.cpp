@@ -48,8 +48,8 @@ void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
   add_integer(cmd, "--last-stage-layers", o.last_stage_layers,
               "Layers of the last pipeline stage; the others split the rest (0: automatic)")
       ->capture_default_str();
-  cmd.add_option("--moe-capacity-factor", o.moe_capacity_factor,
-                 "MoE expert capacity factor (0 = drop-less routing)")
+  add_real(cmd, "--moe-capacity-factor", o.moe_capacity_factor,
+           "MoE expert capacity factor (0 = drop-less routing)", Sign::non_negative)
       ->capture_default_str();
 }
 

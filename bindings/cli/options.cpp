@@ -336,10 +336,9 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
   a.rank = add_integer(cmd, "--lora-rank", a.rank_value, "LoRA rank r (default 8, peft's)");
   a.alpha = add_real(cmd, "--lora-alpha", a.alpha_value, "LoRA alpha (default 8)", Sign::any);
   a.dropout = add_real(cmd, "--lora-dropout", a.dropout_value, "LoRA dropout (default 0)", Sign::any);
-  cmd.add_option("--lora-targets", a.targets,
+  cmd.add_option("--lora-targets", a.targets_text,
                  "Modules to adapt, comma-separated: q_proj, k_proj, v_proj, o_proj, gate_proj, "
-                 "up_proj, down_proj, lm_head, embed_tokens (default q_proj,v_proj)")
-      ->delimiter(',');
+                 "up_proj, down_proj, lm_head, embed_tokens (default q_proj,v_proj)");
   a.dtype = add_choice(cmd, "--adapter-dtype", a.dtype_value,
                        "Adapter weights, gradients and optimizer states (default fp32, as peft "
                        "casts them)", {"fp32", "bf16", "fp16"});
@@ -355,7 +354,23 @@ void put_adapter(const AdapterOptions& a, ojson& training) {
   if (a.rank && a.rank->count() > 0) j["rank"] = a.rank_value;
   if (a.alpha && a.alpha->count() > 0) j["alpha"] = a.alpha_value;
   if (a.dropout && a.dropout->count() > 0) j["dropout"] = a.dropout_value;
-  if (!a.targets.empty()) j["targets"] = a.targets;
+  if (!a.targets_text.empty()) {
+    // split here rather than by CLI11, which drops empty items: an empty name is an error
+    ojson targets = ojson::array();
+    std::size_t start = 0;
+    while (start <= a.targets_text.size()) {
+      const std::size_t comma = std::min(a.targets_text.find(',', start), a.targets_text.size());
+      const std::string name = a.targets_text.substr(start, comma - start);
+      if (name.empty()) {
+        throw InputError("--lora-targets: an empty module name in \"" + a.targets_text +
+                         "\" (two commas in a row, or one at either end): give comma-separated "
+                         "names such as q_proj,v_proj");
+      }
+      targets.push_back(name);
+      start = comma + 1;
+    }
+    j["targets"] = targets;
+  }
   if (a.dtype && a.dtype->count() > 0) j["dtype"] = a.dtype_value;
   if (a.double_quant) j["double_quant"] = true;
   if (a.quantize_lm_head) j["quantize_lm_head"] = true;

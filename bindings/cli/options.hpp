@@ -151,7 +151,7 @@ std::vector<std::string> enum_names(memest_enum which);
 
 struct AdapterOptions {
   std::string type;  // empty: no adapter
-  std::vector<std::string> targets;
+  std::string targets_text;  // --lora-targets as given: comma-separated module names
   CLI::Option *rank = nullptr, *alpha = nullptr, *dropout = nullptr, *dtype = nullptr;
   int64_t rank_value = 0;
   double alpha_value = 0, dropout_value = 0;

@@ -306,3 +306,28 @@ TEST_CASE("1.6 fields: field-named refusals") {
   req["training"]["reduce_dtype"] = "fp8";
   CHECK(refused_field(req) == "training.reduce_dtype");
 }
+
+// Issue 23's findings in the surfaces this change touches: each failed before its fix.
+TEST_CASE("hardening: gpu.fp8 is 0 or 1; MLA fields need kv_lora_rank; recompute_every past a stage") {
+  test::json req = pretrain("llama-3.1-8b", "fsdp", 8);
+  req["gpu"] = {{"preset", "h100-80gb"}, {"fp8", 0.5}};
+  CHECK(refused_field(req) == "gpu.fp8");
+
+  test::json mla = pretrain("llama-3.1-8b", "pytorch", 1);
+  mla["model"] = {{"hidden_size", 4096}, {"num_hidden_layers", 4}, {"num_attention_heads", 32},
+                  {"intermediate_size", 11008}, {"vocab_size", 32000}, {"q_lora_rank", 512}};
+  CHECK(refused_field(mla) == "model.q_lora_rank");
+
+  // One block in 64 of a 32-layer stage checkpoints none: the same activations as no
+  // recomputation and no rebuild working set (before: the working set on top, 0.46 GB more).
+  test::json none = pretrain("llama-3.1-8b", "fsdp", 8);
+  const test::json plain = ok(none);
+  test::json every = none;
+  every["training"]["recompute"] = "full";
+  every["training"]["recompute_every"] = 64;
+  const test::json r = ok(every);
+  CHECK(r["stages"][0]["stack"]["recompute_bytes"].get<double>() == 0);
+  // no recomputation has its own backward working set (recompute_bytes of the plain run)
+  CHECK(stage0(r, "activations_bytes") ==
+        stage0(plain, "activations_bytes") - plain["stages"][0]["stack"]["recompute_bytes"].get<double>());
+}

@@ -461,7 +461,16 @@ void read_experts(const JsonFields& f, const Convention& c, memest_model& m) {
 
 void read_mla(const JsonFields& f, memest_model& m) {
   m.kv_lora_rank = maybe(f, {"kv_lora_rank"}, 0, 0, kBig);
-  if (m.kv_lora_rank == 0) return;
+  if (m.kv_lora_rank == 0) {
+    // the other latent-attention fields mean nothing without it: refused, not ignored
+    for (const char* key : {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+      if (maybe(f, {key}, 0, 0, kBig) != 0) {
+        fail(f.path_of(key), "is given without kv_lora_rank, which turns multi-head latent "
+                             "attention on: give kv_lora_rank too, or leave it out");
+      }
+    }
+    return;
+  }
   m.q_lora_rank = maybe(f, {"q_lora_rank"}, 0, 0, kBig);  // null: a full q_proj
   m.qk_nope_head_dim = need(f, {"qk_nope_head_dim"}, 0, kBig);
   m.qk_rope_head_dim = need(f, {"qk_rope_head_dim"}, 0, kBig);

@@ -62,7 +62,10 @@ StackActivationTerms stack_activation_terms(const Plan& plan, double layers, dou
                                                       plan.stack.recompute_every, k.kept_layer,
                                                       r.plain_layer)
                        : moe_layers * k.plain_layer + dense_layers * k.plain_dense_layer);
-  r.recompute = k.recompute;
+  // the rebuild working set exists only if some block of the stage is checkpointed:
+  // recompute_every above the stage's layers checkpoints none
+  const int64_t every = plan.stack.recompute_every;
+  r.recompute = (k.checkpointing && every > 1 && static_cast<int64_t>(layers) < every) ? 0.0 : k.recompute;
   if (k.autocast) {
     // Autocast casts the weights of the linears it runs (attention, dense MLPs, the router,
     // shared experts); the routed experts' grouped_mm is not autocast-enabled and runs on the
