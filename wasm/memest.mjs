@@ -44,6 +44,9 @@ import createMemestCore from './build/memest_core.mjs';
  * @property {number} peak_bf16_tflops
  * @property {number} context_bytes
  * @property {number} page_bytes
+ * @property {string} [memory_source] (1.6) where memory_bytes comes from: since 1.6 the presets
+ *                                    hold the usable capacity torch.cuda.mem_get_info reports
+ * @property {number} [nominal_gib]    (1.6) the card's nominal capacity, GiB
  */
 
 /**
@@ -53,8 +56,99 @@ import createMemestCore from './build/memest_core.mjs';
  */
 
 /**
+ * The training block of a pretrain or search request (README "JSON request and response"): the
+ * fields below are those of the training stack and its precision policy; the library checks
+ * every value and combination and names the field it refuses. Left out, a field takes the
+ * library's default.
+ * @typedef {object} MemestTraining
+ * @property {number} [seq_len]
+ * @property {number} [micro_batch]
+ * @property {number} [global_batch]
+ * @property {string} [recompute]          a name of enums().recompute
+ * @property {string} [framework]          a name of enums().framework ("fsdp1": FSDP1's
+ *                                         FlatParameters, 1.6)
+ * @property {string} [optimizer]          a name of enums().optimizer ("adamw_foreach",
+ *                                         "paged_adamw_32bit": 1.6)
+ * @property {'fp32'|'bf16'|'fp16'} [reduce_dtype] (1.6) FSDP's MixedPrecisionPolicy reduce_dtype
+ *                                         (fsdp / fsdp1 only; default: the gradient dtype)
+ * @property {boolean} [loss_parallel]     (1.6) default true; false: under tp > 1 the logits are
+ *                                         gathered to the full vocabulary before the loss
+ *                                         (torchtitan without loss_parallel; refused under megatron)
+ * @property {boolean} [autocast]          (1.6) torch.autocast on or off (default: the stack's;
+ *                                         refused under megatron)
+ * @property {boolean} [fp8_all_gather]    (1.6) torchao's float8 all-gather (fsdp, fp8, zero 2/3)
+ * @property {boolean} [no_sync]           (1.6) keep unsharded gradients over accumulation
+ *                                         (fsdp / fsdp1; default: on under fsdp1, else off)
+ * @property {boolean} [logits_held]       (1.6) the loop keeps the model's output through
+ *                                         backward (refused under megatron)
+ * @property {{type: string, quantize_lm_head?: boolean, [key: string]: any}} [adapter]
+ *                                         LoRA / QLoRA; quantize_lm_head (1.6): qlora with an
+ *                                         untied head, the LM head in NF4 too
+ */
+
+/**
+ * The search block of a search request.
+ * @typedef {object} MemestSearchOptions
+ * @property {number} [top]
+ * @property {number} [max_oom_probability] (1.6) in (0, 1]: layouts likelier than this to run
+ *                                          out of memory are pruned as "oom" (default: the enums
+ *                                          mode's search_max_oom_probability,
+ *                                          {@link Memest#searchMaxOomProbability})
+ */
+
+/**
  * A successful response ({ok: true, ...}); its fields depend on the mode.
  * @typedef {Record<string, any> & {ok: true, mode: string}} MemestResponse
+ */
+
+/**
+ * The figures a user compares with their logs, of one stage or of the peak stage (1.6).
+ * @typedef {object} MemestMeasuredFigures
+ * @property {number} torch_max_memory_allocated_bytes what torch.cuda.max_memory_allocated()
+ *                                                     reports (the CUDA context left out)
+ * @property {number} torch_max_memory_reserved_bytes  torch.cuda.max_memory_reserved()
+ * @property {number} nvidia_smi_bytes                 what nvidia-smi shows for the process:
+ *                                                     reserved + context + paged memory
+ */
+
+/**
+ * One pipeline stage of a pretrain response (a selection of its fields).
+ * @typedef {MemestMeasuredFigures & Record<string, any> & {
+ *   stage: number, peak_bytes: number,
+ *   overheads: Record<string, number> & {optimizer_step_bytes?: number},
+ *   stack: Record<string, number> & {unsharded_root_bytes?: number},
+ * }} MemestStage
+ */
+
+/**
+ * A pretrain response (mode "pretrain"; a selection of its fields). From 1.6 it states the
+ * peak's 90 % band from memest's measured error (enums mode peak_error_sigma), the probability
+ * that the real peak exceeds capacity, and the margin left.
+ * @typedef {MemestResponse & MemestMeasuredFigures & {
+ *   estimate_bytes: number, peak_bytes: number, peak_stage: number, capacity_bytes: number,
+ *   verdict: string, peak_verdict: string,
+ *   peak_band_bytes: [number, number],
+ *   oom_probability: number,
+ *   margin_bytes: number,
+ *   stages: MemestStage[],
+ * }} MemestPretrainResponse
+ */
+
+/**
+ * One ranked layout of a search response (a selection of its fields).
+ * @typedef {Record<string, any> & {
+ *   rank: number, layout: Record<string, any>, peak_bytes: number, peak_verdict: string,
+ *   oom_probability: number, margin_bytes: number, peak_high_bytes: number,
+ * }} MemestSearchEntry
+ */
+
+/**
+ * A search response (mode "search"): the ranked layouts and the max_oom_probability it ranked
+ * them under (1.6).
+ * @typedef {MemestResponse & {
+ *   results: MemestSearchEntry[], max_oom_probability: number, ranked: number,
+ *   candidates: number, pruned: Record<string, number>,
+ * }} MemestSearchResponse
  */
 
 /** Thrown by {@link Memest#request} when the library answers {ok: false}. */
@@ -83,10 +177,11 @@ export class MemestError extends Error {
  * @property {string[]} activation_model  "auto", "llama", "gpt"
  * @property {string[]} prune_reason      "oom", "tp_heads", ...
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
- * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch"
+ * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch", "fsdp1"
  * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused",
  *                                        "unfused_16bit"
- * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...
+ * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...,
+ *                                        "adamw_foreach", "paged_adamw_32bit"
  * @property {string[]} adapter           "none", "lora", "qlora"
  * @property {string[]} lora_target       "q_proj", ..., "embed_tokens"
  * @property {string[]} compile           "none", "all", "model", "loss": what torch.compile
@@ -95,15 +190,20 @@ export class MemestError extends Error {
  * @property {string[]} overlap           "dp", "tp", "pp", "ep": training.comm_overlap's names
  * @property {string[]} step_part         "compute", "recompute", ...: the step's parts
  * @property {string[]} moe_dispatcher    "alltoall", "deepep": training.moe_dispatcher
+ * @property {string[]} attention_kernel  "auto", ...: training.attention_kernel
  */
 
 /**
  * What the library's "enums" mode answers: the enumerations, the paper's verdict bands (on the
- * estimate) and the headline verdict's bands (on the overhead model's peak).
+ * estimate), the headline verdict's bands (on the overhead model's peak), the measured spread
+ * of the peak's error and the search's default max_oom_probability.
  * @typedef {object} MemestTables
  * @property {MemestEnums} enums
  * @property {Record<string, number>} verdict_bands
  * @property {Record<string, number>} peak_verdict_bands
+ * @property {number} peak_error_sigma            (1.6) standard deviation of ln(measured /
+ *                                                predicted peak), MEMEST_PEAK_ERROR_SIGMA
+ * @property {number} search_max_oom_probability  (1.6) the search's default max_oom_probability
  */
 
 /** The library, loaded. Create with {@link createMemest}. */
@@ -201,7 +301,8 @@ export class Memest {
    * @param {Array<[number, number, number, number, number]>} cells
    * @param {{messages?: boolean}} [options]
    * @returns {Array<{ok: true, estimate_bytes: number, peak_bytes: number, capacity_bytes: number, usage_fraction: number,
-   *   verdict: string, peak_verdict: string} | {ok: false, error?: MemestErrorInfo, issue?: string}>}
+   *   oom_probability: number, margin_bytes: number, verdict: string, peak_verdict: string}
+   *   | {ok: false, error?: MemestErrorInfo, issue?: string}>}
    */
   pretrainTable(base, cells, options = {}) {
     const messages = options.messages ?? true;
@@ -253,7 +354,9 @@ export class Memest {
       // The library's "enums" mode: every enumeration's names and the verdict bands.
       const response = this.request({ mode: 'enums' });
       this.tables = { enums: response.enums, verdict_bands: response.verdict_bands,
-                      peak_verdict_bands: response.peak_verdict_bands };
+                      peak_verdict_bands: response.peak_verdict_bands,
+                      peak_error_sigma: response.peak_error_sigma,
+                      search_max_oom_probability: response.search_max_oom_probability };
     }
     return /** @type {MemestTables} */ (this.tables);
   }
@@ -278,11 +381,31 @@ export class Memest {
 
   /**
    * The bands of the headline verdict (`peak_verdict`: the overhead model's peak against
-   * capacity), as {@link Memest#verdictBands} gives the paper's: e.g. {fits: 0.95, tight: 1.0}.
+   * capacity), as {@link Memest#verdictBands} gives the paper's: e.g. {fits: 0.85, tight: 1.0}
+   * (from 1.6 fits is derived from the measured error: a probability of OOM of at most 5 %).
    * @returns {Record<string, number>}
    */
   peakVerdictBands() {
     return { ...this.loadTables().peak_verdict_bands };
+  }
+
+  /**
+   * The spread of memest's peak error as the library measured it (the standard deviation of
+   * ln(measured / predicted), MEMEST_PEAK_ERROR_SIGMA): the width of every response's
+   * peak_band_bytes and the source of its oom_probability.
+   * @returns {number}
+   */
+  peakErrorSigma() {
+    return this.loadTables().peak_error_sigma;
+  }
+
+  /**
+   * The search's default max_oom_probability (MEMEST_SEARCH_MAX_OOM_PROBABILITY): a layout is
+   * ranked only when its probability of running out of memory is at most this.
+   * @returns {number}
+   */
+  searchMaxOomProbability() {
+    return this.loadTables().search_max_oom_probability;
   }
 
   /** The built-in model presets, in the library's order. @returns {ModelPreset[]} */

@@ -88,7 +88,8 @@ extern "C" {
  *  "messages"} (a pretrain request whose gpus, tp, cp, pp and micro_batch, if present, are
  *  ignored: the cells give them) with
  *  {"ok": true, "cells": [{"ok": true, "estimate_bytes", "peak_bytes", "capacity_bytes",
- *  "usage_fraction", "verdict", "peak_verdict"} | {"ok": false, "error": {...}}, ...]}, or {"ok": false, "error"} when the base
+ *  "usage_fraction", "oom_probability", "margin_bytes", "verdict", "peak_verdict"} |
+ *  {"ok": false, "error": {...}}, ...]}, or {"ok": false, "error"} when the base
  *  is bad. Returns a malloc'd string (free with memest_string_free); NULL when memory runs
  *  out. */
 __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(const char* spec_text) {
@@ -145,6 +146,8 @@ __attribute__((used, visibility("default"))) char* memest_wasm_pretrain_table(co
                          {"peak_bytes", res.peak_bytes},
                          {"capacity_bytes", res.capacity_bytes},
                          {"usage_fraction", res.usage_fraction},
+                         {"oom_probability", res.oom_probability},
+                         {"margin_bytes", res.margin_bytes},
                          {"verdict", memest_verdict_name(static_cast<memest_verdict>(res.verdict))},
                          {"peak_verdict",
                           memest_verdict_name(static_cast<memest_verdict>(res.peak_verdict))}});

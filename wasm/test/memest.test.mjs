@@ -32,10 +32,13 @@ test('models() lists the presets with their parameter counts', () => {
   assert.notEqual(memest.models()[0].id, 'mutated', 'callers get copies');
 });
 
-test('gpus() lists the GPU presets with capacities', () => {
+test('gpus() lists the GPU presets with capacities (1.6: the usable capacity, the nominal beside it)', () => {
   const gpus = memest.gpus();
   const a100 = gpus.find((g) => g.id === 'a100-40gb');
-  assert.equal(a100.memory_bytes, 40 * GiB);
+  assert.equal(a100.nominal_gib, 40);
+  // what torch.cuda.mem_get_info reports: a little less than the nominal 40 GiB
+  assert.ok(a100.memory_bytes < 40 * GiB && a100.memory_bytes > 39 * GiB, String(a100.memory_bytes));
+  assert.equal(typeof a100.memory_source, 'string');
   assert.equal(a100.gpus_per_node, 8);
   assert.ok(gpus.every((g) => g.memory_bytes > 0 && g.name));
 });
@@ -47,7 +50,7 @@ test('request() reproduces the 4D paper (Llama-3.1-8B, 8 x A100 40GB, tp 4 pp 2:
   assert.equal((r.estimate_bytes / GiB).toFixed(2), '27.20');
   assert.equal(r.verdict, 'fits');
   assert.equal(r.stages.length, 2);
-  assert.equal(r.capacity_bytes, 40 * GiB);
+  assert.equal(r.capacity_bytes, memest.gpus().find((g) => g.id === 'a100-40gb').memory_bytes);
   const s0 = r.stages[0];
   assert.ok(Math.abs(s0.weights_bytes + s0.gradients_bytes + s0.optimizer_bytes + s0.activations_bytes - s0.total_bytes) < 1);
 });
@@ -282,7 +285,9 @@ const oom = { ...paper, parallel: { ...paper.parallel, tp: 4, cp: 2, pp: 1 },
 test('the OOM request: peak_verdict oom, dominant parts and suggestions that fit', () => {
   const r = memest.request(oom);
   assert.equal(r.peak_verdict, 'oom');
-  assert.equal((r.peak_bytes / GiB).toFixed(1), '41.3');
+  assert.ok(r.peak_bytes > r.capacity_bytes, `${r.peak_bytes} > ${r.capacity_bytes}`);
+  assert.ok(r.margin_bytes < 0, 'over capacity: a negative margin');
+  assert.ok(r.oom_probability > 0.5, String(r.oom_probability));
   assert.ok(r.dominant_parts.length > 0);
   assert.ok(r.suggestions.length > 0);
   for (const s of r.suggestions) {
@@ -357,4 +362,218 @@ test('training stack: op_selective under megatron is refused naming training.rec
   const [cell] = memest.pretrainTable(bad, [[8, 1, 1, 1, 2]]);
   assert.equal(cell.ok, false);
   assert.deepEqual(cell.error, d.error);
+});
+
+// ---- 1.6: the peak's error band, the probability of OOM, the margin and the figures a user
+// compares with their logs; the precision policy and FSDP1's fields of the training block ----
+
+/** P(Z > z) of the standard normal, computed here independently of the library (W. J. Cody's
+ *  rational erfc is what libm uses; Abramowitz and Stegun 7.1.26 is within 1.5e-7 of it). */
+function normalTail(z) {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.3275911 * x);
+  const erfc = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    * Math.exp(-x * x);
+  return z >= 0 ? erfc / 2 : 1 - erfc / 2;
+}
+
+/** The CLI's JSON answer to a request (`memest request`), or null without MEMEST_CLI. */
+async function cliAnswer(request) {
+  const cli = process.env.MEMEST_CLI;
+  if (!cli) return null;
+  const { execFileSync } = await import('node:child_process');
+  try {
+    return JSON.parse(execFileSync(cli, ['request'], { input: JSON.stringify(request), encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'] }));
+  } catch (e) {
+    if (e.stdout) return JSON.parse(e.stdout);
+    throw e;
+  }
+}
+
+// Llama-3.1-8B on 8 x H100 under FSDP1 (accelerate's FullyShardedDataParallel) with gradient
+// accumulation: no_sync keeps unsharded gradients over the micro-batches.
+const fsdp1 = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+  parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, zero: 3 },
+  training: { seq_len: 4096, micro_batch: 1, global_batch: 64, framework: 'fsdp1', no_sync: true },
+};
+
+test('1.6 enums: fsdp1, adamw_foreach, paged_adamw_32bit; peakErrorSigma() and searchMaxOomProbability() are the enums mode\'s', () => {
+  const e = memest.enums();
+  assert.ok(e.framework.includes('fsdp1'), e.framework.join());
+  for (const o of ['adamw_foreach', 'paged_adamw_32bit']) assert.ok(e.optimizer.includes(o), o);
+  const tables = memest.request({ mode: 'enums' });
+  assert.equal(typeof tables.peak_error_sigma, 'number');
+  assert.ok(tables.peak_error_sigma > 0 && tables.peak_error_sigma < 1);
+  assert.equal(memest.peakErrorSigma(), tables.peak_error_sigma);
+  assert.ok(tables.search_max_oom_probability > 0 && tables.search_max_oom_probability <= 1);
+  assert.equal(memest.searchMaxOomProbability(), tables.search_max_oom_probability);
+  // the headline's fits band is where the probability of OOM is 5 % (rounded down)
+  const fits = memest.peakVerdictBands().fits;
+  const atFits = normalTail(Math.log(1 / fits) / memest.peakErrorSigma());
+  assert.ok(atFits <= 0.05 + 1e-6, `P(OOM) at the fits band: ${atFits}`);
+});
+
+test('1.6 pretrain: margin = capacity - peak, the 90 % band around the peak, the OOM probability from sigma', () => {
+  const sigma = memest.peakErrorSigma();
+  const tight = { ...oom, parallel: { ...oom.parallel, cp: 1 }, training: { ...oom.training, micro_batch: 1 } };
+  const seen = new Set();
+  for (const req of [paper, oom, tight, fsdp, fsdp1]) {
+    const r = memest.request(req);
+    seen.add(r.peak_verdict);
+    assert.equal(r.margin_bytes, r.capacity_bytes - r.peak_bytes, req.training.framework ?? 'megatron');
+    assert.equal(r.peak_band_bytes.length, 2);
+    const [low, high] = r.peak_band_bytes;
+    assert.ok(low < r.peak_bytes && r.peak_bytes < high);
+    // peak * exp(-/+ 1.645 sigma): the band's ends are symmetric in ln around the peak
+    assert.ok(Math.abs(Math.log(high / r.peak_bytes) - Math.log(r.peak_bytes / low)) < 1e-9);
+    assert.ok(Math.abs(Math.log(high / r.peak_bytes) / sigma - 1.645) < 0.01, String(Math.log(high / r.peak_bytes) / sigma));
+    assert.ok(r.oom_probability >= 0 && r.oom_probability <= 1);
+    const want = normalTail(Math.log(r.capacity_bytes / r.peak_bytes) / sigma);
+    assert.ok(Math.abs(r.oom_probability - want) < 1e-6, `${r.oom_probability} vs ${want}`);
+    // the verdict follows the probability: fits at most 5 %, oom above 50 % (over capacity)
+    if (r.peak_verdict === 'fits') assert.ok(r.oom_probability <= 0.05 + 1e-9, String(r.oom_probability));
+    if (r.peak_verdict === 'oom') assert.ok(r.oom_probability > 0.5 && r.margin_bytes < 0);
+    if (r.peak_verdict === 'tight') assert.ok(r.oom_probability > 0.05 && r.oom_probability <= 0.5);
+  }
+  assert.deepEqual([...seen].sort(), ['fits', 'oom', 'tight'], 'the requests cover every verdict');
+});
+
+test('1.6 pretrain: torch max_memory_allocated / max_memory_reserved and nvidia-smi, per stage and for the peak stage', () => {
+  for (const req of [paper, fsdp, fsdp1]) {
+    const r = memest.request(req);
+    const s = r.stages.find((x) => x.stage === r.peak_stage);
+    for (const k of ['torch_max_memory_allocated_bytes', 'torch_max_memory_reserved_bytes', 'nvidia_smi_bytes']) {
+      assert.equal(typeof s[k], 'number', k);
+      assert.equal(r[k], s[k], `${k}: the response's is the peak stage's`);
+    }
+    // allocated <= reserved <= what nvidia-smi shows (it adds the CUDA context and paged memory)
+    assert.ok(r.torch_max_memory_allocated_bytes <= r.torch_max_memory_reserved_bytes);
+    assert.ok(r.torch_max_memory_reserved_bytes < r.nvidia_smi_bytes);
+    // the torch figures leave the CUDA context out of the overhead model's allocated / reserved
+    const context = s.overheads.context_bytes;
+    assert.ok(Math.abs(r.peak_reserved_bytes - context - r.torch_max_memory_reserved_bytes) < 1, req.training.framework);
+    assert.ok(Math.abs(r.peak_allocated_bytes - context - r.torch_max_memory_allocated_bytes) < 1, req.training.framework);
+    assert.equal(typeof s.overheads.optimizer_step_bytes, 'number');
+    assert.equal(typeof s.stack.unsharded_root_bytes, 'number');
+  }
+  // FSDP1 keeps its root unit unsharded between forward and backward; FSDP2 does not
+  const one = memest.request(fsdp1);
+  assert.ok(one.stages[0].stack.unsharded_root_bytes > 0);
+  assert.equal(memest.request({ ...fsdp1, training: { ...fsdp1.training, framework: 'fsdp' } }).stages[0].stack.unsharded_root_bytes, 0);
+});
+
+test('1.6 training fields: each changes the answer where it applies, and pretrainTable() reads them as request() does', () => {
+  const fs = { ...fsdp1, training: { seq_len: 4096, micro_batch: 1, global_batch: 64, framework: 'fsdp' } };
+  const peak = (training, parallel = {}) => memest.request({ ...fs, parallel: { ...fs.parallel, ...parallel },
+    training: { ...fs.training, ...training } }).peak_bytes;
+  const base = peak({});
+  assert.notEqual(peak({ framework: 'fsdp1', no_sync: true }), peak({ framework: 'fsdp1', no_sync: false }), 'no_sync under fsdp1');
+  assert.equal(memest.request({ ...fsdp1, training: { ...fsdp1.training, no_sync: undefined } }).training.no_sync, 'default');
+  assert.notEqual(peak({ reduce_dtype: 'bf16' }), base, 'reduce_dtype bf16');
+  assert.notEqual(peak({ loss_parallel: false }, { tp: 2 }), peak({}, { tp: 2 }), 'loss_parallel off under tp 2');
+  assert.notEqual(peak({ fp8: true, fp8_all_gather: true }), peak({ fp8: true }), 'fp8 all-gather');
+  assert.notEqual(peak({ logits_held: true }), base, 'logits held');
+  const echoed = memest.request({ ...fs, training: { ...fs.training, reduce_dtype: 'bf16', autocast: false, logits_held: true } }).training;
+  assert.equal(echoed.reduce_dtype, 'bf16');
+  assert.equal(echoed.autocast, false);
+  assert.equal(echoed.logits_held, true);
+  const cells = [[8, 1, 1, 1, 1], [8, 2, 1, 1, 1], [16, 1, 1, 1, 2]];
+  for (const training of [{ framework: 'fsdp1', no_sync: true }, { reduce_dtype: 'fp16', loss_parallel: false },
+    { fp8: true, fp8_all_gather: true, logits_held: true, autocast: true }]) {
+    const req = { ...fs, training: { ...fs.training, ...training } };
+    const table = memest.pretrainTable(req, cells);
+    cells.forEach(([gpus, tp, cp, pp, mbs], i) => {
+      const d = memest.request({ ...req, parallel: { ...req.parallel, gpus, tp, cp, pp },
+        training: { ...req.training, micro_batch: mbs } });
+      assert.equal(table[i].ok, true, JSON.stringify(table[i].error));
+      for (const k of ['peak_bytes', 'oom_probability', 'margin_bytes', 'capacity_bytes']) {
+        assert.equal(table[i][k], d[k], `${JSON.stringify(training)} cell ${cells[i]}: ${k}`);
+      }
+    });
+  }
+});
+
+test('1.6 training fields: refused where they do not apply, the field named', () => {
+  const megatron = { ...paper, gpu: 'h100-80gb' };
+  const refusal = (training, base = megatron) => memest.answer({ ...base, training: { ...base.training, ...training } });
+  for (const [training, field] of [
+    [{ reduce_dtype: 'bf16' }, 'training.reduce_dtype'],
+    [{ reduce_dtype: 'fp8' }, 'training.reduce_dtype'],
+    [{ autocast: true }, 'training.autocast'],
+    [{ logits_held: true }, 'training.logits_held'],
+    [{ loss_parallel: false }, 'training.loss_parallel'],
+    [{ no_sync: true }, 'training.no_sync'],
+    [{ fp8_all_gather: true }, 'training.fp8_all_gather'],
+    [{ no_sync: 'yes' }, 'training.no_sync'],
+  ]) {
+    const d = refusal(training);
+    assert.equal(d.ok, false, JSON.stringify(training));
+    assert.equal(d.error.field, field, JSON.stringify(training));
+  }
+  // fp8_all_gather needs fsdp with fp8 and sharded parameters
+  const noFp8 = refusal({ fp8_all_gather: true }, fsdp1);
+  assert.equal(noFp8.error?.field, 'training.fp8_all_gather');
+  // quantize_lm_head: qlora only, and only for an untied LM head
+  const qlora = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 1 },
+    training: { framework: 'pytorch', seq_len: 2048, param_dtype: 'bf16', adapter: { type: 'qlora' } } };
+  const q = memest.request(qlora);
+  const qh = memest.request({ ...qlora, training: { ...qlora.training, adapter: { type: 'qlora', quantize_lm_head: true } } });
+  assert.equal(qh.training.adapter.quantize_lm_head, true);
+  assert.ok(qh.adapter.base_weights_bytes < q.adapter.base_weights_bytes, 'the NF4 head is smaller');
+  const lora = memest.answer({ ...qlora, training: { ...qlora.training, adapter: { type: 'lora', quantize_lm_head: true } } });
+  assert.equal(lora.error?.field, 'training.adapter.quantize_lm_head');
+  const tied = memest.models().find((m) => m.tie_word_embeddings);
+  assert.ok(tied, 'a preset with a tied head');
+  const t = memest.answer({ ...qlora, model: tied.id, training: { ...qlora.training, adapter: { type: 'qlora', quantize_lm_head: true } } });
+  assert.equal(t.error?.field, 'training.adapter.quantize_lm_head', JSON.stringify(t.error ?? {}));
+});
+
+test('1.6 through WASM equals the CLI\'s `memest request`: an FSDP1 + no_sync answer, field for field (when MEMEST_CLI is set)', async (t) => {
+  const want = await cliAnswer(fsdp1);
+  if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+  assert.equal(want.ok, true, JSON.stringify(want.error));
+  const got = memest.request(fsdp1);
+  assert.equal(got.oom_probability, want.oom_probability);
+  assert.equal(got.margin_bytes, want.margin_bytes);
+  assert.deepEqual(got.peak_band_bytes, want.peak_band_bytes);
+  for (const k of ['torch_max_memory_allocated_bytes', 'torch_max_memory_reserved_bytes', 'nvidia_smi_bytes']) {
+    assert.equal(got[k], want[k], k);
+  }
+  assert.deepEqual(got, want, 'the whole answer');
+  // and a search under a chosen max_oom_probability
+  const search = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 8 },
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'none' }, search: { top: 5, max_oom_probability: 0.5 } };
+  assert.deepEqual(memest.request(search), await cliAnswer(search));
+});
+
+test('1.6 search: max_oom_probability (default the library\'s), each entry\'s OOM probability, margin and peak_high', () => {
+  const search = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 8 },
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'none' }, search: { top: 50 } };
+  const d = memest.request(search);
+  assert.equal(d.max_oom_probability, memest.searchMaxOomProbability());
+  assert.ok(d.results.length > 0);
+  const sigma = memest.peakErrorSigma();
+  for (const e of d.results) {
+    assert.ok(e.oom_probability <= d.max_oom_probability, `rank ${e.rank}: ${e.oom_probability}`);
+    assert.equal(e.margin_bytes, d.gpu.memory_bytes - e.peak_bytes, `rank ${e.rank}`);
+    assert.ok(Math.abs(e.peak_high_bytes / e.peak_bytes - Math.exp(1.645 * sigma)) < 1e-3, `rank ${e.rank}`);
+  }
+  // a stricter limit ranks fewer layouts, each within it; a looser one more
+  const strict = memest.request({ ...search, search: { ...search.search, max_oom_probability: 0.01 } });
+  const loose = memest.request({ ...search, search: { ...search.search, max_oom_probability: 1 } });
+  assert.equal(strict.max_oom_probability, 0.01);
+  assert.ok(strict.ranked < d.ranked && d.ranked < loose.ranked, `${strict.ranked} < ${d.ranked} < ${loose.ranked}`);
+  assert.ok(strict.results.every((e) => e.oom_probability <= 0.01));
+  // out of (0, 1]: refused, naming the field
+  for (const bad of [2, 0, -0.1]) {
+    const r = memest.answer({ ...search, search: { top: 5, max_oom_probability: bad } });
+    assert.equal(r.ok, false, String(bad));
+    assert.equal(r.error.code, 'invalid_argument');
+    assert.equal(r.error.field, 'search.max_oom_probability');
+    assert.match(r.error.message, /search\.max_oom_probability/);
+  }
+  assert.throws(() => memest.request({ ...search, search: { max_oom_probability: '0.5' } }),
+    (e) => e instanceof MemestError && e.code === 'wrong_type' && e.field === 'search.max_oom_probability');
 });

@@ -4,7 +4,7 @@
 import { createMemest, GiB } from '@memest';
 import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
-  inputForField, formProblem, applySet, BUCKETS, bucketApplies,
+  inputForField, formProblem, applySet, BUCKETS, bucketApplies, POLICY, policyApplies,
 } from './state.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
@@ -19,6 +19,15 @@ const $ = (id) => document.getElementById(id);
 const gib = (bytes) => (bytes / GiB).toFixed(2);
 const fmtGiB = (bytes) => `${gib(bytes)} GiB`;
 const percent = (fraction) => `${Math.round(fraction * 1000) / 10} %`;
+/** A probability as a percentage (one decimal, as percent()); the ends say so rather than
+ *  round to 0 % or 100 % when the library's value is not exactly that. */
+const probability = (p) => {
+  if (p > 0 && p < 0.001) return '< 0.1 %';
+  if (p < 1 && p > 0.999) return '> 99.9 %';
+  return percent(p);
+};
+/** The margin left under capacity, or how far over it the peak is. */
+const marginText = (bytes) => (bytes >= 0 ? `margin ${fmtGiB(bytes)}` : `over by ${fmtGiB(-bytes)}`);
 const el = (tag, props = {}, ...children) => {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
@@ -46,6 +55,8 @@ for (const tp of [1, 2, 4, 8]) {
 }
 /** The dtype names a request's param_dtype / grad_dtype take (README "JSON request"). */
 const DTYPES = ['bf16', 'fp16', 'fp32', 'fp8'];
+/** Those FSDP's reduce_dtype takes (training.reduce_dtype). */
+const REDUCE_DTYPES = ['fp32', 'bf16', 'fp16'];
 /** Milliseconds the table waits after the last input before it recomputes. */
 const GRID_DEBOUNCE_MS = 250;
 /** The fine-tuning estimate costs ~0.2-0.4 s in WebAssembly: computed once typing pauses. */
@@ -78,8 +89,9 @@ const FORM = {
   op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel',
   co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
+  ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
-  dq: 'double-quant',
+  dq: 'double-quant', qlh: 'quantize-lm-head', moop: 'search-max-oom',
 };
 
 /** The LoRA target checkboxes (one per lora_target name of the library), as the state's comma
@@ -132,6 +144,12 @@ function isMoe(s) {
   return (modelPresets.find((m) => m.id === s.m)?.num_experts ?? 0) > 0;
 }
 
+/** Whether the form's model is a preset whose LM head is tied to its embedding (QLoRA cannot
+ *  quantise that head apart). */
+function isTiedPreset(s) {
+  return modelPresets.find((m) => m.id === s.m)?.tie_word_embeddings === true;
+}
+
 /** Shows the controls the active tab's request reads (data-modes), and the custom fields. */
 function syncFields(s) {
   $('config-field').hidden = s.m !== 'custom';
@@ -146,6 +164,16 @@ function syncFields(s) {
   $('ft-tp-field').hidden = s.fm !== 'dp+tp';
   for (const node of document.querySelectorAll('#lora-fieldset .lora-only')) node.hidden = s.ad === 'none';
   $('double-quant-field').hidden = s.ad !== 'qlora' && s.dq !== '1';
+  // the NF4 LM head: QLoRA with an untied head (or a link that sets it: the library says why not)
+  $('quantize-lm-head-field').hidden = (s.ad !== 'qlora' || isTiedPreset(s)) && s.qlh !== '1';
+  // the precision policy and the loss: only where its framework reads it (state.js POLICY)
+  let policy = 0;
+  for (const p of POLICY) {
+    const shown = policyApplies(p, s);
+    $(`${p.id}-field`).hidden = !shown;
+    policy += shown ? 1 : 0;
+  }
+  $('policy').hidden = policy === 0;
   // the MoE dispatcher: for a preset with experts (the library's presets), or a pasted config
   // (which may have them), or a link that sets it
   $('moe-dispatcher-field').hidden = !isMoe(s) && !s.md;
@@ -167,8 +195,8 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
   'compile', 'moe-dispatcher', 'attention-kernel', 'comm-overlap', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
-  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant',
-  ...BUCKETS.map((b) => b.id), 'general'];
+  'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'quantize-lm-head',
+  ...POLICY.map((p) => p.id), 'search-max-oom', ...BUCKETS.map((b) => b.id), 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -368,6 +396,8 @@ function renderPretrain(r) {
     ? `${words(r.peak_verdict)}: peak ${bandText(peakBands, r.peak_verdict)} of capacity` : '';
   $('peak').textContent = `${fmtGiB(r.peak_bytes)} (stage ${r.peak_stage})`;
   $('peak-share').textContent = capacity > 0 ? `${percent(r.peak_bytes / capacity)} of capacity` : '';
+  renderRisk(r);
+  renderLogFigures(r);
   $('capacity').textContent = capacity > 0 ? fmtGiB(capacity) : 'unknown';
   $('gpu-name').textContent = `${r.layout.gpus} × ${r.gpu.name}`;
   $('estimate').textContent = fmtGiB(r.estimate_bytes);
@@ -408,6 +438,46 @@ function renderPretrain(r) {
   scheduleChart(r);
 }
 
+/** Next to the verdict: the probability of running out of memory and the margin (capacity less
+ *  the peak); next to the peak, its 90 % band from memest's measured error. Each keeps the
+ *  library's number exactly in data-value. */
+function renderRisk(r) {
+  const show = r.capacity_bytes > 0 && typeof r.oom_probability === 'number';
+  const risk = $('oom-probability');
+  risk.textContent = show ? `probability of OOM ${probability(r.oom_probability)}` : '';
+  risk.dataset.value = show ? String(r.oom_probability) : '';
+  const margin = $('margin');
+  margin.textContent = show && typeof r.margin_bytes === 'number' ? marginText(r.margin_bytes) : '';
+  margin.dataset.value = show ? String(r.margin_bytes) : '';
+  const band = r.peak_band_bytes;
+  const hasBand = Array.isArray(band) && band.length === 2;
+  $('peak-band').textContent = hasBand ? `90 % band ${gib(band[0])}–${gib(band[1])} GiB` : '';
+  $('peak-band').dataset.low = hasBand ? String(band[0]) : '';
+  $('peak-band').dataset.high = hasBand ? String(band[1]) : '';
+}
+
+/** The three figures a user compares with a run's logs (the peak stage's). */
+const LOG_FIGURES = [
+  ['torch-allocated', 'torch_max_memory_allocated_bytes'],
+  ['torch-reserved', 'torch_max_memory_reserved_bytes'],
+  ['nvidia-smi', 'nvidia_smi_bytes'],
+];
+
+function renderLogFigures(r) {
+  for (const [id, key] of LOG_FIGURES) {
+    $(id).textContent = typeof r[key] === 'number' ? fmtGiB(r[key]) : '—';
+    $(id).dataset.value = typeof r[key] === 'number' ? String(r[key]) : '';
+  }
+}
+
+function clearRisk() {
+  for (const id of ['oom-probability', 'margin']) { $(id).textContent = ''; $(id).dataset.value = ''; }
+  $('peak-band').textContent = '';
+  $('peak-band').dataset.low = '';
+  $('peak-band').dataset.high = '';
+  for (const [id] of LOG_FIGURES) { $(id).textContent = '—'; $(id).dataset.value = ''; }
+}
+
 /** The step time and its nonzero parts (the response's `throughput`, present when a global
  *  batch is given). The parts' names are the library's (its step_part enum), shown with spaces;
  *  each item keeps its seconds exactly in data-seconds. */
@@ -446,6 +516,8 @@ const STACK_PART_NAMES = {
   recompute_bytes: 'recompute working set',
   offload_staging_bytes: 'offload staging buffers',
   paged_bytes: 'paged optimizer memory (outside the peak)',
+  unsharded_root_bytes: 'FSDP1 root unit kept unsharded (in the weights)',
+  optimizer_step_bytes: 'optimizer step temporaries',
 };
 
 /** Peak allocated vs reserved, host memory and the stack's named parts of the peak stage. */
@@ -456,6 +528,9 @@ function renderStack(r) {
   $('host-memory').textContent = figure(r.host_bytes);
   const stage = r.stages.find((s) => s.stage === r.peak_stage) ?? r.stages[0];
   const parts = Object.entries(stage?.stack ?? {}).filter(([, v]) => typeof v === 'number');
+  // what optimizer.step() allocates beyond what the activations freed (an overhead, 1.6)
+  const step = stage?.overheads?.optimizer_step_bytes;
+  if (typeof step === 'number' && step > 0) parts.push(['optimizer_step_bytes', step]);
   $('stack-parts').replaceChildren(...parts.map(([key, v]) => el('li', { dataset: { part: key } },
     el('span', { className: 'part-name' }, STACK_PART_NAMES[key] ?? key.replace(/_bytes$/, '').replace(/_/g, ' ')),
     el('span', { className: 'part-value' }, fmtGiB(v)))));
@@ -593,6 +668,7 @@ function clearPretrain() {
   $('verdict').dataset.verdict = '';
   $('paper-verdict').dataset.verdict = '';
   for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
+  clearRisk();
   $('stages-table').tBodies[0].replaceChildren();
   clearStack();
   clearAdapter();
@@ -612,9 +688,11 @@ function statusOfPretrain(r) {
   if (!(cap > 0)) {
     return [who, `peak ${fmtGiB(r.peak_bytes)} per GPU; the paper's estimate ${fmtGiB(r.estimate_bytes)} (no capacity given).`];
   }
+  const risk = typeof r.oom_probability === 'number'
+    ? `; probability of OOM ${probability(r.oom_probability)}, ${marginText(r.margin_bytes)}` : '';
   return [who, verdictWords(r.peak_verdict),
     ` — peak ${fmtGiB(r.peak_bytes)} of ${fmtGiB(cap)} per GPU (${percent(r.peak_bytes / cap)}, the overhead model; ` +
-    `fits ${bandText(peakBands, 'fits')}). `,
+    `fits ${bandText(peakBands, 'fits')}${risk}). `,
     el('span', { className: 'paper-figure' },
       `The paper's estimate: ${fmtGiB(r.estimate_bytes)} (${percent(r.usage_fraction)}, ${words(r.verdict)} by its bands; ` +
       `fits ${bandText(paperBands, 'fits')}).`),
@@ -717,7 +795,8 @@ function renderGrid(req) {
         td.dataset.paperVerdict = c.verdict;
         const cap = c.capacity_bytes;
         const share = cap > 0 ? ` (${percent(c.peak_bytes / cap)})` : '';
-        const text = `peak ${gib(c.peak_bytes)} GiB${share}: ${words(c.peak_verdict)} · the paper's estimate ` +
+        const risk = typeof c.oom_probability === 'number' ? `, probability of OOM ${probability(c.oom_probability)}` : '';
+        const text = `peak ${gib(c.peak_bytes)} GiB${share}: ${words(c.peak_verdict)}${risk} · the paper's estimate ` +
           `${gib(c.estimate_bytes)} GiB (${percent(c.usage_fraction)}, ${words(c.verdict)})`;
         td.title = text;
         td.setAttribute('aria-label', `tp ${tp}, cp ${cp}, pp ${pp}, micro-batch ${mbs}, ${gpus} GPUs: ${text}`);
@@ -1014,9 +1093,13 @@ function runSearch(problem) {
     peak_verdict: r.peak_verdict ?? '', estimate_gib: (r.estimate_bytes ?? 0) / GiB, verdict: r.verdict ?? '',
     tflops: r.tflops_per_gpu ?? null, tokens: r.tokens_per_s ?? null, reason: r.reason ?? '', _raw: r,
     tie: r.tie ? 1 : 0, mfu: r.throughput?.mfu ?? null,
+    oom_probability: r.oom_probability ?? null, margin_gib: r.margin_bytes == null ? null : r.margin_bytes / GiB,
   }));
+  const limit = typeof d.max_oom_probability === 'number'
+    ? ` with a probability of OOM of at most ${probability(d.max_oom_probability)}` : '';
+  $('search-summary').dataset.maxOomProbability = String(d.max_oom_probability ?? '');
   $('search-summary').textContent = rows.length
-    ? `${d.ranked} of ${d.candidates} layouts fit and were ranked (${d.pruned_total} dropped); the best ${rows.length}:`
+    ? `${d.ranked} of ${d.candidates} layouts fit${limit} and were ranked (${d.pruned_total} dropped); the best ${rows.length}:`
     : `No layout of the ${d.candidates} considered fits (${d.pruned_total} dropped: ${prunedSummary(d.pruned)}).`;
   const who = `${d.model.name} on ${d.gpus} × ${d.gpu.name}, layout search: `;
   if (rows.length) {
@@ -1025,7 +1108,9 @@ function runSearch(problem) {
     setStatus('result', [who, 'the fastest layout predicted to fit is ',
       `tp ${l.tp}, cp ${l.cp}, pp ${l.pp}, vpp ${l.vpp}, micro-batch ${l.micro_batch}, recompute ${l.recompute}, ZeRO ${l.zero}`,
       ' — ', verdictWords(best.peak_verdict),
-      `, peak ${fmtGiB(best.peak_bytes)} of ${fmtGiB(d.gpu.memory_bytes)}, ${best.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU.`],
+      `, peak ${fmtGiB(best.peak_bytes)} of ${fmtGiB(d.gpu.memory_bytes)}` +
+      (typeof best.oom_probability === 'number' ? ` (probability of OOM ${probability(best.oom_probability)}, ${marginText(best.margin_bytes)})` : '') +
+      `, ${best.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU.`],
     best.peak_verdict);
   } else {
     setStatus('result', [who, verdictWords('oom'), ` — no layout of the ${d.candidates} considered fits.`], 'oom');
@@ -1038,6 +1123,10 @@ function runSearch(problem) {
     ...(rows.some((r) => 'recompute' in r) ? [{ key: 'recompute', label: 'Recompute' }] : []),
     { key: 'peak_gib', label: 'Peak (GiB)', num: true, fmt: (v) => v.toFixed(2) },
     { key: 'peak_verdict', label: 'Verdict', fmt: (v) => words(v), verdict: 'peak_verdict' },
+    ...(rows.some((r) => r.oom_probability != null) ? [
+      { key: 'oom_probability', label: 'P(OOM)', num: true, fmt: (v) => (v == null ? '—' : probability(v)) },
+      { key: 'margin_gib', label: 'Margin (GiB)', num: true, fmt: (v) => (v == null ? '—' : v.toFixed(2)) },
+    ] : []),
     { key: 'estimate_gib', label: 'Paper\'s estimate (GiB)', num: true, fmt: (v) => v.toFixed(2) },
     { key: 'verdict', label: 'Paper\'s verdict', fmt: (v) => words(v) },
     { key: 'tflops', label: 'TFLOP/s per GPU', num: true, fmt: (v) => (v == null ? '—' : Number(v).toFixed(1)) },
@@ -1243,6 +1332,10 @@ async function start() {
   for (const id of ['param-dtype', 'grad-dtype']) {
     $(id).replaceChildren(new Option('default', ''), ...DTYPES.map((name) => new Option(name, name)));
   }
+  $('reduce-dtype').replaceChildren(new Option('default (the gradient dtype)', ''),
+    ...REDUCE_DTYPES.map((name) => new Option(name, name)));
+  // the search's default limit on the probability of OOM: the library's
+  $('search-max-oom').placeholder = `default ${memest.searchMaxOomProbability()}`;
   // LoRA / QLoRA: the adapter types and target names are the library's; the adapter dtypes the
   // JSON request's names
   $('adapter-type').replaceChildren(...enums.adapter.map((name) => new Option(name, name)));
@@ -1264,7 +1357,7 @@ async function start() {
     value: m.id, label: `${m.name} (${(m.num_parameters / 1e9).toFixed(2)} B)`,
   })), 'Custom: config.json…');
   fillSelect($('gpu-preset'), gpuPresets.map((g) => ({
-    value: g.id, label: `${g.name} (${(g.memory_bytes / GiB).toFixed(0)} GiB)`,
+    value: g.id, label: `${g.name} (${(g.memory_bytes / GiB).toFixed(2)} GiB usable)`,
   })), 'Custom capacity…');
   $('gpu-preset').append(new Option('Device profile (calibrate/)…', 'profile'));
   $('version').textContent = `libmemest ${memest.version()} (WebAssembly)`;
@@ -1287,7 +1380,12 @@ async function start() {
   });
   form.addEventListener('submit', (e) => e.preventDefault());
   $('search-top').addEventListener('input', () => { state.top = $('search-top').value; scheduleUpdate(); });
-  $('search-run').addEventListener('click', () => { state.top = $('search-top').value; update(); });
+  $('search-max-oom').addEventListener('input', () => { state.moop = $('search-max-oom').value; scheduleUpdate(); });
+  $('search-run').addEventListener('click', () => {
+    state.top = $('search-top').value;
+    state.moop = $('search-max-oom').value;
+    update();
+  });
 
   // config.json by file or drag-and-drop anywhere on the form
   const loadConfigText = (text) => {

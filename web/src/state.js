@@ -31,10 +31,20 @@ export const DEFAULTS = Object.freeze({
   // framework's default, which the library holds (a request then carries no such field);
   // gradient_as_bucket_view off unless checked. BUCKETS says which framework reads which.
   bcm: '', gbv: '0', rbs: '', abs: '', pbs: '', mlp: '', ppt: '',
+  // the precision policy and the loss beside the stored dtypes (1.6; POLICY says which framework
+  // reads which): FSDP's reduce_dtype ('' = the gradient dtype), loss_parallel (on, the
+  // library's default), autocast and no_sync ('' = the stack's default, '1' on, '0' off), fp8
+  // all-gather, the logits held through backward
+  rd: '', lp: '1', ac: '', fag: '0', ns: '', lh: '0',
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
   ad: 'none', lr: '8', la: '8', ldo: '0', lt: 'q_proj,v_proj', adt: 'fp32', dq: '0',
+  // QLoRA: the (untied) LM head quantised to NF4 too (LitGPT), off as in the library
+  qlh: '0',
+  // the search's largest probability of OOM for a ranked layout: '' = the library's default
+  // (its enums mode's search_max_oom_probability), which the request then leaves out
+  moop: '',
 });
 
 /** The compile state as a memest_compile name: the checkbox of before 1.4 wrote '1' (blocks and
@@ -181,12 +191,12 @@ export function gpuOf(state) {
 /**
  * The framework buffer sizes of training.buckets: the state key, the request field, the form
  * control's id and the frameworks whose buffers the library computes from it (DDP's buckets:
- * pytorch, and fsdp at ZeRO 0-1, which the library runs as DDP; DeepSpeed's: deepspeed). A
+ * pytorch, and fsdp / fsdp1 at ZeRO 0, which the library runs as DDP; DeepSpeed's: deepspeed). A
  * control is shown, and its field sent, only under those frameworks.
  */
 export const BUCKETS = Object.freeze([
-  { key: 'bcm', field: 'bucket_cap_mb', id: 'bucket-cap-mb', frameworks: ['pytorch', 'fsdp'] },
-  { key: 'gbv', field: 'gradient_as_bucket_view', id: 'bucket-view', frameworks: ['pytorch', 'fsdp'], flag: true },
+  { key: 'bcm', field: 'bucket_cap_mb', id: 'bucket-cap-mb', frameworks: ['pytorch', 'fsdp', 'fsdp1'] },
+  { key: 'gbv', field: 'gradient_as_bucket_view', id: 'bucket-view', frameworks: ['pytorch', 'fsdp', 'fsdp1'], flag: true },
   { key: 'rbs', field: 'reduce_bucket_size', id: 'reduce-bucket-size', frameworks: ['deepspeed'] },
   { key: 'abs', field: 'allgather_bucket_size', id: 'allgather-bucket-size', frameworks: ['deepspeed'] },
   { key: 'pbs', field: 'stage3_prefetch_bucket_size', id: 'prefetch-bucket-size', frameworks: ['deepspeed'] },
@@ -213,6 +223,55 @@ export function bucketFields(state) {
     }
   }
   return Object.keys(buckets).length ? { buckets } : {};
+}
+
+/** The frameworks whose FSDP mechanisms the library models (FSDP2 fully_shard and FSDP1). */
+const FSDP = ['fsdp', 'fsdp1'];
+/** Every framework but Megatron-LM (which runs its own mixed precision and loss). */
+const NOT_MEGATRON = ['fsdp', 'fsdp1', 'deepspeed', 'pytorch'];
+
+/**
+ * The precision policy and loss fields of the training block (1.6, README "Training stack"):
+ * the state key, the request field, the form control's id, its kind, the frameworks that read it
+ * and what else it needs in the form. As with BUCKETS, a control is shown, and its field sent,
+ * only where it applies, and only when the form sets it away from the library's default:
+ *  - 'dtype': a select of dtype names, '' = default (left out);
+ *  - 'on': a checkbox whose default is on; unchecked sends false;
+ *  - 'flag': a checkbox whose default is off; checked sends true;
+ *  - 'tri': a select '' (the stack's default, left out), '1' (true) or '0' (false).
+ */
+export const POLICY = Object.freeze([
+  { key: 'rd', field: 'reduce_dtype', id: 'reduce-dtype', kind: 'dtype', frameworks: FSDP },
+  { key: 'lp', field: 'loss_parallel', id: 'loss-parallel', kind: 'on', frameworks: FSDP },
+  { key: 'fag', field: 'fp8_all_gather', id: 'fp8-all-gather', kind: 'flag', frameworks: FSDP, needs: 'fp8' },
+  { key: 'ns', field: 'no_sync', id: 'no-sync', kind: 'tri', frameworks: FSDP },
+  { key: 'ac', field: 'autocast', id: 'autocast', kind: 'tri', frameworks: NOT_MEGATRON },
+  { key: 'lh', field: 'logits_held', id: 'logits-held', kind: 'flag', frameworks: NOT_MEGATRON },
+]);
+
+/** Whether a POLICY field applies to the form: its framework, and the flag it needs (fp8). */
+export function policyApplies(entry, state) {
+  if (!entry.frameworks.includes(state.fw ?? DEFAULTS.fw)) return false;
+  return !entry.needs || (state[entry.needs] ?? DEFAULTS[entry.needs]) === '1';
+}
+
+/** The POLICY fields of the form that apply and differ from the library's defaults. */
+export function policyFields(state) {
+  const out = {};
+  for (const p of POLICY) {
+    if (!policyApplies(p, state)) continue;
+    const v = String(state[p.key] ?? DEFAULTS[p.key]);
+    if (p.kind === 'dtype') {
+      if (v !== '') out[p.field] = v;
+    } else if (p.kind === 'on') {
+      if (v === '0') out[p.field] = false;
+    } else if (p.kind === 'flag') {
+      if (v === '1') out[p.field] = true;
+    } else if (v === '1' || v === '0') {
+      out[p.field] = v === '1';
+    }
+  }
+  return out;
 }
 
 /** The training-stack fields of the training block (README "Training stack"), those the form
@@ -243,7 +302,7 @@ export function stackFields(state) {
   if (flag('op')) offload.params = true;
   if (flag('oa')) offload.activations = true;
   if (Object.keys(offload).length) out.offload = offload;
-  return { ...out, ...bucketFields(state) };
+  return { ...out, ...policyFields(state), ...bucketFields(state) };
 }
 
 /** The adapter of the training block (README "LoRA and QLoRA"): none unless the form chooses
@@ -259,6 +318,7 @@ export function adapterFields(state) {
   if (v('lt') !== DEFAULTS.lt) adapter.targets = v('lt').split(',').filter((t) => t !== '');
   if (v('adt') !== DEFAULTS.adt) adapter.dtype = v('adt');
   if (v('dq') === '1') adapter.double_quant = true;
+  if (v('qlh') === '1') adapter.quantize_lm_head = true;
   return { adapter };
 }
 
@@ -309,8 +369,14 @@ export function searchRequest(state) {
       seq_len: num(state.seq), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
     },
-    search: { top: num(state.top) },
+    search: { top: num(state.top), ...searchLimit(state) },
   };
+}
+
+/** search.max_oom_probability when the form sets one ('' leaves the library's default). */
+function searchLimit(state) {
+  const v = String(state.moop ?? DEFAULTS.moop).trim();
+  return v === '' ? {} : { max_oom_probability: num(v) };
 }
 
 /** The state key of each request field the form holds. */
@@ -332,6 +398,8 @@ const STATE_OF_FIELD = {
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
   'training.adapter.double_quant': 'dq',
+  ...Object.fromEntries(POLICY.map((p) => [`training.${p.field}`, p.key])),
+  'training.adapter.quantize_lm_head': 'qlh', 'search.max_oom_probability': 'moop',
 };
 
 /**
@@ -364,6 +432,8 @@ const SLOT_OF_STATE = {
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',
+  ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
+  qlh: 'quantize-lm-head', moop: 'search-max-oom',
 };
 
 /** Which form control (and error slot) a request field belongs to. */

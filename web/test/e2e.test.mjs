@@ -16,6 +16,14 @@ import { CLI, RESULTS, GiB, g2, cli, usePage, page, browser, server, pageErrors,
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const pct = (f) => `${Math.round(f * 1000) / 10} %`;
+/** A probability as the page words it: pct, with the ends said as "< 0.1 %" / "> 99.9 %". */
+const prob = (p) => (p > 0 && p < 0.001 ? '< 0.1 %' : p < 1 && p > 0.999 ? '> 99.9 %' : pct(p));
+/** The margin as the page words it: left under capacity, or over it. */
+const marginWords = (b) => (b >= 0 ? `margin ${g2(b)} GiB` : `over by ${g2(-b)} GiB`);
+/** The status line's figures of a pretrain answer, as the page writes them. */
+const statusFigures = (want, fits) => `peak ${g2(want.peak_bytes)} GiB of ${g2(want.capacity_bytes)} GiB per GPU ` +
+  `(${pct(want.peak_bytes / want.capacity_bytes)}, the overhead model; fits ≤ ${pct(fits)}; ` +
+  `probability of OOM ${prob(want.oom_probability)}, ${marginWords(want.margin_bytes)}).`;
 /** The verdict in words, as the CLI prints it ("verdict: out of memory"). */
 const words = (v) => (v === 'oom' ? 'out of memory' : v);
 const cases = JSON.parse(readFileSync(here('./cross-check.json'), 'utf8')).cases;
@@ -115,9 +123,8 @@ test('the default page shows the README example (fits; 27.20 GiB by the paper) w
   const tables = cli({ mode: 'enums' });
   assert.equal(tables.ok, true);
   const status = await page.textContent('#status');
-  assert.match(status, /^Llama-3\.1-8B on 8 × NVIDIA A100 SXM 40GB: fits — peak 31\.39 GiB of 40\.00 GiB per GPU/);
-  assert.ok(status.includes(`fits ≤ ${pct(tables.peak_verdict_bands.fits)}`), status);
-  assert.ok(status.includes(`The paper's estimate: 27.20 GiB (68 %, fits by its bands; fits ≤ ${pct(tables.verdict_bands.fits)})`), status);
+  assert.ok(status.startsWith(`Llama-3.1-8B on 8 × NVIDIA A100 SXM 40GB: fits — ${statusFigures(want, tables.peak_verdict_bands.fits)} `), status);
+  assert.ok(status.includes(`The paper's estimate: 27.20 GiB (${pct(want.usage_fraction)}, fits by its bands; fits ≤ ${pct(tables.verdict_bands.fits)})`), status);
   assert.match(await page.textContent('#paper-verdict'), new RegExp(`fits ≤ ${pct(tables.verdict_bands.fits)}`));
   const b = tables.peak_verdict_bands;
   assert.deepEqual(await texts('#band-legend .band'),
@@ -164,13 +171,18 @@ test('the OOM layout (tp 4, cp 2, pp 1, mbs 2) is announced as out of memory, wi
   assert.equal(want.verdict, 'tight');
   await show(hashFor(OOM));
   const status = await page.textContent('#status');
-  assert.match(status, /: out of memory — peak 41\.30 GiB of 40\.00 GiB per GPU \(103\.3 %/);
-  assert.match(status, /The paper's estimate: 33\.76 GiB \(84\.4 %, tight by its bands; fits ≤ 80 %\)/);
+  const tables = cli({ mode: 'enums' });
+  assert.ok(want.margin_bytes < 0 && want.oom_probability > 0.5, 'over capacity');
+  assert.ok(status.includes(`: out of memory — ${statusFigures(want, tables.peak_verdict_bands.fits)} `), status);
+  assert.ok(status.includes(`over by ${g2(-want.margin_bytes)} GiB`), status);
+  assert.ok(status.includes(`The paper's estimate: 33.76 GiB (${pct(want.usage_fraction)}, tight by its bands; ` +
+    `fits ≤ ${pct(tables.verdict_bands.fits)})`), status);
   assert.equal(await page.getAttribute('#status', 'data-verdict'), 'oom');
   assert.equal(await page.textContent('#verdict'), 'out of memory');
-  assert.equal(await page.textContent('#peak'), '41.30 GiB (stage 0)');
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage 0)`);
   assert.equal(await page.textContent('#estimate'), '33.76 GiB');
-  assert.match(await page.textContent('#paper-verdict'), /^84\.4 % of capacity: tight by the paper's bands/);
+  assert.equal((await page.textContent('#paper-verdict')).split(': tight by the paper\'s bands')[0],
+    `${pct(want.usage_fraction)} of capacity`);
   // where the memory goes, as the library ranks it
   const parts = await page.$$eval('#dominant-parts li', (lis) => lis.map((li) => [li.dataset.part, li.querySelector('.part-value').textContent]));
   assert.deepEqual(parts, want.dominant_parts.map((p) => [p.part, `${g2(p.bytes)} GiB · ${Math.round(p.share * 100)} %`]));
@@ -516,38 +528,47 @@ test('the state is shared by URL: a fresh page restores the exact configuration'
   await other.close();
 });
 
-test('a preset GPU from a URL: the capacity field and figure say its capacity (80 GiB for an H100 80GB)', async () => {
+test('a preset GPU from a URL: the capacity field and figure say its capacity (the usable one of an H100 80GB)', async () => {
   // The capacity field of a preset GPU is derived from the preset; a link carries `mem` only for a
   // custom GPU. Loaded into a page that was on the default A100 40GB, it once kept saying 40.
+  // Since 1.6 the presets hold the usable capacity (torch.cuda.mem_get_info), the nominal beside.
+  const presets = cli({ mode: 'presets' }).gpus;
+  const gpu = (id) => presets.find((g) => g.id === id);
+  const field = (id) => String(gpu(id).memory_bytes / GiB);
+  assert.equal(gpu('h100-80gb').nominal_gib, 80);
+  assert.ok(gpu('h100-80gb').memory_bytes <= 80 * GiB);
   await show('#');
-  assert.equal(await page.inputValue('#gpu-memory'), '40');
+  assert.equal(await page.inputValue('#gpu-memory'), field('a100-40gb'));
   const hash = '#m=llama-3.1-8b&g=h100-80gb&gpus=8&tp=1&pp=1&zero=3&seq=4096&mbs=1&gbs=64';
   const want = cli({ mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
     parallel: { gpus: 8, tp: 1, pp: 1, zero: 3 }, training: { seq_len: 4096, micro_batch: 1, global_batch: 64 } });
-  assert.equal(g2(want.capacity_bytes), '80.00');
+  assert.equal(want.capacity_bytes, gpu('h100-80gb').memory_bytes);
   await show(hash);
   assert.equal(await page.inputValue('#gpu-preset'), 'h100-80gb');
-  assert.equal(await page.inputValue('#gpu-memory'), '80');
-  assert.equal(await page.textContent('#capacity'), '80.00 GiB');
+  assert.equal(await page.inputValue('#gpu-memory'), field('h100-80gb'));
+  assert.equal(await page.textContent('#capacity'), `${g2(want.capacity_bytes)} GiB`);
   assert.ok((await page.textContent('#status')).includes(`of ${g2(want.capacity_bytes)} GiB per GPU`));
+  // the preset list says the usable capacity
+  assert.equal(await page.$eval('#gpu-preset option[value="h100-80gb"]', (o) => o.textContent),
+    `${gpu('h100-80gb').name} (${g2(gpu('h100-80gb').memory_bytes)} GiB usable)`);
   // and a fresh page opened on the link
   const other = await browser.context.newPage();
   await other.goto(`${server.url}${hash}`);
   await other.waitForSelector('body[data-ready="1"]');
-  assert.equal(await other.inputValue('#gpu-memory'), '80');
-  assert.equal(await other.textContent('#capacity'), '80.00 GiB');
+  assert.equal(await other.inputValue('#gpu-memory'), field('h100-80gb'));
+  assert.equal(await other.textContent('#capacity'), `${g2(want.capacity_bytes)} GiB`);
   await other.close();
   // choosing another preset in the form still follows it
   const before = await probe();
   await page.selectOption('#gpu-preset', 'a100-80gb');
   await settle(before);
   await expectResult('a100-80gb chosen');
-  assert.equal(await page.inputValue('#gpu-memory'), '80');
+  assert.equal(await page.inputValue('#gpu-memory'), field('a100-80gb'));
   const b4 = await probe();
   await page.selectOption('#gpu-preset', 'h200-141gb');
   await settle(b4);
-  assert.equal(await page.inputValue('#gpu-memory'), '141');
-  assert.equal(await page.textContent('#capacity'), '141.00 GiB');
+  assert.equal(await page.inputValue('#gpu-memory'), field('h200-141gb'));
+  assert.equal(await page.textContent('#capacity'), `${g2(gpu('h200-141gb').memory_bytes)} GiB`);
 });
 
 test('downloads: the result as JSON and as CSV (whole byte counts as integers)', async () => {
@@ -681,6 +702,11 @@ async function searchTab(hash, req) {
     assert.equal(row["Paper's estimate (GiB)"], g2(r.estimate_bytes), `row ${i + 1}`);
     assert.equal(row["Paper's verdict"], words(r.verdict), `row ${i + 1}`);
     assert.equal(row['TFLOP/s per GPU'], r.tflops_per_gpu.toFixed(1), `row ${i + 1}`);
+    // 1.6: each layout's probability of OOM and margin, as the library gives them
+    assert.equal(typeof r.oom_probability, 'number', `row ${i + 1}: the CLI gives oom_probability`);
+    assert.equal(row['P(OOM)'], prob(r.oom_probability), `row ${i + 1}`);
+    assert.equal(row['Margin (GiB)'], g2(r.margin_bytes), `row ${i + 1}`);
+    assert.ok(r.oom_probability <= want.max_oom_probability, `row ${i + 1}: within the search's limit`);
   });
   assert.match(await page.textContent('#search-summary'), new RegExp(`^${want.ranked} of ${want.candidates} layouts`));
   const best = want.results[0];
@@ -800,4 +826,278 @@ test('a phone (390 x 844): the answer first, tables scroll sideways; dark theme'
   await page.screenshot({ path: `${RESULTS}dark.png`, fullPage: true });
   await page.click('#theme');
   await expectResult('dark theme');
+});
+
+// ---- 1.6: the verdict's margin and probability of OOM, the figures of a run's logs, the
+// precision policy (reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held),
+// QLoRA's NF4 LM head and the search's max_oom_probability ----
+
+/** Fails unless the pretrain headline shows `want` (a CLI pretrain answer): the verdict, the
+ *  probability of OOM and the margin beside it, the peak's 90 % band, the three log figures. */
+async function expectHeadline(want, what) {
+  assert.equal(want.ok, true, `${what}: the CLI answers: ${JSON.stringify(want.error)}`);
+  await expectResult(what);
+  assert.equal(want.margin_bytes, want.capacity_bytes - want.peak_bytes, `${what}: the CLI's margin`);
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict, what);
+  assert.equal(await page.textContent('#peak'), `${g2(want.peak_bytes)} GiB (stage ${want.peak_stage})`, what);
+  assert.equal(await page.textContent('#oom-probability'), `probability of OOM ${prob(want.oom_probability)}`, what);
+  assert.equal(await page.getAttribute('#oom-probability', 'data-value'), String(want.oom_probability), what);
+  assert.equal(await page.textContent('#margin'), marginWords(want.margin_bytes), what);
+  assert.equal(await page.getAttribute('#margin', 'data-value'), String(want.margin_bytes), what);
+  const [low, high] = want.peak_band_bytes;
+  assert.ok(low < want.peak_bytes && want.peak_bytes < high, `${what}: the CLI's band`);
+  assert.equal(await page.textContent('#peak-band'), `90 % band ${g2(low)}–${g2(high)} GiB`, what);
+  assert.deepEqual([await page.getAttribute('#peak-band', 'data-low'), await page.getAttribute('#peak-band', 'data-high')],
+    [String(low), String(high)], what);
+  for (const [id, key] of [['torch-allocated', 'torch_max_memory_allocated_bytes'],
+    ['torch-reserved', 'torch_max_memory_reserved_bytes'], ['nvidia-smi', 'nvidia_smi_bytes']]) {
+    assert.equal(typeof want[key], 'number', `${what}: the CLI gives ${key}`);
+    assert.equal(await page.textContent(`#${id}`), `${g2(want[key])} GiB`, `${what}: ${key}`);
+    assert.equal(await page.getAttribute(`#${id}`, 'data-value'), String(want[key]), `${what}: ${key}`);
+  }
+  const status = await page.textContent('#status');
+  assert.ok(status.includes(`; probability of OOM ${prob(want.oom_probability)}, ${marginWords(want.margin_bytes)})`), status);
+}
+
+test('1.6 headline: the probability of OOM, the margin, the peak\'s band and torch / nvidia-smi figures are the CLI\'s, for each verdict', async () => {
+  const seen = new Map();
+  for (const req of [cases[0].request, OOM, TIGHT]) {
+    const want = cli(req);
+    const before = await probe();
+    await show(hashFor(req));
+    await expectHeadline(want, want.peak_verdict);
+    seen.set(want.peak_verdict, prob(want.oom_probability));
+    // the layouts table's cell of the form's layout says the same probability
+    await gridSettled(before);
+    const title = await page.getAttribute('#layout-table td[aria-current="true"]', 'title');
+    assert.ok(title.includes(`: ${words(want.peak_verdict)}, probability of OOM ${prob(want.oom_probability)} ·`), title);
+  }
+  assert.deepEqual([...seen.keys()].sort(), ['fits', 'oom', 'tight']);
+  assert.equal(new Set(seen.values()).size, 3, `three different probabilities: ${[...seen.values()]}`);
+  // no result, no figures
+  await page.fill('#tp', '3');
+  await page.waitForFunction(() => document.querySelector('#status').dataset.state === 'error');
+  for (const id of ['#oom-probability', '#margin', '#peak-band']) assert.equal(await page.textContent(id), '', id);
+  for (const id of ['#torch-allocated', '#torch-reserved', '#nvidia-smi']) assert.equal(await page.textContent(id), '—', id);
+  await show('#');
+});
+
+// Llama-3.1-8B on 8 x H100 under FSDP1 (accelerate), ZeRO 3: the page's state (URL hash keys,
+// written here independently of the page) and the request the page sends for it.
+const FSDP1 = { m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '8', tp: '1', cp: '1', pp: '1', vpp: '1',
+  zero: '3', seq: '4096', mbs: '1', gbs: '64', fw: 'fsdp1' };
+const fsdpRequest = (training = {}, parallel = {}) => ({
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+  parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 3, ep: 1, etp: 0, ...parallel },
+  training: { seq_len: 4096, micro_batch: 1, global_batch: 64, recompute: 'none', flash_attention: true,
+    framework: 'fsdp1', ...training },
+});
+const POLICY_IDS = ['reduce-dtype', 'loss-parallel', 'fp8-all-gather', 'no-sync', 'autocast', 'logits-held'];
+const shownPolicy = () => page.$$eval(POLICY_IDS.map((id) => `#${id}`).join(','),
+  (els) => els.filter((e) => e.checkVisibility()).map((e) => e.id).sort());
+
+/** One form change (a callback), then its answer. */
+async function change(act) {
+  const before = await probe();
+  await act();
+  await settle(before);
+}
+
+test('1.6 precision policy: shown where it applies; fsdp1 + no_sync and each field set in the form equal the CLI', async () => {
+  const frameworks = cli({ mode: 'enums' }).enums.framework;
+  assert.ok(frameworks.includes('fsdp1'), 'the library names fsdp1');
+  assert.deepEqual(await page.$$eval('#framework option', (os) => os.map((o) => o.value)), frameworks);
+  // megatron (the default) reads none of them
+  await show('#');
+  assert.deepEqual(await shownPolicy(), []);
+  // fsdp1: all but the fp8 all-gather (fp8 is off), each at the library's default
+  await show(`#${new URLSearchParams(FSDP1)}`);
+  assert.deepEqual(await shownPolicy(), POLICY_IDS.filter((id) => id !== 'fp8-all-gather').sort());
+  assert.equal(await page.inputValue('#no-sync'), '');
+  assert.equal(await page.inputValue('#reduce-dtype'), '');
+  assert.equal(await page.isChecked('#loss-parallel'), true);
+  const base = cli(fsdpRequest());
+  await expectHeadline(base, 'fsdp1 defaults');
+  assert.equal(base.training.no_sync, 'default');
+  // FSDP1 at ZeRO 0 is DDP as FSDP2's is: gradient_as_bucket_view applies, as the library reads it
+  assert.equal(await page.isVisible('#bucket-view'), true);
+  const view = cli(fsdpRequest({ buckets: { gradient_as_bucket_view: true } }, { zero: 0 }));
+  assert.notEqual(view.peak_bytes, cli(fsdpRequest({}, { zero: 0 })).peak_bytes, 'fsdp1 reads gradient_as_bucket_view');
+  await show(`#${new URLSearchParams({ ...FSDP1, zero: '0', gbv: '1' })}`);
+  await expectHeadline(view, 'fsdp1, zero 0, gradient_as_bucket_view');
+  await show(`#${new URLSearchParams(FSDP1)}`);
+  // no_sync off through the form: FSDP1's unsharded gradients go (the answer moves)
+  let training = { no_sync: false };
+  await change(() => page.selectOption('#no-sync', '0'));
+  await page.waitForFunction(() => location.hash.includes('ns=0'));
+  let want = cli(fsdpRequest(training));
+  assert.notEqual(want.peak_bytes, base.peak_bytes, 'no_sync changes the answer');
+  await expectHeadline(want, 'fsdp1, no_sync off');
+  // and on (what FSDP1 does by default): the default's answer, sent as true
+  await change(() => page.selectOption('#no-sync', '1'));
+  const on = cli(fsdpRequest({ no_sync: true }));
+  assert.equal(on.training.no_sync, true);
+  await expectHeadline(on, 'fsdp1, no_sync on');
+  await change(() => page.selectOption('#no-sync', '0'));
+  // each further field, set in the form, sent as the library reads it
+  let parallel = {};
+  const steps = [
+    ['reduce_dtype bf16', () => page.selectOption('#reduce-dtype', 'bf16'), { reduce_dtype: 'bf16' }, 'rd=bf16', true],
+    ['logits held', () => page.check('#logits-held'), { logits_held: true }, 'lh=1', true],
+    ['autocast off', () => page.selectOption('#autocast', '0'), { autocast: false }, 'ac=0', false],
+    ['framework fsdp', () => page.selectOption('#framework', 'fsdp'), { framework: 'fsdp' }, 'fw=fsdp', true],
+  ];
+  for (const [what, act, fields, key, moves] of steps) {
+    const previous = want;
+    await change(act);
+    await page.waitForFunction((k) => location.hash.includes(k), key);
+    training = { ...training, ...fields };
+    want = cli(fsdpRequest(training, parallel));
+    if (moves) assert.notEqual(want.peak_bytes, previous.peak_bytes, `${what} changes the answer`);
+    await expectHeadline(want, what);
+  }
+  // loss_parallel off under tp 2: the logits gathered to the whole vocabulary
+  await change(() => page.fill('#tp', '2'));
+  parallel = { tp: 2 };
+  const tp2 = cli(fsdpRequest(training, parallel));
+  await expectHeadline(tp2, 'tp 2');
+  await change(() => page.uncheck('#loss-parallel'));
+  await page.waitForFunction(() => location.hash.includes('lp=0'));
+  training = { ...training, loss_parallel: false };
+  want = cli(fsdpRequest(training, parallel));
+  assert.notEqual(want.peak_bytes, tp2.peak_bytes, 'loss_parallel off changes the answer');
+  await expectHeadline(want, 'loss_parallel off');
+  // fp8 on shows the fp8 all-gather; checked, it is sent
+  await change(() => page.check('#fp8'));
+  assert.ok((await shownPolicy()).includes('fp8-all-gather'));
+  training = { ...training, fp8: true };
+  const fp8 = cli(fsdpRequest(training, parallel));
+  await expectHeadline(fp8, 'fp8');
+  await change(() => page.check('#fp8-all-gather'));
+  training = { ...training, fp8_all_gather: true };
+  want = cli(fsdpRequest(training, parallel));
+  assert.notEqual(want.peak_bytes, fp8.peak_bytes, 'fp8 all-gather changes the answer');
+  await expectHeadline(want, 'fp8 all-gather');
+  await page.waitForFunction(() => !window.__memest.gridPending);
+  await page.screenshot({ path: `${RESULTS}policy-fsdp.png`, fullPage: true });
+  // a fresh page on the link restores every field and the answer
+  const other = await browser.context.newPage();
+  await other.goto(page.url());
+  await other.waitForSelector('body[data-ready="1"]');
+  assert.equal(await other.getAttribute('#status', 'data-state'), 'result');
+  assert.deepEqual(await other.evaluate(() => ['framework', 'no-sync', 'reduce-dtype', 'autocast'].map((id) => document.getElementById(id).value)
+    .concat(['loss-parallel', 'logits-held', 'fp8-all-gather'].map((id) => document.getElementById(id).checked))),
+  ['fsdp', '0', 'bf16', '0', false, true, true]);
+  assert.equal(await other.getAttribute('#oom-probability', 'data-value'), String(want.oom_probability));
+  await other.close();
+  // under megatron they are hidden and not sent (megatron would refuse logits_held and autocast)
+  await change(() => page.selectOption('#framework', 'megatron'));
+  assert.deepEqual(await shownPolicy(), []);
+  const megatron = cli(fsdpRequest({ framework: 'megatron', fp8: true }, parallel));
+  await expectHeadline(megatron, 'megatron with the policy fields hidden');
+  assert.equal(cli(fsdpRequest({ framework: 'megatron', fp8: true, logits_held: true }, parallel)).ok, false);
+  await show('#');
+});
+
+test('1.6 a refused policy field: the library\'s message next to it, no figures', async () => {
+  // fp8 all-gather needs sharded parameters: at zero 0 (no sharding) the library refuses it
+  await show(`#${new URLSearchParams({ ...FSDP1, fw: 'fsdp', zero: '0', fp8: '1', fag: '1' })}`, { error: true });
+  const want = cli(fsdpRequest({ framework: 'fsdp', fp8: true, fp8_all_gather: true }, { zero: 0 }));
+  assert.equal(want.ok, false);
+  assert.equal(want.error.field, 'training.fp8_all_gather');
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#err-fp8-all-gather'), want.error.message);
+  assert.equal(await page.getAttribute('#fp8-all-gather', 'aria-invalid'), 'true');
+  assert.equal(await page.textContent('#status'), `Not computed: ${want.error.message}`);
+  for (const id of ['#oom-probability', '#margin']) assert.equal(await page.textContent(id), '', id);
+  assert.equal(await page.textContent('#torch-allocated'), '—');
+  // zero 3: accepted, the CLI's answer
+  await change(() => page.selectOption('#zero', '3'));
+  await expectHeadline(cli(fsdpRequest({ framework: 'fsdp', fp8: true, fp8_all_gather: true })), 'fp8 all-gather at zero 3');
+  await show('#');
+});
+
+test('1.6 QLoRA: "quantise the LM head" sent as adapter.quantize_lm_head; hidden for a tied head, refused when forced', async () => {
+  const presets = cli({ mode: 'presets' }).models;
+  const hash = { m: 'llama-3.1-8b', g: 'h100-80gb', gpus: '1', tp: '1', cp: '1', pp: '1', vpp: '1', zero: '0',
+    seq: '2048', mbs: '1', gbs: '8', fw: 'pytorch', pd: 'bf16', ad: 'qlora' };
+  const request = (adapter, model = 'llama-3.1-8b') => ({ mode: 'pretrain', model, gpu: 'h100-80gb',
+    parallel: { gpus: 1, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 0, ep: 1, etp: 0 },
+    training: { seq_len: 2048, micro_batch: 1, global_batch: 8, recompute: 'none', flash_attention: true,
+      framework: 'pytorch', param_dtype: 'bf16', adapter } });
+  assert.equal(presets.find((m) => m.id === 'llama-3.1-8b').tie_word_embeddings, false);
+  await show(`#${new URLSearchParams(hash)}`);
+  const plain = cli(request({ type: 'qlora' }));
+  await expectHeadline(plain, 'qlora');
+  assert.equal(await page.isVisible('#quantize-lm-head'), true);
+  assert.equal(await page.isChecked('#quantize-lm-head'), false);
+  await change(() => page.check('#quantize-lm-head'));
+  await page.waitForFunction(() => location.hash.includes('qlh=1'));
+  const want = cli(request({ type: 'qlora', quantize_lm_head: true }));
+  assert.ok(want.adapter.base_weights_bytes < plain.adapter.base_weights_bytes, 'the NF4 head is smaller');
+  await expectHeadline(want, 'qlora, NF4 LM head');
+  assert.equal(await page.textContent('#adapter-parts li[data-part="base_weights_bytes"] .part-value'),
+    `${g2(want.stages[0].adapter.base_weights_bytes)} GiB`);
+  // lora: the checkbox goes with qlora (unchecked first, else it stays to show the refusal)
+  await change(() => page.uncheck('#quantize-lm-head'));
+  await change(() => page.selectOption('#adapter-type', 'lora'));
+  assert.equal(await page.isVisible('#quantize-lm-head'), false);
+  // a preset whose head is tied: hidden; forced by a link, the library's refusal next to it
+  const tied = presets.find((m) => m.tie_word_embeddings && m.family === 'llama');
+  assert.ok(tied, 'a tied llama-family preset');
+  await show(`#${new URLSearchParams({ ...hash, m: tied.id })}`);
+  assert.equal(await page.isVisible('#quantize-lm-head'), false);
+  await show(`#${new URLSearchParams({ ...hash, m: tied.id, qlh: '1' })}`, { error: true });
+  const refused = cli(request({ type: 'qlora', quantize_lm_head: true }, tied.id));
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.field, 'training.adapter.quantize_lm_head');
+  assert.equal(await page.textContent('#err-quantize-lm-head'), refused.error.message);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  await show('#');
+});
+
+test('1.6 search: "max probability of OOM" sent as search.max_oom_probability; each layout\'s P(OOM) and margin; 2 is refused', async () => {
+  const tables = cli({ mode: 'enums' });
+  const base = { mode: 'search', model: 'llama-3.1-8b', gpu: 'a100-40gb', parallel: { gpus: 8, sp: true },
+    training: { seq_len: 8192, global_batch: 1024, recompute: 'none', flash_attention: true }, search: { top: 10 } };
+  // the library's default: left out of the request, said in the placeholder and the summary
+  const byDefault = await searchTab('#', base);
+  assert.equal(byDefault.max_oom_probability, tables.search_max_oom_probability);
+  assert.equal(await page.getAttribute('#search-max-oom', 'placeholder'), `default ${tables.search_max_oom_probability}`);
+  assert.equal(await page.inputValue('#search-max-oom'), '');
+  assert.ok((await page.textContent('#search-summary')).includes(`with a probability of OOM of at most ${prob(byDefault.max_oom_probability)}`));
+  // a looser limit typed in: more layouts ranked, as the CLI ranks them
+  const loose = cli({ ...base, search: { top: 10, max_oom_probability: 0.9 } });
+  assert.ok(loose.ranked > byDefault.ranked, `${loose.ranked} > ${byDefault.ranked}`);
+  let before = await probe();
+  await page.fill('#search-max-oom', '0.9');
+  await settle(before);
+  await page.waitForFunction(() => location.hash.includes('moop=0.9'));
+  await searchTab('#moop=0.9', { ...base, search: { top: 10, max_oom_probability: 0.9 } });
+  assert.ok((await page.textContent('#search-summary')).startsWith(`${loose.ranked} of ${loose.candidates} layouts fit with a probability of OOM of at most 90 %`));
+  // the training stack's new fields reach the search too: fsdp1 with no_sync off
+  const fsdp1 = { ...base, gpu: 'h100-80gb', training: { ...base.training, seq_len: 4096, global_batch: 64, framework: 'fsdp1', no_sync: false } };
+  const got = await searchTab(`#${new URLSearchParams({ g: 'h100-80gb', seq: '4096', gbs: '64', fw: 'fsdp1', ns: '0' })}`, fsdp1);
+  const withSync = cli({ ...fsdp1, training: { ...fsdp1.training, no_sync: true } });
+  assert.notEqual(got.results[0].peak_bytes, withSync.results[0].peak_bytes, 'no_sync changes the search\'s answer');
+  // out of (0, 1]: the library's refusal next to the input, no rows
+  await searchTab('#', base);
+  before = await probe();
+  await page.fill('#search-max-oom', '2');
+  await settle(before);
+  await page.waitForFunction(() => document.querySelector('#err-search-max-oom').textContent !== '');
+  const refused = cli({ ...base, search: { top: 10, max_oom_probability: 2 } });
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.field, 'search.max_oom_probability');
+  assert.equal(await page.textContent('#err-search-max-oom'), refused.error.message);
+  assert.equal(await page.getAttribute('#search-max-oom', 'aria-invalid'), 'true');
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#search-error'), refused.error.message);
+  assert.equal(await page.locator('#search-table tbody tr').count(), 0);
+  before = await probe();
+  await page.fill('#search-max-oom', '');
+  await settle(before);
+  await expectResult('limit cleared');
+  assert.ok(!page.url().includes('moop='), page.url());
+  await show('#');
 });
