@@ -132,10 +132,20 @@ ojson finetune_request(const FinetuneOptions& o) {
 // ---- memest request ----
 
 std::string read_request(const std::string& path) {
-  if (path == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot read request file \"" + path + "\"");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(path);
+    if (!in) throw InputError("cannot read request file \"" + path + "\"");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // the C API reads a C string: a NUL byte would end the request early, the rest unread
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    throw InputError("request " + (path == "-" ? std::string("(stdin)") : "\"" + path + "\"") +
+                     ": a NUL byte at offset " + std::to_string(nul) + " (a JSON text has none)");
+  }
+  return text;
 }
 
 // ---- memest models / gpus: a few columns of the library's "presets" mode ----

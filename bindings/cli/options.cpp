@@ -395,6 +395,87 @@ void add_wide_flag(CLI::App& cmd, Output& output) {
                "the default one fits 100 columns");
 }
 
+namespace {
+
+// A SAX pass before the DOM is built: nesting deeper than 256 levels (no real request or
+// config.json comes near; the DOM's dump recursed into a stack overflow at 100,000), a key given twice in one object (the DOM would keep the last
+// silently) and numbers that overflow a double are refused naming the flag.
+struct StrictJson : nlohmann::json_sax<ojson> {
+  static constexpr std::size_t kMaxDepth = 256;
+  std::string flag, problem;
+  std::vector<std::vector<std::string>> keys;  // per open object, the keys seen
+  std::size_t depth = 0;
+
+  bool open() {
+    if (++depth > kMaxDepth) {
+      problem = fmt::format("nested deeper than {} levels", kMaxDepth);
+      return false;
+    }
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    keys.emplace_back();
+    return open();
+  }
+  bool end_object() override {
+    keys.pop_back();
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    keys.emplace_back();  // arrays have no keys; keeps the stack aligned with depth
+    return open();
+  }
+  bool end_array() override {
+    keys.pop_back();
+    --depth;
+    return true;
+  }
+  bool key(string_t& k) override {
+    std::vector<std::string>& seen = keys.back();
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+      problem = fmt::format("the key \"{}\" is given twice in one object", k);
+      return false;
+    }
+    seen.push_back(k);
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t v, const string_t& text) override {
+    if (!std::isfinite(v)) {
+      problem = fmt::format("the number {} is out of a double's range", text);
+      return false;
+    }
+    return true;
+  }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    problem = e.what();
+    // "[json.exception.parse_error.101] parse error at line L, column C: ..." -> the message
+    if (const auto pos = problem.find("] "); problem.rfind("[json.exception", 0) == 0 && pos != std::string::npos) {
+      problem.erase(0, pos + 2);
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+void check_json_text(const std::string& what, const std::string& text) {
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    throw InputError(fmt::format("{}: a NUL byte at offset {} (a JSON text has none)", what, nul));
+  }
+  StrictJson sax;
+  if (!ojson::sax_parse(text, &sax) || !sax.problem.empty()) {
+    throw InputError(fmt::format("{} is not valid JSON: {}", what,
+                                 sax.problem.empty() ? "parse error" : sax.problem));
+  }
+}
+
 ojson read_json_file(const std::string& flag, const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   std::string text;
@@ -408,6 +489,7 @@ ojson read_json_file(const std::string& flag, const std::string& path) {
     std::fclose(file);
   }
   if (error) throw InputError(fmt::format("{}: cannot read \"{}\" ({})", flag, path, std::strerror(error)));
+  check_json_text(fmt::format("{}: \"{}\"", flag, path), text);
   try {
     return ojson::parse(text);
   } catch (const ojson::parse_error& e) {

@@ -175,7 +175,13 @@ struct Output {
 void add_format_option(CLI::App& cmd, Output& output, const char* fallback);
 void add_wide_flag(CLI::App& cmd, Output& output);
 
-// The JSON document in `path`; InputError naming `flag` when unreadable or not JSON.
+// Refuses a JSON text a reader would take wrongly: a NUL byte (the C API reads up to it),
+// nesting past 256 levels, a key given twice in one object, a number out of a double's range;
+// InputError naming `what` (the flag and the file, or the request's source).
+void check_json_text(const std::string& what, const std::string& text);
+
+// The JSON document in `path`; InputError naming `flag` when unreadable or not JSON (including
+// what check_json_text refuses).
 ojson read_json_file(const std::string& flag, const std::string& path);
 
 }  // namespace memest_cli
