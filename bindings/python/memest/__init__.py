@@ -472,13 +472,40 @@ def _read_text(path: Any, field: str, what: str) -> str:
                                    field=field) from e
 
 
+def _strict_loads(text: str, field: str, what: str) -> Any:
+    """json.loads that refuses what the C library refuses too: a key given twice in one object
+    (json.loads keeps the last silently) and nesting too deep for Python's recursion (a
+    RecursionError, not a MemestError, before); ParseError naming `field`."""
+    def pairs(items: list) -> dict:
+        seen: dict = {}
+        for key, value in items:
+            if key in seen:
+                raise ParseError(f"{field}: the {what} gives the key {key!r} twice in one object",
+                                 field=field)
+            seen[key] = value
+        return seen
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"{field}: the {what} is not valid JSON: {e}", field=field) from e
+    except RecursionError as e:
+        raise ParseError(f"{field}: the {what} is nested too deeply to read", field=field) from e
+
+
 def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     """Reads a Hugging Face config.json into a dict usable as `model=`. The file is checked
     by the C library (memest_model_from_config_json); a bad one raises a MemestError (an
     unreadable one InvalidArgumentError with field "model")."""
     text = _read_text(path, "model", "config")
-    _native.model_from_config_json(text)
-    config = json.loads(text)
+    try:
+        _native.model_from_config_json(text)
+    except MemestError as e:
+        if e.field:
+            raise
+        # the library's parse errors name no field: this one is the model's
+        raise type(e)(f"model: {e.message}", field="model", code=e.code, status=e.status) from e
+    config = _strict_loads(text, "model", "config")
     if not isinstance(config, dict):
         raise FieldTypeError("config: expected a JSON object", field="model",
                              code=FieldTypeError.code, status=FieldTypeError.status)
@@ -492,11 +519,7 @@ def load_gpu_profile(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     MemestError (InvalidArgumentError, ParseError, FieldTypeError) with field "gpu"; the fields
     themselves are checked by the library when the profile is used."""
     text = _read_text(path, "gpu", "profile")
-    try:
-        profile = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(f"gpu: the profile {os.fspath(path)!r} is not valid JSON: {e}",
-                         field="gpu") from e
+    profile = _strict_loads(text, "gpu", f"profile {os.fspath(path)!r}")
     if not isinstance(profile, dict):
         raise FieldTypeError(f"gpu: the profile {os.fspath(path)!r} is not a JSON object",
                              field="gpu")

@@ -274,6 +274,27 @@ def test_load_config_bad(tmp_path):
     assert info.value.field.endswith("num_attention_heads")
 
 
+def test_load_config_and_profile_refuse_duplicates_and_deep_nesting(tmp_path):
+    # issue 23: json.loads kept the last of two equal keys, and ~1,000 levels of nesting raised
+    # RecursionError instead of a MemestError
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"memory_gib": 80, "memory_gib": 40}')
+    with pytest.raises(memest.ParseError) as info:
+        memest.load_gpu_profile(dup)
+    assert info.value.field == "gpu" and "twice" in str(info.value)
+    cfg = tmp_path / "config.json"
+    text = json.dumps(LLAMA_CONFIG)
+    cfg.write_text(text[:-1] + ', "hidden_size": 2048}')
+    with pytest.raises(memest.ParseError) as info:
+        memest.load_config(cfg)
+    assert info.value.field == "model" and "hidden_size" in str(info.value)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(memest.ParseError) as info:
+        memest.load_gpu_profile(deep)
+    assert info.value.field == "gpu"
+
+
 def test_search():
     r = memest.search("llama-3.1-8b", "a100-40gb", gpus=64, seq_len=8192, global_batch=1024, top=5)
     assert isinstance(r, memest.SearchResult) and r.mode == "search"
