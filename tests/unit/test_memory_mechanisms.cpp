@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "model/presets.hpp"
 #include "plan/plan.hpp"
 #include "plan/stack.hpp"
+#include "requests.hpp"
 #include "states/stack_states.hpp"
 
 using namespace memest;
@@ -330,4 +332,37 @@ TEST_CASE("hardening: gpu.fp8 is 0 or 1; MLA fields need kv_lora_rank; recompute
   // no recomputation has its own backward working set (recompute_bytes of the plain run)
   CHECK(stage0(r, "activations_bytes") ==
         stage0(plain, "activations_bytes") - plain["stages"][0]["stack"]["recompute_bytes"].get<double>());
+}
+
+TEST_CASE("hardening: a shortlist stride off the layout's alignment; expert-grid errors name the field at fault") {
+  // issue 23: a stride that is not a multiple of alignof(memest_layout) read misaligned int64s
+  memest_test::Pretrain base("llama-3.1-8b", "a100-40gb");
+  base.r.gpus = 8;
+  base.r.global_batch = 64;
+  memest_layout l;
+  REQUIRE(memest_layout_init(&l, sizeof l) == MEMEST_OK);
+  const uint32_t stride = sizeof(memest_layout) - 4;  // a size the library knows, misaligned
+  l.struct_size = stride;
+  alignas(memest_layout) unsigned char buf[2 * sizeof(memest_layout)] = {};
+  std::memcpy(buf, &l, stride);
+  std::memcpy(buf + stride, &l, stride);
+  memest_search_request r;
+  REQUIRE(memest_search_request_init(&r, sizeof r) == MEMEST_OK);
+  r.base = &base.r;
+  r.layouts = reinterpret_cast<const memest_layout*>(buf);
+  r.layout_count = 2;
+  memest_search_result res = memest_test::sized<memest_search_result>();
+  memest_search_entry top[2];
+  CHECK(memest_search(&r, &res, top, sizeof top[0], 2, nullptr, 0) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(std::string(memest_last_error_field()) == "search.layouts[0].struct_size");
+
+  // Mixtral on 8 GPUs, ep 2 and etp 3: ep x pp divides the GPUs, etp is what does not
+  test::json moe = {{"mode", "pretrain"}, {"model", "mixtral-8x7b"}, {"gpu", "h100-80gb"},
+                    {"parallel", {{"gpus", 8}, {"tp", 1}, {"ep", 2}, {"etp", 3}}},
+                    {"training", {{"seq_len", 4096}}}};
+  CHECK(refused_field(moe) == "parallel.etp");
+  moe["parallel"]["ep"] = 8;
+  moe["parallel"]["pp"] = 2;
+  moe["parallel"]["etp"] = 1;
+  CHECK(refused_field(moe) == "parallel.ep");
 }

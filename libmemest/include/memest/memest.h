@@ -682,7 +682,8 @@ typedef struct memest_stage {
   double activation_correction_bytes; /* paper terms memest corrects (negative: fused SwiGLU
                                          keeps 6 sbh_ffn, not 8; the embedding keeps token ids) */
   double fragmentation_bytes;  /* allocator reserve */
-  double overhead_bytes;       /* sum of the five above */
+  double overhead_bytes;       /* sum of the five above, phase_overlap_bytes (1.2) and
+                                  optimizer_step_bytes (1.6) */
   double peak_bytes;           /* total_bytes + overhead_bytes */
   /* ---- appended in 1.2: the training stack's parts (all 0 under the default megatron) ---- */
   double peak_allocated_bytes; /* torch.cuda.max_memory_allocated: peak_bytes - fragmentation */

@@ -325,6 +325,15 @@ std::vector<memest::Layout> read_layouts(const memest_layout* layouts, uint32_t 
   // Elements are layouts[0].struct_size bytes apart, and all of that size.
   const uint32_t stride = layouts[0].struct_size;
   check_size<memest_layout>(stride, "search.layouts[0]");
+  // an array's elements are sizeof apart, a multiple of the struct's alignment: any other
+  // stride would make every later element's int64 fields misaligned reads (issue 23)
+  if (stride % alignof(memest_layout) != 0) {
+    throw memest::Error(MEMEST_ERR_STRUCT_SIZE, "search.layouts[0].struct_size",
+                        "search.layouts[0].struct_size: " + std::to_string(stride) +
+                            " is not a multiple of the layout's alignment (" +
+                            std::to_string(alignof(memest_layout)) +
+                            "): elements of an array are sizeof(memest_layout) apart");
+  }
   const memest::Layout d;
   out.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {

@@ -368,14 +368,22 @@ namespace {
     case LayoutIssue::EpExperts:
       check_divides("parallel.ep", r.ep, "num_experts", m.num_experts);
       break;
-    case LayoutIssue::ExpertGpus:
-      throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.ep",
+    case LayoutIssue::ExpertGpus: {
+      // blame the field that breaks it: ep when ep x pp alone does not divide the GPUs, else
+      // etp (given, or tp's value when 0)
+      const bool ep_alone = static_cast<double>(r.ep) * static_cast<double>(r.pp) <=
+                                static_cast<double>(r.gpus) &&
+                            r.gpus % (r.ep * r.pp) == 0;
+      const char* field = !ep_alone ? "parallel.ep" : r.etp > 0 ? "parallel.etp" : "parallel.tp";
+      throw Error(MEMEST_ERR_INVALID_ARGUMENT, field,
                   "parallel.gpus=" + str(r.gpus) + " is not divisible by etp*ep*pp=" +
                       json_number(static_cast<double>(r.expert_tp()) * static_cast<double>(r.ep) *
                                   static_cast<double>(r.pp)) +
                       " (the expert layers fold the same GPUs into etp x ep x edp x pp)");
+    }
     case LayoutIssue::EtpFfn:
-      check_divides(r.etp > 0 ? "parallel.etp" : "parallel.etp (= tp)", r.expert_tp(),
+      // etp 0 means tp: the field given is parallel.tp
+      check_divides(r.etp > 0 ? "parallel.etp" : "parallel.tp", r.expert_tp(),
                     "moe_intermediate_size", expert_width(m));
       break;
     case LayoutIssue::MoeNeedsSp:
