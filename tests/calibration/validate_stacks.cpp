@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     by_id[c["id"].get<std::string>()] = {{"measured", m}};
   }
   std::vector<json> cases(mapping["cases"].begin(), mapping["cases"].end());
-  // The fine-tuning measurements given with issue 21 (fsdp_qlora, peft, DeepSpeed tutorials):
+  // The fine-tuning measurements of finetune-given.json (fsdp_qlora, peft, DeepSpeed tutorials):
   // each is its own source, none was fitted on.
   const json given = load(dir + "/finetune-given.json", true);
   const json given_mapping = load(dir + "/finetune-given-requests.json", true);
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
       {"h100 lora, allocated", 2},         {"lora/qlora, allocated", 10},
       {"pytorch (torchtune), allocated", 5}, {"h100 moe, allocated", 2},
       {"deepspeed, allocated", 20},        {"colossalai (as deepspeed zero 3), allocated", 27},
-      // issue 21's given fine-tuning runs (2026-11-26: 5.6 and 6.0 %; 11.6 and 14.6 % before
+      // finetune-given.json's fsdp_qlora runs (2026-11-26: 5.6 and 6.0 %; 6.7 and 16.2 % before
       // FSDP1's root unit, logits_held and the usable capacities)
       {"lora (fsdp1), reserved", 8},       {"qlora (fsdp1), reserved", 9}};
   for (const auto& [name, bound] : bounds) {

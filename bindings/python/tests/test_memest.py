@@ -275,7 +275,7 @@ def test_load_config_bad(tmp_path):
 
 
 def test_load_config_and_profile_refuse_duplicates_and_deep_nesting(tmp_path):
-    # issue 23: json.loads kept the last of two equal keys, and ~1,000 levels of nesting raised
+    # json.loads kept the last of two equal keys, and ~1,000 levels of nesting raised
     # RecursionError instead of a MemestError
     dup = tmp_path / "dup.json"
     dup.write_text('{"memory_gib": 80, "memory_gib": 40}')

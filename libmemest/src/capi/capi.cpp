@@ -326,7 +326,7 @@ std::vector<memest::Layout> read_layouts(const memest_layout* layouts, uint32_t 
   const uint32_t stride = layouts[0].struct_size;
   check_size<memest_layout>(stride, "search.layouts[0]");
   // an array's elements are sizeof apart, a multiple of the struct's alignment: any other
-  // stride would make every later element's int64 fields misaligned reads (issue 23)
+  // stride would make every later element's int64 fields misaligned reads
   if (stride % alignof(memest_layout) != 0) {
     throw memest::Error(MEMEST_ERR_STRUCT_SIZE, "search.layouts[0].struct_size",
                         "search.layouts[0].struct_size: " + std::to_string(stride) +
