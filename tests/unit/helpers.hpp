@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include "memest/memest.h"
@@ -34,6 +35,22 @@ inline Answer request(const std::string& text) {
   return a;
 }
 inline Answer request(const json& j) { return request(j.dump()); }
+
+// The answer to a request that must succeed (the test stops, showing the answer, if not).
+inline json ok(const json& req) {
+  const Answer a = request(req);
+  INFO(a.body.dump());
+  REQUIRE(a.status == MEMEST_OK);
+  return a.body;
+}
+
+// The field a request that must be refused is refused on.
+inline std::string refused_field(const json& req) {
+  const Answer a = request(req);
+  INFO(a.body.dump());
+  REQUIRE(a.status != MEMEST_OK);
+  return a.body["error"]["field"].get<std::string>();
+}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 

@@ -1,4 +1,4 @@
-// The memory mechanisms of 1.6 (issue 21): FSDP1, gradient accumulation under no_sync, the
+// The memory mechanisms of 1.6: FSDP1, gradient accumulation under no_sync, the
 // optimizer's step temporaries, bitsandbytes' paged 32-bit states, a quantised LM head, the
 // loss without vocab parallelism and with Gemma 2's soft-capping, pure fp32, ZeRO-Offload's
 // gradients, ZeRO-3's whole-module gathers, and the verdict's margin. Every expected value is
@@ -20,6 +20,8 @@
 #include "states/stack_states.hpp"
 
 using namespace memest;
+using test::ok;
+using test::refused_field;
 
 namespace {
 
@@ -29,20 +31,6 @@ test::json pretrain(const char* model, const char* framework, int gpus) {
           {"gpu", "h100-80gb"},
           {"parallel", {{"gpus", gpus}}},
           {"training", {{"seq_len", 2048}, {"micro_batch", 1}, {"framework", framework}}}};
-}
-
-test::json ok(const test::json& req) {
-  const test::Answer a = test::request(req);
-  INFO(a.body.dump());
-  REQUIRE(a.status == MEMEST_OK);
-  return a.body;
-}
-
-std::string refused_field(const test::json& req) {
-  const test::Answer a = test::request(req);
-  INFO(a.body.dump());
-  REQUIRE(a.status != MEMEST_OK);
-  return a.body["error"]["field"].get<std::string>();
 }
 
 double stage0(const test::json& r, const char* key) { return r["stages"][0][key].get<double>(); }
@@ -175,7 +163,7 @@ TEST_CASE("the loss: gathered vocabulary without loss_parallel, Gemma 2's soft-c
   // Unfused (activations/stack_activations.hpp loss_memory: the bf16 logits, their fp32 copy,
   // log_softmax's fp32 output and the fp32 gradient at the backward's start): 12 bytes per
   // logit, 12 N V/2 with loss_parallel; gathered, 12 N V + 2 N V/2: 13 bytes per local logit
-  // pair, the 14-16 issue 21 measured on torchtitan.
+  // pair, in the 14-16 bytes per logit torchtitan runs show without loss_parallel.
   test::json req = pretrain("llama-3.1-8b", "fsdp", 8);
   req["parallel"]["tp"] = 2;
   const double n = 2048, v = 128256;
@@ -253,6 +241,20 @@ TEST_CASE("deepspeed: ZeRO-Offload streams gradients to the host; ZeRO-3 gathers
   const StackStates s = stack_state_bytes(in);
   CHECK(s.gradients == 0);
   CHECK(s.host == 14e9);
+
+  // ZeRO-3 on 8 GPUs, a 2-layer Llama-style model (h 1024, ffn 4096, 16 heads) with BLOOM's
+  // 250880-token tied vocabulary: the embedding, 256901120 parameters, is one module, gathered
+  // whole. Stage parameters 256901120 + 2 * 16779264 + 1024 = 290460672: ipg bucket
+  // min(5e8, 290460672) * 2 = 580921344 bytes, twice (overlap_comm); gathered, the module
+  // and the prefetch bucket together, min(1e9, 256901120 + min(5e7, 256901120)) = 306901120
+  // elements in bf16: 613802240; the persistent norms 2 * 2048 * 2 = 8192. 1775653120 in all
+  // (a block of 16779264 would have given 67117056 for the gathered part).
+  test::json ds = pretrain("llama-3.1-8b", "deepspeed", 8);
+  ds["parallel"]["zero"] = 3;
+  ds["model"] = {{"hidden_size", 1024}, {"num_hidden_layers", 2}, {"num_attention_heads", 16},
+                 {"intermediate_size", 4096}, {"vocab_size", 250880}, {"tie_word_embeddings", true}};
+  const test::json r = ok(ds);
+  CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() == 1775653120.0);
 }
 
 TEST_CASE("the peak's band and the probability of OOM") {
@@ -309,7 +311,7 @@ TEST_CASE("1.6 fields: field-named refusals") {
   CHECK(refused_field(req) == "training.reduce_dtype");
 }
 
-// Issue 23's findings in the surfaces this change touches: each failed before its fix.
+// Adversarial inputs on the 1.6 surfaces: each of these checks failed before its fix.
 TEST_CASE("hardening: gpu.fp8 is 0 or 1; MLA fields need kv_lora_rank; recompute_every past a stage") {
   test::json req = pretrain("llama-3.1-8b", "fsdp", 8);
   req["gpu"] = {{"preset", "h100-80gb"}, {"fp8", 0.5}};
@@ -335,7 +337,7 @@ TEST_CASE("hardening: gpu.fp8 is 0 or 1; MLA fields need kv_lora_rank; recompute
 }
 
 TEST_CASE("hardening: a shortlist stride off the layout's alignment; expert-grid errors name the field at fault") {
-  // issue 23: a stride that is not a multiple of alignof(memest_layout) read misaligned int64s
+  // a stride that is not a multiple of alignof(memest_layout) read misaligned int64s
   memest_test::Pretrain base("llama-3.1-8b", "a100-40gb");
   base.r.gpus = 8;
   base.r.global_batch = 64;

@@ -19,6 +19,7 @@ namespace {
 
 using test::json;
 using namespace memest;
+using test::ok;
 
 // A tiny Llama-style MoE: h = 64, L = 4, 4 heads of 16 (4 KV heads), dense FFN 256, 8 routed
 // experts of width 32, top-2, one shared expert of width 64, layer 0 dense, vocab 100, untied.
@@ -28,13 +29,6 @@ json tiny_moe() {
           {"num_experts", 8},          {"num_experts_per_tok", 2},   {"moe_intermediate_size", 32},
           {"n_shared_experts", 1},     {"shared_expert_intermediate_size", 64},
           {"first_k_dense_replace", 1}};
-}
-
-json ok(const json& req) {
-  const test::Answer a = test::request(req);
-  INFO(a.body.dump());
-  REQUIRE(a.status == MEMEST_OK);
-  return a.body;
 }
 
 test::Answer ask(const json& req) { return test::request(req); }

@@ -10,6 +10,8 @@
 
 namespace {
 
+using test::ok;
+
 // Llama-3.1-8B, s = 8192, b = 1 unless changed: sbh = 8192 * 4096 = 33554432 bytes.
 constexpr double kSbh = 33554432.0;
 
@@ -19,13 +21,6 @@ test::json base_request() {
           {"gpu", "a100-40gb"},
           {"parallel", {{"gpus", 8}, {"tp", 4}, {"cp", 1}, {"pp", 2}}},
           {"training", {{"seq_len", 8192}, {"micro_batch", 1}}}};
-}
-
-test::json ok(const test::json& req) {
-  const test::Answer a = test::request(req);
-  INFO(a.body.dump());
-  REQUIRE(a.status == MEMEST_OK);
-  return a.body;
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include "states/stack_states.hpp"
 
 using namespace memest;
+using test::ok;
+using test::refused_field;
 
 namespace {
 
@@ -21,20 +23,6 @@ test::json base(const char* framework) {
           {"gpu", "h100-80gb"},
           {"parallel", {{"gpus", 8}}},
           {"training", {{"seq_len", 8192}, {"micro_batch", 1}, {"framework", framework}}}};
-}
-
-test::json ok(const test::json& req) {
-  const test::Answer a = test::request(req);
-  INFO(a.body.dump());
-  REQUIRE(a.status == MEMEST_OK);
-  return a.body;
-}
-
-std::string refused_field(const test::json& req) {
-  const test::Answer a = test::request(req);
-  INFO(a.body.dump());
-  CHECK(a.status != MEMEST_OK);
-  return a.body["error"]["field"].get<std::string>();
 }
 
 StackStateInput input(int32_t framework, int32_t zero, double group, double param_bytes,
