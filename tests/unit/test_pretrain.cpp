@@ -208,9 +208,18 @@ TEST_CASE("Uneven pipelines: the first and the last stage may hold one layer few
   CHECK(three["stages"][0]["layers"] == 10);
   CHECK(three["stages"][1]["layers"] == 11);
   CHECK(three["stages"][2]["layers"] == 11);
-  // More than one layer each would be needed (32 over 5 stages of 7): refused, with the reason.
+  // A shortfall of more than two layers (32 over 5 stages of 7 = 35): the end stages give up
+  // 3, the first (with the embedding) the larger half: 5 + 7 + 7 + 7 + 6.
   req["parallel"] = {{"gpus", 5}, {"tp", 1}, {"pp", 5}, {"uneven_pipeline", true}};
+  const test::json five = ok(req);
+  CHECK(five["stages"][0]["layers"] == 5);
+  CHECK(five["stages"][1]["layers"] == 7);
+  CHECK(five["stages"][3]["layers"] == 7);
+  CHECK(five["stages"][4]["layers"] == 6);
+  // 32 over 20 stages of 2 = 40: the end stages would give up 8 of their 4 layers: refused.
+  req["parallel"] = {{"gpus", 20}, {"tp", 1}, {"pp", 20}, {"uneven_pipeline", true}};
   a = test::request(req);
   CHECK(a.status == MEMEST_ERR_INVALID_ARGUMENT);
-  CHECK(a.body["error"]["message"].get<std::string>().find("unevenly by more than one layer") != std::string::npos);
+  CHECK(a.body["error"]["field"] == "parallel.pp");
+  CHECK(a.body["error"]["message"].get<std::string>().find("would hold no layer") != std::string::npos);
 }

@@ -497,21 +497,33 @@ test::json moe_request(const char* framework, int gpus) {
 
 }  // namespace
 
-TEST_CASE("MoE outside megatron: ep = 1 only, DeepSpeed-MoE, MLA and MTP refused with the reason") {
-  test::json req = moe_request("fsdp", 8);
+TEST_CASE("MoE outside megatron: ep only under FSDP2 (torchtitan), DeepSpeed-MoE refused") {
+  // DDP and FSDP1 have no expert parallelism: refused with the reason
+  for (const char* fw : {"pytorch", "fsdp1"}) {
+    CAPTURE(fw);
+    test::json req = moe_request(fw, 8);
+    req["parallel"]["ep"] = 2;
+    CHECK(refused_field(req) == "parallel.ep");
+    const test::Answer a = test::request(req);
+    CHECK(a.body["error"]["message"].get<std::string>().find("torchtitan") != std::string::npos);
+  }
+  // DeepSpeed-MoE's own expert parallelism is not modelled; plain ZeRO (ep 1) is
+  test::json req = moe_request("deepspeed", 8);
   req["parallel"]["ep"] = 2;
   CHECK(refused_field(req) == "parallel.ep");
-  const test::Answer a = test::request(req);
-  CHECK(a.body["error"]["message"].get<std::string>().find("token dispatcher") !=
+  CHECK(test::request(req).body["error"]["message"].get<std::string>().find("DeepSpeed-MoE") !=
         std::string::npos);
+  ok(moe_request("deepspeed", 8));
 
+  // torchtitan's experts run over tp or without tensor parallelism: etp 0 (= tp) or 1
   req = moe_request("fsdp", 8);
   req["parallel"]["tp"] = 2;
   req["parallel"]["sp"] = true;
   req["parallel"]["etp"] = 1;
+  ok(req);
+  req["parallel"]["tp"] = 4;
+  req["parallel"]["etp"] = 2;
   CHECK(refused_field(req) == "parallel.etp");
-
-  CHECK(refused_field(moe_request("deepspeed", 8)) == "training.framework");
 
   req = moe_request("fsdp", 8);
   req["training"]["recompute"] = "op_selective";
@@ -578,8 +590,8 @@ TEST_CASE("MoE under fsdp: the experts shard with their block, which is gathered
   CHECK(s["stack"]["framework_buffer_bytes"] == 423904256.0);
 }
 
-TEST_CASE("the search of an MoE model outside megatron enumerates ep = 1, etp = tp only") {
-  for (const char* fw : {"fsdp", "pytorch"}) {
+TEST_CASE("the search of an MoE model outside megatron and fsdp enumerates ep = 1, etp = tp only") {
+  for (const char* fw : {"deepspeed", "pytorch"}) {
     CAPTURE(fw);
     test::json req = moe_request(fw, 8);
     req["mode"] = "search";
@@ -592,19 +604,56 @@ TEST_CASE("the search of an MoE model outside megatron enumerates ep = 1, etp = 
       CHECK(e["layout"]["etp"] == e["layout"]["tp"]);
       CHECK(e["layout"]["recompute"] != "op_selective");
     }
-    // under megatron the same model's space holds ep > 1
-    req["training"]["framework"] = "megatron";
-    bool expert_parallel = false;
-    const test::json meg = ok(req);
-    for (const test::json& e : meg["results"]) expert_parallel |= e["layout"]["ep"] > 1;
-    CHECK(expert_parallel);
+    // under megatron and fsdp (torchtitan) the same model's space holds ep > 1
+    for (const char* ep_fw : {"megatron", "fsdp"}) {
+      CAPTURE(ep_fw);
+      req["training"]["framework"] = ep_fw;
+      bool expert_parallel = false;
+      const test::json meg = ok(req);
+      for (const test::json& e : meg["results"]) expert_parallel |= e["layout"]["ep"] > 1;
+      CHECK(expert_parallel);
+    }
   }
-  // a shortlist with ep 2 under fsdp is refused at the layout
-  test::json req = moe_request("fsdp", 8);
+  // a shortlist with ep 2 under pytorch is refused at the layout
+  test::json req = moe_request("pytorch", 8);
   req["mode"] = "search";
-  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "fsdp"}};
+  req["training"] = {{"seq_len", 2048}, {"global_batch", 64}, {"framework", "pytorch"}};
   req["search"] = {{"layouts", {{{"tp", 1}, {"ep", 2}}}}};
   CHECK(refused_field(req) == "search.layouts[0].ep");
+}
+
+TEST_CASE("MoE under FSDP2 with expert parallelism (torchtitan): experts over ep, sharded over edp") {
+  // 8 GPUs, ep 2: each rank holds 32 / 2 = 16 experts of every MoE layer, 402653184 / 2 =
+  // 201326592 expert parameters, sharded over edp = 8 / 2 = 4 (torchtitan's dp_shard_mod_ep):
+  // bf16 weights 2 * 201326592 / 4 = 100663296.
+  test::json req = moe_request("fsdp", 8);
+  req["parallel"]["ep"] = 2;
+  const test::json r = ok(req);
+  const test::json& s = r["stages"][0];
+  CHECK(r["layout"]["edp"] == 4);
+  CHECK(s["experts"]["parameters"] == 201326592.0);
+  CHECK(s["experts"]["weights_bytes"] == 100663296.0);
+  // the all-to-all dispatch and combine buffers of one layer (torchtitan's _token_dispatch and
+  // _token_combine, as Megatron's): 8192 tokens * top-4 = 32768 rows of h = 1024, 2 B, each way
+  CHECK(s["experts"]["dispatch_buffer_bytes"] == 2.0 * 32768 * 1024 * 2);
+  // without ep every GPU holds every expert, sharded over all 8
+  const test::json plain = ok(moe_request("fsdp", 8));
+  CHECK(plain["stages"][0]["experts"]["parameters"] == 402653184.0);
+  CHECK(plain["stages"][0]["experts"]["weights_bytes"] == 2.0 * 402653184 / 8);
+  CHECK(plain["stages"][0]["experts"]["dispatch_buffer_bytes"] == 0);
+}
+
+TEST_CASE("A Hugging Face MoE under DeepSpeed ZeRO: every expert sharded like any weight") {
+  // ZeRO-3 over 8 GPUs, no expert parallelism: the experts' 402653184 parameters in bf16,
+  // 2 * 402653184 / 8 = 100663296 per GPU; their fp32 master, momentum and variance
+  // 12 * 402653184 / 8 = 603979776.
+  test::json req = moe_request("deepspeed", 8);
+  req["parallel"]["zero"] = 3;
+  const test::json r = ok(req);
+  const test::json& s = r["stages"][0];
+  CHECK(s["experts"]["parameters"] == 402653184.0);
+  CHECK(s["experts"]["weights_bytes"] == 100663296.0);
+  CHECK(s["experts"]["optimizer_bytes"] == 603979776.0);
 }
 
 TEST_CASE("MoE under pytorch: a dense leading block keeps a dense block's activations") {

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 6
+#define MEMEST_VERSION_MINOR 7
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.6.0"
+#define MEMEST_VERSION_STRING "1.7.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -377,7 +377,10 @@ typedef enum memest_lora_target {
   MEMEST_LORA_DOWN_PROJ = 6,
   MEMEST_LORA_LM_HEAD = 7,
   MEMEST_LORA_EMBED_TOKENS = 8,
-  MEMEST_LORA_TARGET_COUNT = 9
+  MEMEST_LORA_ROUTER = 9,      /* (1.7) an MoE layer's router: peft's "gate" in Qwen-MoE,
+                                  Mixtral and DeepSeek (mlp.gate), "router" in Llama 4 and
+                                  gpt-oss */
+  MEMEST_LORA_TARGET_COUNT = 10
 } memest_lora_target;
 
 /** (1.4) What torch.compile compiles: the value of memest_pretrain_request.compile. 1 (ALL)
@@ -624,7 +627,8 @@ typedef struct memest_pretrain_request {
                                  expert's tokens are cut or padded to this factor */
   int64_t last_stage_layers;  /* > 0: the last stage holds exactly this many layers, the other
                                  pp - 1 stages split the rest evenly (Megatron-LM's
-                                 --decoder-last-pipeline-num-layers); 0 (default): as above */
+                                 --decoder-last-pipeline-num-layers); 0 (default): as above.
+                                 From 1.7 with vpp when every stage's layers divide by vpp */
   /* appended in 1.3: LoRA / QLoRA (README "LoRA and QLoRA"); with adapter NONE the rest is
      ignored */
   int32_t adapter;            /* memest_adapter (default NONE) */
@@ -661,6 +665,17 @@ typedef struct memest_pretrain_request {
                                  referenced through backward (`out = model(x);
                                  out.loss.backward()`); 0 (default): dropped before backward
                                  (torchtitan, torchtune, Megatron, the HF Trainer) */
+  /* appended in 1.7: uneven and custom pipeline layouts */
+  int64_t first_stage_layers; /* > 0: the first stage holds exactly this many layers
+                                 (--decoder-first-pipeline-num-layers); with last_stage_layers
+                                 the pp - 2 stages between split the rest evenly, else the
+                                 other pp - 1 stages; with vpp every stage's layers must divide
+                                 by vpp. 0 (default): none */
+  const char *pipeline_layout; /* NULL or "" (default): none; else Megatron-LM's
+                                  --pipeline-model-parallel-layout, e.g. "Et*3|(tt|)*29,m|L":
+                                  pp * vpp virtual stages split by '|', of E (embedding), t
+                                  (decoder layer), m (MTP layer, on the loss's stage), L (loss);
+                                  vpp must equal its stages / pp */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

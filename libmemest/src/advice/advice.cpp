@@ -94,9 +94,15 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
   if (r.global_batch <= 0 || !(r.gpu.peak_bf16_tflops > 0) || max == 0) return out;
   SearchRequest search;
   search.base = r;
-  search.base.last_stage_layers = 0;  // the search splits the layers its own way
+  // the search splits the layers its own way: unevenly when the request does
+  const bool uneven = r.uneven_pipeline == 1 || r.first_stage_layers > 0 ||
+                      r.last_stage_layers > 0 || !r.pipeline_layout.empty();
+  search.base.last_stage_layers = 0;
+  search.base.first_stage_layers = 0;
+  search.base.pipeline_layout.clear();
+  search.base.uneven_pipeline = uneven ? 1 : 0;
   search.zero_mask = (1u << 1) | (1u << 3);
-  search.uneven_pipeline = r.uneven_pipeline;
+  search.uneven_pipeline = search.base.uneven_pipeline;
   SearchOutcome found;
   try {
     found = run_search(search, static_cast<uint32_t>(max * 2));
@@ -107,6 +113,9 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
     if (out.size() == max) break;
     Suggestion s{describe(e), r};
     s.request.last_stage_layers = 0;
+    s.request.first_stage_layers = 0;
+    s.request.pipeline_layout.clear();
+    s.request.uneven_pipeline = search.uneven_pipeline;
     // etp as the tp in effect is written as 0 ("same as tp"), as a request gives it; a dense
     // model keeps ep = 1, etp = 0.
     const int64_t etp = e.ep == 1 && e.etp == 1 && !is_moe(r.model) ? 0

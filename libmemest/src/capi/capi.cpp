@@ -153,6 +153,8 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.no_sync = st.no_sync;
   c.quantize_lm_head = d.adapter.quantize_lm_head;
   c.logits_held = st.logits_held;
+  c.first_stage_layers = d.first_stage_layers;  // 1.7
+  c.pipeline_layout = nullptr;
   return c;
 }
 
@@ -308,6 +310,13 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.no_sync = c.no_sync;
   r.adapter.quantize_lm_head = c.quantize_lm_head;
   st.logits_held = c.logits_held;
+  r.first_stage_layers = c.first_stage_layers;
+  if (c.pipeline_layout != nullptr) {
+    // bounded: a layout longer than validate_fields' limit is refused without reading past it
+    constexpr size_t kLongest = 65536;
+    const size_t n = strnlen(c.pipeline_layout, kLongest + 1);
+    r.pipeline_layout.assign(c.pipeline_layout, n);
+  }
   return r;
 }
 

@@ -29,7 +29,8 @@ constexpr const char* kOptimizer[] = {"adam",         "adamw", "adamw_8bit", "pa
 constexpr const char* kAdapter[] = {"none", "lora", "qlora"};
 // peft's module names for Llama-style models (the canonical names of README "LoRA and QLoRA")
 constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj",      "gate_proj",
-                                       "up_proj",  "down_proj", "lm_head", "embed_tokens"};
+                                       "up_proj",  "down_proj", "lm_head", "embed_tokens",
+                                       "router"};
 constexpr const char* kCompile[] = {"none", "all", "model", "loss"};
 constexpr const char* kOverlap[] = {"dp", "tp", "pp", "ep"};
 constexpr const char* kMoeDispatcher[] = {"alltoall", "deepep"};

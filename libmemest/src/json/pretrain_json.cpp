@@ -43,7 +43,7 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   JsonFields parallel(block(top, "parallel"), "parallel");
   parallel.reject_unknown(
       {"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline", "ep", "etp",
-       "last_stage_layers"});
+       "last_stage_layers", "first_stage_layers", "pipeline_layout"});
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
   r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
   r.tp = parallel.integer_or("tp", r.tp, -big, big);
@@ -53,6 +53,9 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   r.ep = parallel.integer_or("ep", r.ep, -big, big);
   r.etp = parallel.integer_or("etp", r.etp, -big, big);
   r.last_stage_layers = parallel.integer_or("last_stage_layers", r.last_stage_layers, -big, big);
+  r.first_stage_layers =
+      parallel.integer_or("first_stage_layers", r.first_stage_layers, -big, big);
+  if (auto layout = parallel.string("pipeline_layout")) r.pipeline_layout = *layout;
   if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
   if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
   r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
@@ -132,6 +135,10 @@ ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
   if (to.last_stage_layers != from.last_stage_layers) {
     parallel["last_stage_layers"] = to.last_stage_layers;
   }
+  if (to.first_stage_layers != from.first_stage_layers) {
+    parallel["first_stage_layers"] = to.first_stage_layers;
+  }
+  if (to.pipeline_layout != from.pipeline_layout) parallel["pipeline_layout"] = to.pipeline_layout;
   if (to.sequence_parallel != from.sequence_parallel) parallel["sp"] = to.sequence_parallel == 1;
   if (to.micro_batch != from.micro_batch) training["micro_batch"] = to.micro_batch;
   if (to.recompute != from.recompute) training["recompute"] = recompute_name(to.recompute);
@@ -211,7 +218,9 @@ ojson pretrain_response(const PretrainRequest& r) {
            {{"gpus", r.gpus}, {"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}, {"vpp", r.vpp},
             {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero},
             {"uneven_pipeline", r.uneven_pipeline == 1}, {"ep", res.ep}, {"etp", res.etp},
-            {"edp", res.edp}, {"last_stage_layers", r.last_stage_layers}}},
+            {"edp", res.edp}, {"last_stage_layers", r.last_stage_layers},
+            {"first_stage_layers", r.first_stage_layers},
+            {"pipeline_layout", r.pipeline_layout}}},
           {"training",
            {{"seq_len", r.seq_len}, {"micro_batch", r.micro_batch},
             {"global_batch", r.global_batch}, {"num_microbatches", res.num_microbatches},

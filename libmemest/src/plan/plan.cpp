@@ -59,12 +59,226 @@ bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLay
   if (!uneven || vpp != 1 || pp < 2) return false;
   const int64_t middle = (layers + pp - 1) / pp;
   const int64_t fewer = middle * pp - layers;  // layers the end stages give up
-  if (fewer > 2 || middle < 2) return false;
   out.middle = middle;
-  out.first = middle - 1;
-  out.last = fewer == 2 ? middle - 1 : middle;
+  out.first = middle - (fewer + 1) / 2;
+  out.last = middle - fewer / 2;
+  return out.first >= 1 && out.last >= 1;
+}
+
+namespace {
+
+// Expands Megatron's repetitions in a layout string: "(ab|)*2" and "x*2" (parentheses do not
+// nest, as parse_str_to_list's regular expressions read them); commas are dropped. False when
+// the text is malformed or would expand past `limit` characters.
+bool expand_layout(const std::string& in, size_t limit, std::string& out, std::string& why) {
+  out.clear();
+  auto count_after = [&](size_t& i, int64_t& n) {  // "*<digits>" at i
+    if (i >= in.size() || in[i] != '*') return false;
+    ++i;
+    n = 0;
+    const size_t start = i;
+    while (i < in.size() && in[i] >= '0' && in[i] <= '9') {
+      if (n > 100000000) return false;
+      n = n * 10 + (in[i] - '0');
+      ++i;
+    }
+    return i > start;
+  };
+  for (size_t i = 0; i < in.size();) {
+    const char c = in[i];
+    std::string unit;
+    if (c == ',') {
+      ++i;
+      continue;
+    }
+    if (c == '(') {
+      const size_t close = in.find(')', i);
+      if (close == std::string::npos) {
+        why = "has a '(' without its ')'";
+        return false;
+      }
+      for (size_t j = i + 1; j < close; ++j) {
+        if (in[j] == '(') {
+          why = "nests parentheses, which Megatron's parser does not read";
+          return false;
+        }
+        if (in[j] != ',') unit += in[j];
+      }
+      i = close + 1;
+      int64_t n = 0;
+      if (!count_after(i, n)) {
+        why = "needs '*<count>' after a parenthesised group";
+        return false;
+      }
+      if (unit.empty() || static_cast<double>(unit.size()) * static_cast<double>(n) >
+                              static_cast<double>(limit)) {
+        why = unit.empty() ? "repeats an empty group" : "expands past " + std::to_string(limit) +
+                                                            " characters";
+        return false;
+      }
+      for (int64_t k = 0; k < n; ++k) out += unit;
+    } else {
+      ++i;
+      int64_t n = 1;
+      if (i < in.size() && in[i] == '*' && !count_after(i, n)) {
+        why = "needs digits after '*'";
+        return false;
+      }
+      if (static_cast<double>(out.size()) + static_cast<double>(n) > static_cast<double>(limit)) {
+        why = "expands past " + std::to_string(limit) + " characters";
+        return false;
+      }
+      out.append(static_cast<size_t>(n), c);
+    }
+    if (out.size() > limit) {
+      why = "expands past " + std::to_string(limit) + " characters";
+      return false;
+    }
+  }
   return true;
 }
+
+}  // namespace
+
+bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers,
+                           int64_t mtp_layers, StageLayers& out, int64_t& vpp, std::string& why) {
+  std::string flat;
+  const size_t limit = static_cast<size_t>(4 * kMaxLayers);  // t, m and '|' per stage, E, L
+  if (!expand_layout(layout, limit, flat, why)) return false;
+  // one entry per virtual stage, in the string's order (chunk v*pp + r)
+  std::vector<int64_t> decoders(1, 0), mtps(1, 0);
+  int64_t embeddings = 0, losses = 0;
+  bool first_is_embedding = false, seen_any = false, last_is_loss = false;
+  bool decoder_after_mtp = false;
+  for (const char c : flat) {
+    if (c == '|') {
+      decoders.push_back(0);
+      mtps.push_back(0);
+      continue;
+    }
+    if (!seen_any) first_is_embedding = c == 'E';
+    seen_any = true;
+    last_is_loss = c == 'L';
+    switch (c) {
+      case 'E': ++embeddings; break;
+      case 'L': ++losses; break;
+      case 't':
+        ++decoders.back();
+        if (mtps.back() > 0 || std::count_if(mtps.begin(), mtps.end() - 1,
+                                             [](int64_t x) { return x > 0; }) > 0) {
+          decoder_after_mtp = true;
+        }
+        break;
+      case 'm': ++mtps.back(); break;
+      default:
+        why = std::string("has '") + c +
+              "': a layout is made of E (embedding), t (decoder layer), m (MTP layer), L "
+              "(loss), '|' between stages, '(...)*n', 'x*n' and commas";
+        return false;
+    }
+  }
+  const int64_t stages = static_cast<int64_t>(decoders.size());
+  if (stages % pp != 0) {
+    why = "has " + std::to_string(stages) + " virtual stages, not a multiple of pp=" +
+          std::to_string(pp);
+    return false;
+  }
+  vpp = stages / pp;
+  if (embeddings != 1 || !first_is_embedding) {
+    why = "must start with E (the embedding) and hold it once";
+    return false;
+  }
+  if (losses != 1 || !last_is_loss) {
+    why = "must end with L (the loss) and hold it once";
+    return false;
+  }
+  int64_t total = 0, total_mtp = 0;
+  for (size_t c = 0; c < decoders.size(); ++c) total += decoders[c], total_mtp += mtps[c];
+  if (total != layers) {
+    why = "holds " + std::to_string(total) + " decoder layers (t), the model has " +
+          std::to_string(layers);
+    return false;
+  }
+  if (total_mtp != mtp_layers) {
+    why = "holds " + std::to_string(total_mtp) + " MTP layers (m), the model has " +
+          std::to_string(mtp_layers);
+    return false;
+  }
+  if (decoder_after_mtp) {
+    why = "places a decoder layer after an MTP layer (Megatron requires them before)";
+    return false;
+  }
+  // All MTP layers in one virtual stage, the last of its rank, not on the first rank
+  // (PipelineParallelLayerLayout.validate_layer_layout).
+  out.mtp_rank = -1;
+  for (int64_t c = 0; c < stages && total_mtp > 0; ++c) {
+    if (mtps[static_cast<size_t>(c)] == 0) continue;
+    if (mtps[static_cast<size_t>(c)] != total_mtp || c < stages - pp || c % pp == 0) {
+      why = "must place every MTP layer (m) in one virtual stage: the last of a rank other than "
+            "the first";
+      return false;
+    }
+    out.mtp_rank = c % pp;
+  }
+  out.chunks = decoders;
+  out.chunk_begin.assign(decoders.size(), 0);
+  for (size_t c = 1; c < decoders.size(); ++c) {
+    out.chunk_begin[c] = out.chunk_begin[c - 1] + decoders[c - 1];
+  }
+  out.rank.assign(static_cast<size_t>(pp), 0);
+  for (int64_t c = 0; c < stages; ++c) out.rank[static_cast<size_t>(c % pp)] += decoders[c];
+  out.first = out.rank.front();
+  out.last = out.rank.back();
+  out.middle = pp > 2 ? out.rank[1] : out.last;
+  return true;
+}
+
+namespace {
+
+// Fills `out` with the stages of Megatron-LM's --decoder-first/last-pipeline-num-layers
+// (megatron/core/transformer/transformer_block.py get_num_layers_to_build): `first` and
+// `last` layers on the end stages (0: an even share of what the others leave), the middle
+// stages an even share of the rest; with vpp each stage's layers split into vpp equal chunks,
+// so every count must divide by vpp. False when that cannot be done.
+bool split_with_end_stages(int64_t layers, int64_t pp, int64_t vpp, int64_t first, int64_t last,
+                           StageLayers& out) {
+  if (pp < 2) return false;
+  const int64_t given = first + last;
+  const int64_t free_stages = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const int64_t rest = layers - given;
+  if (rest < 0) return false;
+  int64_t share = 0;
+  if (free_stages > 0) {
+    if (rest % free_stages != 0 || rest / free_stages < 1) return false;
+    share = rest / free_stages;
+  } else if (rest != 0) {
+    return false;
+  }
+  out.first = first > 0 ? first : share;
+  out.last = last > 0 ? last : share;
+  out.middle = pp > 2 ? share : out.last;
+  if (out.first % vpp != 0 || out.last % vpp != 0 || (pp > 2 && share % vpp != 0)) return false;
+  if (vpp > 1) {
+    // explicit chunks: round v holds first/vpp, middle/vpp, ..., last/vpp layers
+    out.chunks.assign(static_cast<size_t>(pp * vpp), 0);
+    out.chunk_begin.assign(out.chunks.size(), 0);
+    out.rank.assign(static_cast<size_t>(pp), 0);
+    int64_t begin = 0;
+    for (int64_t v = 0; v < vpp; ++v) {
+      for (int64_t r = 0; r < pp; ++r) {
+        const int64_t n = (r == 0 ? out.first : r == pp - 1 ? out.last : out.middle) / vpp;
+        const size_t c = static_cast<size_t>(v * pp + r);
+        out.chunks[c] = n;
+        out.chunk_begin[c] = begin;
+        out.rank[static_cast<size_t>(r)] += n;
+        begin += n;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 StackLayerTerms stack_layer_terms(const Plan& plan) {
   const memest_model& m = *plan.model;
@@ -212,6 +426,14 @@ bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers&
 int64_t stage_moe_layers(const memest_model& m, const StageLayers& layers, int64_t pp,
                          int64_t vpp, int64_t stage) {
   if (!is_moe(m)) return 0;
+  if (!layers.chunks.empty()) {  // explicit virtual stages: chunk v*pp + stage
+    int64_t n = 0;
+    for (size_t c = static_cast<size_t>(stage); c < layers.chunks.size();
+         c += static_cast<size_t>(pp)) {
+      n += moe_layers_in(m, layers.chunk_begin[c], layers.chunk_begin[c] + layers.chunks[c]);
+    }
+    return n;
+  }
   if (vpp > 1) {  // vpp > 1 splits the layers evenly (split_layers)
     const int64_t chunk = layers.middle / vpp;
     int64_t n = 0;
@@ -240,15 +462,19 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
   out.dp = r.gpus / (r.tp * r.cp * r.pp);
   if (r.pp > m.num_hidden_layers) return LayoutIssue::PpExceedsLayers;
   if (r.vpp > 1 && r.pp < 2) return LayoutIssue::VppNeedsPp;
-  if (r.last_stage_layers > 0) {
-    // Megatron-LM's --decoder-last-pipeline-num-layers: the last stage holds the given layers,
-    // the others split the rest evenly (no interleaving).
-    const int64_t rest = m.num_hidden_layers - r.last_stage_layers;
-    if (r.pp < 2 || r.vpp > 1 || rest < r.pp - 1 || rest % (r.pp - 1) != 0) {
+  if (!r.pipeline_layout.empty()) {
+    int64_t vpp = 0;
+    std::string why;
+    if (!parse_pipeline_layout(r.pipeline_layout, r.pp, m.num_hidden_layers, m.mtp_layers,
+                               out.layers, vpp, why) ||
+        vpp != r.vpp) {
+      return LayoutIssue::PipelineLayout;
+    }
+  } else if (r.last_stage_layers > 0 || r.first_stage_layers > 0) {
+    if (!split_with_end_stages(m.num_hidden_layers, r.pp, r.vpp, r.first_stage_layers,
+                               r.last_stage_layers, out.layers)) {
       return LayoutIssue::LastStageLayers;
     }
-    out.layers.first = out.layers.middle = rest / (r.pp - 1);
-    out.layers.last = r.last_stage_layers;
   } else if (!split_layers(m.num_hidden_layers, r.pp, r.vpp, r.uneven_pipeline == 1, out.layers) &&
              !(r.stack.framework == MEMEST_FRAMEWORK_FSDP &&
                split_chunks_unevenly(m.num_hidden_layers, r.pp, r.vpp, out.layers))) {
@@ -311,6 +537,7 @@ const char* layout_issue_name(LayoutIssue issue) {
     case LayoutIssue::EtpFfn: return "etp_ffn";
     case LayoutIssue::MoeNeedsSp: return "moe_needs_sp";
     case LayoutIssue::LastStageLayers: return "last_stage_layers";
+    case LayoutIssue::PipelineLayout: return "pipeline_layout";
   }
   return "unknown";
 }
@@ -345,7 +572,8 @@ namespace {
         throw Error(MEMEST_ERR_INVALID_ARGUMENT, "parallel.pp",
                     "parallel.pp=" + str(r.pp) + " splits num_hidden_layers=" +
                         str(m.num_hidden_layers) +
-                        " unevenly by more than one layer in the first and the last stage");
+                        " so unevenly that the first or the last stage would hold no layer "
+                        "(stages of ceil(layers/pp) layers, the end stages giving up the rest)");
       }
       check_divides(r.vpp > 1 ? "parallel.pp*vpp" : "parallel.pp", r.pp * r.vpp,
                     "num_hidden_layers", m.num_hidden_layers);
@@ -389,12 +617,33 @@ namespace {
     case LayoutIssue::MoeNeedsSp:
       fail("parallel.sp", "a mixture-of-experts model with tp > 1 needs sequence parallelism "
                           "(Megatron-Core refuses MoE training with TP and no SP)");
-    case LayoutIssue::LastStageLayers:
-      fail("parallel.last_stage_layers",
-           "last_stage_layers=" + str(r.last_stage_layers) + " needs pp >= 2 without vpp, and " +
-               "leaves num_hidden_layers - last_stage_layers = " +
-               str(m.num_hidden_layers - r.last_stage_layers) +
-               " layers that the other pp - 1 = " + str(r.pp - 1) + " stages must split evenly");
+    case LayoutIssue::LastStageLayers: {
+      const bool first = r.first_stage_layers > 0, last = r.last_stage_layers > 0;
+      const int64_t others = r.pp - (first ? 1 : 0) - (last ? 1 : 0);
+      const std::string given =
+          first && last ? "first_stage_layers + last_stage_layers = " +
+                              str(r.first_stage_layers + r.last_stage_layers)
+          : first       ? "first_stage_layers = " + str(r.first_stage_layers)
+                        : "last_stage_layers = " + str(r.last_stage_layers);
+      fail(last ? "parallel.last_stage_layers" : "parallel.first_stage_layers",
+           given + " needs pp >= 2 and leaves " +
+               str(m.num_hidden_layers - r.first_stage_layers - r.last_stage_layers) + " of " +
+               str(m.num_hidden_layers) + " layers that the other " + str(others) +
+               " stages must split evenly, at least one layer each" +
+               (r.vpp > 1 ? "; with vpp=" + str(r.vpp) + " every stage's layers must divide by vpp"
+                          : std::string()));
+    }
+    case LayoutIssue::PipelineLayout: {
+      int64_t vpp = 0;
+      std::string why;
+      StageLayers unused;
+      if (!parse_pipeline_layout(r.pipeline_layout, r.pp, m.num_hidden_layers, m.mtp_layers,
+                                 unused, vpp, why)) {
+        fail("parallel.pipeline_layout", why);
+      }
+      fail("parallel.vpp", "pipeline_layout has " + str(vpp * r.pp) + " virtual stages = pp x vpp: "
+                           "set vpp to " + str(vpp) + ", got " + str(r.vpp));
+    }
     case LayoutIssue::None:
       break;
   }
@@ -426,6 +675,17 @@ void validate_fields(const PretrainRequest& r) {
   validate_zero(r.zero, "parallel.zero");
   validate_expert_fields(r.model, r.ep, r.etp, "parallel");
   check_range("parallel.last_stage_layers", r.last_stage_layers, 0, r.model.num_hidden_layers);
+  check_range("parallel.first_stage_layers", r.first_stage_layers, 0, r.model.num_hidden_layers);
+  if (!r.pipeline_layout.empty()) {
+    if (r.first_stage_layers > 0 || r.last_stage_layers > 0 || r.uneven_pipeline == 1) {
+      fail("parallel.pipeline_layout",
+           "sets every stage's layers: leave first_stage_layers, last_stage_layers and "
+           "uneven_pipeline out");
+    }
+    if (r.pipeline_layout.size() > 65536) {
+      fail("parallel.pipeline_layout", "is longer than 65536 characters");
+    }
+  }
   if (!std::isfinite(r.moe_capacity_factor) || r.moe_capacity_factor < 0 ||
       r.moe_capacity_factor > kMaxCapacityFactor) {
     fail("training.moe_capacity_factor",

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "activations/activations.hpp"
 #include "model/flops.hpp"
@@ -15,16 +16,36 @@
 namespace memest {
 
 // Transformer layers per pipeline stage: `middle` = ceil(L / pp) everywhere, except that an
-// uneven pipeline gives the first and then the last stage one layer fewer when pp does not
-// divide L (at most one each).
+// uneven pipeline gives the first and the last stage fewer when pp does not divide L, or the
+// request sets them (first_stage_layers, last_stage_layers). A custom layout
+// (parallel.pipeline_layout) lists every virtual stage instead: `chunks` holds the decoder
+// layers of chunk v*pp + r (Megatron's order: rank r's v-th model chunk), `chunk_begin` the
+// index of its first layer and `rank` each rank's total; all three are empty otherwise (the
+// search never sets a layout string, so its candidates stay allocation-free).
 struct StageLayers {
   int64_t first = 0, middle = 0, last = 0;
+  std::vector<int64_t> chunks, chunk_begin, rank;
+  // The rank holding the multi-token-prediction modules (a layout's 'm'); -1: the last.
+  int64_t mtp_rank = -1;
+  int64_t mtp_stage(int64_t pp) const { return mtp_rank >= 0 ? mtp_rank : pp - 1; }
   int64_t of(int64_t stage, int64_t pp) const {
+    if (!rank.empty()) return rank[static_cast<size_t>(stage)];
     return stage == 0 ? first : stage == pp - 1 ? last : middle;
   }
 };
-// False when the layers cannot be split so (pp*vpp must then divide them).
+// False when the layers cannot be split so (pp*vpp must then divide them). Uneven (Llama 3's
+// 405B, DeepSeek-V3's 61 layers): stages of ceil(L/pp) layers, the first and the last give up
+// the shortfall between them, the first the larger half (it holds the embedding, the last the
+// loss); without interleaving.
 bool split_layers(int64_t layers, int64_t pp, int64_t vpp, bool uneven, StageLayers& out);
+// Megatron-LM's --pipeline-model-parallel-layout string
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py parse_str_to_list): virtual
+// stages separated by '|', each a run of E (embedding), t (decoder layer), m (MTP layer) and
+// L (loss); "(...)*n" and "x*n" repeat, commas are cosmetic. Fills out.chunks, chunk_begin and
+// rank for pp ranks, and `vpp` with the virtual stages per rank. On a layout Megatron would
+// refuse (or one memest cannot model) it returns false with the reason in `why`.
+bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers,
+                           int64_t mtp_layers, StageLayers& out, int64_t& vpp, std::string& why);
 // torchtitan's split of a pipeline into pp*vpp chunks when they do not divide the layers
 // (torchtitan/distributed/pipeline_parallel.py: chunks of ceil(L/(pp*vpp)) layers, the first and
 // the last chunk lighter, where the embedding and the output layer sit): every rank holds
@@ -109,7 +130,8 @@ enum class LayoutIssue {
   ExpertGpus,     // etp * ep * pp does not divide the GPUs (no integer expert data-parallel size)
   EtpFfn,         // etp does not divide moe_intermediate_size
   MoeNeedsSp,     // MoE with tp > 1 and no sequence parallelism
-  LastStageLayers,  // last_stage_layers leaves a rest the other stages cannot split evenly
+  LastStageLayers,  // first/last_stage_layers leave a rest the other stages cannot split evenly
+  PipelineLayout,   // pipeline_layout does not describe pp x vpp stages of this model
 };
 struct LayoutCheck {
   StageLayers layers;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "memest/memest.h"
@@ -125,6 +126,12 @@ struct PretrainRequest {
   // split the rest evenly (Megatron-LM's --decoder-last-pipeline-num-layers; DeepSeek-V3's
   // 61 layers over 16 stages); 0: the split above (uneven_pipeline).
   int64_t last_stage_layers = 0;
+  // > 0: the first stage holds exactly this many layers (--decoder-first-pipeline-num-layers);
+  // with last_stage_layers too, the pp - 2 stages between split the rest evenly.
+  int64_t first_stage_layers = 0;
+  // Megatron-LM's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L"); empty: none. It
+  // sets every stage's layers and, by its number of virtual stages, pp x vpp.
+  std::string pipeline_layout;
   Adapter adapter;
 
   void set_layout(const Layout& l) {

@@ -66,10 +66,12 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
   const Stack& st = r.stack;
   const int32_t fw = st.framework;
   if (fw == MEMEST_FRAMEWORK_MEGATRON) return r.recompute != MEMEST_RECOMPUTE_OP_SELECTIVE;
-  if (is_moe(r.model) && (fw == MEMEST_FRAMEWORK_DEEPSPEED || r.ep > 1 ||
-                          (r.etp > 0 && r.etp != r.tp) ||
-                          r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE)) {
-    return false;  // as validate_stack refuses them
+  if (is_moe(r.model)) {  // as validate_stack refuses them
+    const bool fsdp2 = fw == MEMEST_FRAMEWORK_FSDP && st.fsdp_version == 2;
+    if ((r.ep > 1 && !fsdp2) || (r.etp > 0 && r.etp != r.tp && !(fsdp2 && r.etp == 1)) ||
+        r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
+      return false;
+    }
   }
   if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
     return false;
@@ -193,24 +195,36 @@ void validate_stack(const PretrainRequest& r) {
   if (!megatron && is_moe(r.model)) {
     // A mixture-of-experts block outside Megatron is Hugging Face's sparse block
     // (activations/stack_activations.cpp eager_block_bytes; under fsdp too, where torchtitan's
-    // own MoE is not modelled separately) run data-parallel or sharded: every GPU holds every
-    // expert. Expert parallelism is modelled on Megatron-Core's token dispatcher only
-    // (megatron/core/transformer/moe/token_dispatcher.py).
-    if (fw == MEMEST_FRAMEWORK_DEEPSPEED) {
-      fail("training.framework",
-           "mixture-of-experts models under deepspeed run DeepSpeed-MoE (deepspeed/moe/layer.py: "
-           "its own gating, capacity and expert-parallel groups), which is not modelled: use "
-           "framework fsdp or pytorch (every GPU holds every expert) or megatron");
+    // own MoE is not modelled separately) run data-parallel or sharded. Without expert
+    // parallelism every GPU holds every expert, and FSDP or DeepSpeed ZeRO shard them with the
+    // rest of their block like any weight: a Hugging Face MoE under DeepSpeed is plain ZeRO
+    // (DeepSpeed-MoE's own layer, deepspeed/moe/layer.py, replaces a block only where the
+    // training script builds it).
+    // torchtitan's expert parallelism (torchtitan/distributed/expert_parallel.py
+    // ExpertParallel; torchtitan/distributed/parallel_dims.py: ep borrows from dp_shard x cp,
+    // or x tp when the experts run without tensor parallelism) splits the experts over ep
+    // ranks with an all-to-all token dispatch and combine, and FSDP2 shards each rank's
+    // experts over the rest: edp = gpus / (etp x ep x pp), Megatron's folding
+    // (plan/plan.cpp check_layout).
+    const bool fsdp2 = fw == MEMEST_FRAMEWORK_FSDP && st.fsdp_version == 2;
+    if (r.ep > 1 && !fsdp2) {
+      fail("parallel.ep",
+           fw == MEMEST_FRAMEWORK_DEEPSPEED
+               ? "DeepSpeed-MoE's expert parallelism (deepspeed/moe/layer.py: its own gating, "
+                 "capacity and expert groups) is not modelled: under framework deepspeed ep "
+                 "must be 1 (ZeRO shards every expert like any weight), or use framework fsdp "
+                 "(torchtitan's expert parallelism) or megatron"
+               : "expert parallelism outside Megatron is torchtitan's, on FSDP2: ep must be 1 "
+                 "under framework " + name_of(fw) + " (got " + std::to_string(r.ep) +
+                     "), or use framework fsdp or megatron");
     }
-    if (r.ep > 1) {
-      fail("parallel.ep", "expert parallelism is modelled on Megatron-Core's token dispatcher "
-                          "only: ep must be 1 under framework " + name_of(fw) +
-                              " (got " + std::to_string(r.ep) + "), or use framework megatron");
-    }
-    if (r.etp > 0 && r.etp != r.tp) {
-      fail("parallel.etp", "expert tensor parallelism apart from tp is Megatron-Core's folding: "
-                           "etp must be 0 (= tp) under framework " + name_of(fw) + ", got " +
-                               std::to_string(r.etp));
+    if (r.etp > 0 && r.etp != r.tp && !(fsdp2 && r.etp == 1)) {
+      fail("parallel.etp",
+           fsdp2 ? "torchtitan's experts run tensor-parallel over tp or not at all: etp must be "
+                   "0 (= tp) or 1 under framework fsdp, got " + std::to_string(r.etp)
+                 : "expert tensor parallelism apart from tp is Megatron-Core's folding: etp must "
+                   "be 0 (= tp) under framework " + name_of(fw) + ", got " +
+                       std::to_string(r.etp));
     }
     if (r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
       fail("training.recompute", "op_selective (torchtitan's per-op policy) is modelled for "

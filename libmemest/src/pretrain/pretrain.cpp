@@ -116,9 +116,21 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     params += edge.lm_head / t + edge.final_norm;
     // Tied embeddings under PP: the last stage keeps its own copy of the word embeddings.
     if (m.tie_word_embeddings && plan.pp > 1) params += edge.word_embedding / t;
-    // Multi-token-prediction modules sit after the last layer, on the last pipeline stage
-    // (megatron/core/transformer/multi_token_prediction.py): their norms and eh_proj, one
-    // decoder layer each (MoE or dense as layer L + j would be), the shared head reused.
+  }
+  const bool mtp_here = m.mtp_layers > 0 && i == plan.layers.mtp_stage(plan.pp);
+  if (mtp_here && !first && !m.tie_word_embeddings) {
+    // The MTP modules embed the shifted tokens themselves: the rank that runs them builds its
+    // own embedding (megatron/core/models/gpt/gpt_model.py: LanguageModelEmbedding where
+    // pre_process or mtp_process); a tied model's last stage already holds that copy.
+    params += edge.word_embedding / t;
+    mtp_params += edge.word_embedding / t;
+  }
+  if (mtp_here) {
+    // Multi-token-prediction modules sit after the last layer, on the last pipeline stage or
+    // where a layout puts its 'm' (megatron/core/transformer/multi_token_prediction.py): their
+    // norms and eh_proj, one decoder layer each (MoE or dense as layer L + j would be); their
+    // logits and loss run through the output layer, on the last stage (gpt_model.py
+    // _postprocess, process_mtp_loss).
     for (int64_t j = 0; j < m.mtp_layers; ++j) {
       const LayerParams extra = mtp_extra_params(m);
       double own = extra.sharded / t + extra.replicated;
@@ -137,13 +149,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
       params += own;
       mtp_params += own;
       // enorm and hnorm inputs (2 bytes each) and eh_proj's input, the 2h-wide concatenation
-      // (4 bytes): 8 sbh, on the sequence-parallel shard; and the module's logits through
-      // the shared head (as Eq. 14 for the main head).
+      // (4 bytes): 8 sbh, on the sequence-parallel shard.
       mtp_activations += in_flight * 8 * plan.layout.seq_len * plan.layout.micro_batch *
-                             static_cast<double>(m.hidden_size) /
-                             (plan.layout.cp * (plan.layout.sequence_parallel ? t : 1.0)) +
-                         head_activation_bytes(m, plan.layout);
+                         static_cast<double>(m.hidden_size) /
+                         (plan.layout.cp * (plan.layout.sequence_parallel ? t : 1.0));
     }
+  }
+  if (last) {
+    // each MTP module's logits through the shared head (as Eq. 14 for the main head)
+    mtp_activations += static_cast<double>(m.mtp_layers) * head_activation_bytes(m, plan.layout);
   }
   // States per framework (states/stack_states.hpp; under megatron the ZeRO partitioning of
   // state_bytes exactly).

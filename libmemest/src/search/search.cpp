@@ -348,14 +348,16 @@ void enumerate_space(const SearchRequest& r, Search& s) {
   const uint64_t per_tcp = static_cast<uint64_t>(r.max_vpp) * static_cast<uint64_t>(mb_count) *
                            static_cast<uint64_t>(options);
 
-  // Expert-parallel sizes (MoE models under megatron only): divisors of the GPUs that divide
-  // the experts, up to max_ep, and etp = tp or 1. A dense model, or an MoE model under another
-  // framework (every GPU holds every expert: plan/stack.cpp validate_stack), has ep = 1 and
-  // etp = tp only, so its space is that of a dense model.
+  // Expert-parallel sizes (MoE models under megatron, and fsdp2 as torchtitan): divisors of
+  // the GPUs that divide the experts, up to max_ep, and etp = tp or 1. A dense model, or an
+  // MoE model under another framework (every GPU holds every expert: plan/stack.cpp
+  // validate_stack), has ep = 1 and etp = tp only, so its space is that of a dense model.
   int64_t eps[kMaxGpuDivisors];
   int ne = 0;
   const bool moe = is_moe(base.model);
-  const bool expert_parallel = moe && base.stack.framework == MEMEST_FRAMEWORK_MEGATRON;
+  const bool expert_parallel =
+      moe && (base.stack.framework == MEMEST_FRAMEWORK_MEGATRON ||
+              (base.stack.framework == MEMEST_FRAMEWORK_FSDP && base.stack.fsdp_version == 2));
   for (int i = 0; i < nd; ++i) {
     const int64_t ep = divs[i];
     if (!expert_parallel && ep > 1) break;
