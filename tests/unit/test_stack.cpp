@@ -643,6 +643,34 @@ TEST_CASE("MoE under FSDP2 with expert parallelism (torchtitan): experts over ep
   CHECK(plain["stages"][0]["experts"]["dispatch_buffer_bytes"] == 0);
 }
 
+TEST_CASE("LoRA on a Hugging Face MoE: frozen experts in the base, adapters on attention and router") {
+  // q_proj + v_proj + router at r = 8 on the small Qwen3-MoE: per layer q 8 * (1024 + 1024) =
+  // 16384, v 8 * (1024 + 256) = 10240, router 8 * (1024 + 32) = 8448: 35072; 8 layers 280576.
+  test::json req = moe_request("pytorch", 1);
+  req["training"]["adapter"] = {{"type", "lora"}, {"rank", 8},
+                                {"targets", {"q_proj", "v_proj", "router"}}};
+  const test::json r = ok(req);
+  CHECK(r["trainable_parameters"] == 280576.0);
+  const test::json& s = r["stages"][0];
+  // the base, experts included, frozen in bf16: 2 * 489441280; no gradient but the adapters'
+  // (fp32: 4 * 280576)
+  CHECK(s["adapter"]["base_weights_bytes"] == 978882560.0);
+  CHECK(s["gradients_bytes"] == 4.0 * 280576);
+  CHECK(s["experts"]["gradients_bytes"] == 0);
+  // every expert's gate/up/down adapted: 32 experts * 8 * 3 * (1024 + 512) = 1179648 per layer
+  req["training"]["adapter"]["targets"] = {"gate_proj", "up_proj", "down_proj"};
+  CHECK(ok(req)["trainable_parameters"] == 8.0 * 1179648);
+  // the router of a dense model, expert parallelism with an adapter: refused by name
+  req["training"]["adapter"]["targets"] = {"router"};
+  test::json dense = req;
+  dense["model"] = "llama-3.1-8b";
+  CHECK(refused_field(dense) == "training.adapter.targets");
+  test::json ep = moe_request("fsdp", 8);
+  ep["parallel"]["ep"] = 2;
+  ep["training"]["adapter"] = {{"type", "lora"}};
+  CHECK(refused_field(ep) == "parallel.ep");
+}
+
 TEST_CASE("A Hugging Face MoE under DeepSpeed ZeRO: every expert sharded like any weight") {
   // ZeRO-3 over 8 GPUs, no expert parallelism: the experts' 402653184 parameters in bf16,
   // 2 * 402653184 / 8 = 100663296 per GPU; their fp32 master, momentum and variance

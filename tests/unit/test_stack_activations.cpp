@@ -432,6 +432,58 @@ TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") 
   CHECK(memest::eager_block_bytes(m, x2, o).mlp == 24840.0 * 8192);
 }
 
+TEST_CASE("eager blocks: LoRA on a Qwen3-MoE layer (frozen experts, per-expert adapters, router)") {
+  // The layer of the case above (h = 1024, 32 experts, top-4, width 512, N = 8192 tokens),
+  // bf16 adapters, no dropout. Frozen experts: the first grouped GEMM keeps the routed rows
+  // and the second the product only for an adapter on them: per token 4 slots * 2 * (1024 +
+  // 512) = 12288 B fewer than 33032: 20744 B.
+  memest_model m = memest::default_model();
+  m.hidden_size = 1024;
+  m.num_hidden_layers = 8;
+  m.num_attention_heads = 16;
+  m.num_key_value_heads = 4;
+  m.head_dim = 64;
+  m.intermediate_size = 3072;
+  m.vocab_size = 32000;
+  m.gated_mlp = 1;
+  m.qk_norm = 1;
+  m.num_experts = 32;
+  m.num_experts_per_tok = 4;
+  m.moe_intermediate_size = 512;
+  m.moe_layer_step = 1;
+  memest::ActivationLayout x = layout(1, false);
+  x.seq_len = 2048;
+  x.micro_batch = 4;
+  memest::EagerBlockOptions o;
+  o.lora = true;
+  // Attention only, q_proj + v_proj, r = 8. Norms with frozen scales keep the fp32 upcast and
+  // rsqrt, 4h + 4 = 4100 B each; the attention norm's output, read by the adapters, 2h more:
+  // 6148 + 4100 = 10248 B (the frozen router keeps nothing). Attention: Q, K, V, output,
+  // logsumexp 5184; the QK-norms keep upcast and rsqrt only: q 4 * 1024 + 4 * 16 = 4160, k
+  // 4 * 256 + 4 * 4 = 1040; two lora_A outputs 2 * 2 * 8 = 32: 10416 B. MLP 20744 B.
+  // Total 41408 B per token * 8192 = 339214336.
+  o.lora_targets = memest::kLoraQ | memest::kLoraV;
+  o.lora_rank = 8;
+  auto r = memest::eager_block_bytes(m, x, o);
+  CHECK(r.norms == 10248.0 * 8192);
+  CHECK(r.attention == 10416.0 * 8192);
+  CHECK(r.mlp == 20744.0 * 8192);
+  CHECK(r.total() == 339214336.0);
+  // Every linear and the router, r = 16. The MLP norm's output is read by the router's
+  // adapter: 6148 B, norms 12296 B. Attention 10384 + four lora_A outputs 4 * 2 * 16 = 10512 B.
+  // MLP: 20744 + the routed rows once for the gate and up adapters 4 * 2 * 1024 = 8192 + the
+  // product for the down adapters 4 * 2 * 512 = 4096 + three lora_A outputs per slot 3 * 4 *
+  // 2 * 16 = 384 + the router's lora_A output 2 * 16 = 32: 33448 B.
+  // Total 56256 B per token * 8192 = 460849152.
+  o.lora_targets = memest::kLoraAll | memest::kLoraRouter;
+  o.lora_rank = 16;
+  r = memest::eager_block_bytes(m, x, o);
+  CHECK(r.norms == 12296.0 * 8192);
+  CHECK(r.attention == 10512.0 * 8192);
+  CHECK(r.mlp == 33448.0 * 8192);
+  CHECK(r.total() == 460849152.0);
+}
+
 TEST_CASE("recompute working set: an MoE block's MLP backward over its routed rows") {
   // The Qwen3-MoE layer above, nothing kept or rebuilt (full = kept): the output gradient
   // 2 * 1024 = 2048 B per token plus the SwiGLU backward's two gradients over k * fe =

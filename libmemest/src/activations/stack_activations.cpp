@@ -311,17 +311,19 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // tensor and keeps a bool mask (1 B); under autocast lora_A saves its own bf16 cast.
   // QLoRA under bitsandbytes (frozen_linears_save_input): a frozen 4-bit linear keeps its input
   // too, unless the adapters already hold that very tensor (bf16, no dropout, no autocast).
-  auto lora_inputs = [&](double count, double width) {
+  // (`rows` tokens read the tensor: n, or an MoE block's n * k routed rows)
+  auto lora_input_rows = [&](double rows, double count, double width) {
     const bool shared_held = count > 0 && !o.lora_dropout && !o.autocast && o.adapter_bytes == 2;
-    const double frozen = (o.frozen_linears_save_input && !shared_held) ? 2 * n * width : 0.0;
+    const double frozen = (o.frozen_linears_save_input && !shared_held) ? 2 * rows * width : 0.0;
     if (count == 0) return frozen;
     const double mask = o.lora_dropout ? 1.0 : 0.0;
-    if (o.autocast) return count * (2 + mask) * n * width + frozen;
+    if (o.autocast) return count * (2 + mask) * rows * width + frozen;
     if (o.lora_dropout || o.adapter_bytes != 2) {
-      return count * (o.adapter_bytes + mask) * n * width + frozen;
+      return count * (o.adapter_bytes + mask) * rows * width + frozen;
     }
-    return 2 * n * width;
+    return 2 * rows * width;
   };
+  auto lora_inputs = [&](double count, double width) { return lora_input_rows(n, count, width); };
   // An RMSNorm's own saved tensors for `rows` rows of `width` elements per token (a per-head
   // norm has a rows of d); the input is `in_bytes` wide.
   auto norm_own = [&](double width, double rows, double in_bytes) {
@@ -345,8 +347,14 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
         o.lora ? lora_inputs(adapted_consumers, h) : casts * 2 * n * h;
     return norm_own(h, 1, r_bytes) / seq_div + linear_inputs;
   };
+  // What reads an MoE block's norm output directly: the router and the shared experts' input
+  // linears (the routed experts read their gathered rows).
+  const bool moe_block = is_moe(m) && !o.dense_mlp;
+  const double router_adapted = moe_block && (tg & kLoraRouter) ? 1.0 : 0.0;
+  const double mlp_norm_adapted =
+      moe_block ? router_adapted + (m.num_shared_experts > 0 ? mlp_adapted : 0.0) : mlp_adapted;
   EagerBlockBytes r;
-  r.norms = norm_bytes(attn_consumers, attn_adapted) + norm_bytes(mlp_consumers, mlp_adapted);
+  r.norms = norm_bytes(attn_consumers, attn_adapted) + norm_bytes(mlp_consumers, mlp_norm_adapted);
 
   // Attention (SDPA flash/efficient: saves query, key, value, output, logsumexp). Rotary's
   // multiplications by cos/sin save only cos/sin (shared, no grad); the rotated Q and K are
@@ -398,12 +406,33 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
     const double eb = o.autocast ? 4.0 : 2.0;
     const double e_act = m.gated_mlp ? 4.0 : 2.0;  // GELU experts: fc1 output, GELU output
     r.mlp = n * (4 * e + 8 * k) + n * k * (3 * 8 + 2 + eb * (2 * h + e_act * fe));
+    const double fs = static_cast<double>(shared_expert_width(m)) *
+                      static_cast<double>(m.num_shared_experts);
     if (m.num_shared_experts > 0) {
-      const double fs = static_cast<double>(shared_expert_width(m)) *
-                        static_cast<double>(m.num_shared_experts);
       r.mlp += e_act * 2 * n * fs / t;
       // sigmoid(gate(x)) * shared_out saves the bf16 sigmoid result and the shared output.
       if (m.shared_expert_gate) r.mlp += n * (2 + 2 * h);
+    }
+    if (o.lora) {
+      // Frozen experts (peft's LoRA on each expert's linears, as for a dense MLP above): the
+      // first grouped GEMM keeps the routed rows and the second the product only for an
+      // adapter on them; gate/up adapters read the routed rows (h), down adapters the product
+      // (fe), each keeping its r-wide lora_A output, over the n * k routed rows. The shared
+      // experts are dense MLPs of width fs; a router adapter keeps its r-wide output (its
+      // input, the norm output, is counted with the norms).
+      const double ab = o.autocast ? 2.0 : o.adapter_bytes;
+      const double rows = n * k;
+      const double down_adapted = adapted(kLoraDown);
+      r.mlp -= rows * eb * (h + fe);
+      r.mlp += lora_input_rows(rows, mlp_adapted, h) + lora_input_rows(rows, down_adapted, fe);
+      r.mlp += (mlp_adapted + down_adapted) * ab * rows * o.lora_rank;
+      if (m.num_shared_experts > 0) {
+        r.mlp -= 2 * n * fs / t;
+        r.mlp += lora_inputs(down_adapted, fs / t);
+        r.mlp += static_cast<double>(m.num_shared_experts) * (mlp_adapted + down_adapted) * ab *
+                 n * o.lora_rank;
+      }
+      r.mlp += router_adapted * ab * n * o.lora_rank;
     }
   } else {
     r.mlp = act_tensors * 2 * n * f / t;

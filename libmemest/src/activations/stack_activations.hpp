@@ -193,6 +193,7 @@ enum LoraTarget : unsigned {
   kLoraUp = 1u << 5,
   kLoraDown = 1u << 6,
   kLoraAll = 0x7fu,
+  kLoraRouter = 1u << 9,  // an MoE layer's router (MEMEST_LORA_ROUTER)
 };
 
 struct EagerBlockBytes {
@@ -211,7 +212,10 @@ struct EagerBlockBytes {
 // saves its lora_A input (shared with the base input, or with dropout its own dropout output
 // 2 bytes + bool mask 1 byte per element) and its r-wide lora_A output (2r). lora_targets of
 // a fused QKV model: kLoraQ stands for the fused projection; of a GELU MLP: kLoraUp is fc1,
-// kLoraDown fc2. Not modelled with compiled.
+// kLoraDown fc2. An MoE block's experts are frozen like any linear: the grouped GEMMs keep
+// their inputs (the routed rows, the product) only for an adapter on them; gate/up/down
+// adapters sit on every routed and shared expert, kLoraRouter on the router. Not modelled
+// with compiled.
 // Tensor parallelism as torchtitan applies it (colwise/rowwise DTensor linears; with SP the
 // linears save their all-gathered input at full sequence length).
 EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout& x,

@@ -16,6 +16,9 @@ AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double
                 "(kv_lora_rank > 0): its projections are q_a/q_b_proj and kv_a/kv_b_proj",
          MEMEST_ERR_UNSUPPORTED);
   }
+  if (has(MEMEST_LORA_ROUTER) && !is_moe(m)) {
+    fail(field, "router: the model is dense (num_experts = 0), it has no router to adapt");
+  }
   if (gate && !m.gated_mlp) {
     fail(field, "gate_proj: the model's MLP is not gated (fc1 and fc2: target up_proj and "
                 "down_proj)");
@@ -52,7 +55,10 @@ AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double
   AdapterParams out;
   out.dense_layer = attention + mlp(static_cast<double>(m.intermediate_size));
   if (is_moe(m)) {
-    out.moe_layer = attention +
+    // the router: a linear h -> E (peft's "gate" in Qwen-MoE, Mixtral, DeepSeek)
+    const double router =
+        has(MEMEST_LORA_ROUTER) ? adapter(h, static_cast<double>(m.num_experts)) : 0.0;
+    out.moe_layer = attention + router +
                     static_cast<double>(m.num_experts) * mlp(static_cast<double>(expert_width(m))) +
                     static_cast<double>(m.num_shared_experts) *
                         mlp(static_cast<double>(shared_expert_width(m)));

@@ -31,7 +31,9 @@ struct AdapterParams {
 // Adapter parameters of rank `rank` on the modules in `targets` (bits of memest_lora_target).
 // Fused projections: any of q/k/v_proj targets the one fused QKV tensor (h -> q + 2kv), any of
 // gate/up_proj the fused gate_up_proj (h -> 2 h_ffn). A GELU MLP's fc1 is up_proj, its fc2
-// down_proj. MoE layers: every routed and shared expert's MLP (the router is never adapted).
+// down_proj. MoE layers: gate/up/down_proj adapt every routed and shared expert's MLP (peft
+// matches the module name in every expert, as ms-swift's all-linear does); router adapts the
+// router (h -> E), refused on a dense model.
 // Throws memest::Error naming `field` when the model has no such module (gate_proj on a GELU
 // MLP, q/k/v_proj under multi-head latent attention).
 AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double rank,

@@ -353,7 +353,7 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     // LoRA's saved tensors (activations/stack_activations.hpp eager_block_bytes): the LoraTarget
     // bits are memest_lora_target's first seven.
     eo.lora = true;
-    eo.lora_targets = plan.adapter.targets & kLoraAll;
+    eo.lora_targets = plan.adapter.targets & (kLoraAll | kLoraRouter);
     eo.lora_rank = static_cast<double>(plan.adapter.rank);
     eo.lora_dropout = plan.adapter.dropout > 0;
     eo.frozen_linears_save_input = plan.adapter.type == MEMEST_ADAPTER_QLORA;

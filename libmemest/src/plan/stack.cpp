@@ -77,7 +77,7 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
     return false;
   }
   // adapters run data-parallel or sharded (validate_adapter)
-  if (r.adapter.enabled() && (r.tp > 1 || r.cp > 1 || r.pp > 1)) return false;
+  if (r.adapter.enabled() && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.ep > 1)) return false;
   if (fw == MEMEST_FRAMEWORK_DEEPSPEED && r.pp > 1 && r.zero >= 2) return false;
   if (st.optimizer_in_backward && (r.pp > 1 || num_microbatches > 1)) return false;
   if (st.offload_params) {
@@ -422,14 +422,21 @@ void validate_adapter(const PretrainRequest& r) {
                                     "(FSDP, ZeRO): cp must be 1");
   if (r.pp > 1) fail("parallel.pp", "adapters (peft, torchtune) run data-parallel or sharded "
                                     "(FSDP, ZeRO): pp must be 1");
+  if (r.ep > 1) fail("parallel.ep", "adapters (peft) run data-parallel or sharded (FSDP, ZeRO), "
+                                    "every GPU holding every expert: ep must be 1");
   if (r.stack.fp8) {
     fail("training.fp8", "fp8 linears (torchao Float8Linear, Transformer Engine) do not wrap "
                          "peft's LoRA layers: turn fp8 off with an adapter");
   }
-  if (is_moe(m) || is_mla(m) || m.mtp_layers > 0) {
-    fail("model", "adapters on mixture-of-experts or latent-attention models are counted "
-                  "(model/adapter.hpp) but the pretraining estimate models dense decoders only",
+  if (is_mla(m) || m.mtp_layers > 0) {
+    fail("model", "adapters on latent-attention or multi-token-prediction models are counted "
+                  "(model/adapter.hpp) but their blocks are modelled under framework megatron "
+                  "only, which runs no adapters: use a model with standard attention",
          MEMEST_ERR_UNSUPPORTED);
+  }
+  if ((a.targets & lora_bit(MEMEST_LORA_ROUTER)) && !is_moe(m)) {
+    fail("training.adapter.targets", "router: the model is dense (num_experts = 0), it has no "
+                                     "router to adapt");
   }
 }
 

@@ -189,8 +189,10 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
                                                 static_cast<double>(plan.adapter.rank), "");
     trainable = ap.total();
-    adapter_block = ap.dense_layer;
-    as = adapter_state_bytes(sin, plan.adapter, m, params, trainable);
+    adapter_block = std::max(ap.dense_layer, ap.moe_layer);
+    // the frozen base holds the experts too (no gradient, no optimizer state); adapters run
+    // without expert parallelism, so the experts shard with the rest (validate_adapter)
+    as = adapter_state_bytes(sin, plan.adapter, m, params + expert_params, trainable);
     ss = as.total;
   } else {
     ss = stack_state_bytes(sin);
@@ -201,8 +203,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // megatron/core/optimizer/__init__.py builds their distributed optimizer over that group).
   // Under fsdp and pytorch (ep = 1, etp = tp: plan/stack.cpp) edp = dp * cp, the group the
   // other parameters shard over: FSDP2 shards the experts with the rest of their block.
-  StackStates es;
-  if (expert_params > 0) {
+  StackStates es;  // (under an adapter the frozen experts are in the base: as above)
+  if (expert_params > 0 && !plan.adapter.enabled()) {
     StackStateInput ein = sin;
     ein.params = expert_params;
     ein.shard_group = static_cast<double>(plan.edp);
