@@ -19,11 +19,11 @@ struct PretrainOptions {
   GpuChoice gpu{"a100-40gb"};
   RunShape run;
   int64_t tp = 4, cp = 1, pp = 2, vpp = 1, micro_batch = 1;
-  int64_t ep = 1, etp = 0, last_stage_layers = 0;
+  int64_t ep = 1, etp = 0, first_stage_layers = 0, last_stage_layers = 0;
   double moe_capacity_factor = 0;
   int zero = 1;
   bool uneven = false;
-  std::string recompute = "none", activation_model = "auto";
+  std::string recompute = "none", activation_model = "auto", pipeline_layout;
   Precision precision;
   StackOptions stack;
   AdapterOptions adapter;
@@ -45,9 +45,18 @@ void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
       ->capture_default_str();
   add_integer(cmd, "--etp", o.etp, "Expert tensor-parallel size (0 = the same as --tp)")
       ->capture_default_str();
-  add_integer(cmd, "--last-stage-layers", o.last_stage_layers,
-              "Layers of the last pipeline stage; the others split the rest (0: automatic)")
+  add_integer(cmd, "--first-stage-layers", o.first_stage_layers,
+              "Layers of the first pipeline stage (Megatron's --decoder-first-pipeline-num-layers); "
+              "the others split the rest (0: automatic)")
       ->capture_default_str();
+  add_integer(cmd, "--last-stage-layers", o.last_stage_layers,
+              "Layers of the last pipeline stage (Megatron's --decoder-last-pipeline-num-layers); "
+              "the others split the rest (0: automatic)")
+      ->capture_default_str();
+  cmd.add_option("--pipeline-layout", o.pipeline_layout,
+                 "Megatron's --pipeline-model-parallel-layout, e.g. \"Et*3|(tt|)*29,m|L\": "
+                 "pp x vpp virtual stages split by '|' (E embedding, t layer, m MTP, L loss); "
+                 "--vpp must equal its stages / --pp (default: none)");
   add_real(cmd, "--moe-capacity-factor", o.moe_capacity_factor,
            "MoE expert capacity factor (0 = drop-less routing)", Sign::non_negative)
       ->capture_default_str();
@@ -67,7 +76,8 @@ ojson pretrain_request(const PretrainOptions& o) {
           {"parallel",
            {{"gpus", o.run.gpus}, {"tp", o.tp}, {"cp", o.cp}, {"pp", o.pp}, {"vpp", o.vpp},
             {"sp", !o.run.no_sp}, {"zero", o.zero}, {"uneven_pipeline", o.uneven},
-            {"ep", o.ep}, {"etp", o.etp}, {"last_stage_layers", o.last_stage_layers}}},
+            {"ep", o.ep}, {"etp", o.etp}, {"first_stage_layers", o.first_stage_layers},
+            {"last_stage_layers", o.last_stage_layers}, {"pipeline_layout", o.pipeline_layout}}},
           {"training", training}};
 }
 

@@ -163,6 +163,17 @@ std::string pretrain_table(const ojson& r) {
                        l.value("edp", ojson(1)).get<int64_t>(), active_params / 1e9,
                        total_params / 1e9);
   }
+  {
+    // An uneven or custom pipeline, as given (the stages' layers are in the table below).
+    const int64_t first = l.value("first_stage_layers", ojson(0)).get<int64_t>();
+    const int64_t last = l.value("last_stage_layers", ojson(0)).get<int64_t>();
+    const std::string layout = l.value("pipeline_layout", ojson("")).get<std::string>();
+    std::string pipeline;
+    if (first > 0) pipeline += fmt::format(" | first stage {} layers", first);
+    if (last > 0) pipeline += fmt::format(" | last stage {} layers", last);
+    if (!layout.empty()) pipeline += " | layout " + layout;
+    if (!pipeline.empty()) out += "pipeline: " + pipeline.substr(3) + "\n";
+  }
   std::string batch = fmt::format("micro-batch {}", t["micro_batch"].get<int64_t>());
   if (t["global_batch"].get<int64_t>() > 0) {
     batch += fmt::format(" | global batch {} ({} micro-batches)", t["global_batch"].get<int64_t>(),

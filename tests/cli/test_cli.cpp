@@ -302,3 +302,53 @@ TEST_CASE("--compile-components names the parts; --compile is all; a contradicti
   CHECK(bad.rc != 0);
   CHECK(bad.err.find("--compile-components") != std::string::npos);
 }
+
+TEST_CASE("--first-stage-layers, --last-stage-layers and --pipeline-layout reach the library (1.7)") {
+  // Llama-3.1-8B's 32 layers over pp 4: first 6 and last 6 leave 10 + 10 between; the layout
+  // string's 8 virtual stages (vpp 2) hold 3+3, 5+5, 5+5, 3+3 layers.
+  const std::string base = "pretrain --model llama-3.1-8b --gpus 4 --tp 1 --pp 4 --format json ";
+  const Run ends = run(base + "--first-stage-layers 6 --last-stage-layers 6");
+  REQUIRE(ends.rc == 0);
+  const json e = json::parse(ends.out);
+  CHECK(e["layout"]["first_stage_layers"] == 6);
+  CHECK(e["layout"]["last_stage_layers"] == 6);
+  REQUIRE(e["stages"].size() == 4);
+  CHECK(e["stages"][0]["layers"] == 6);
+  CHECK(e["stages"][1]["layers"] == 10);
+  CHECK(e["stages"][2]["layers"] == 10);
+  CHECK(e["stages"][3]["layers"] == 6);
+  // The first stage alone: the other three split the rest (32 - 5 = 27 -> 9 each).
+  const Run first = run(base + "--first-stage-layers 5");
+  REQUIRE(first.rc == 0);
+  const json f = json::parse(first.out);
+  CHECK(f["stages"][0]["layers"] == 5);
+  CHECK(f["stages"][1]["layers"] == 9);
+  CHECK(f["stages"][3]["layers"] == 9);
+  const Run layout = run(base + "--vpp 2 --pipeline-layout 'Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L'");
+  REQUIRE(layout.rc == 0);
+  const json l = json::parse(layout.out);
+  CHECK(l["layout"]["pipeline_layout"] == "Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L");
+  REQUIRE(l["stages"].size() == 4);
+  CHECK(l["stages"][0]["layers"] == 6);
+  CHECK(l["stages"][1]["layers"] == 10);
+  CHECK(l["stages"][2]["layers"] == 10);
+  CHECK(l["stages"][3]["layers"] == 6);
+  // A layout of 16 layers for a 32-layer model: exit 2, the field named, nothing on stdout.
+  const Run bad = run(base + "--vpp 2 --pipeline-layout 'Et*3|t*5|t*5|t*3L'");
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.empty());
+  CHECK(bad.err.find("parallel.pipeline_layout") != std::string::npos);
+  // The router is a LoRA target by the library's own name table. Qwen3-30B-A3B (hidden 2048,
+  // 32 heads x 128, 128 experts, 48 layers), r = 8: q_proj 8 * (2048 + 4096) = 49152 and the
+  // router 8 * (2048 + 128) = 17408 a layer, x 48 = 3194880.
+  const Run router = run("pretrain --model qwen3-30b-a3b --framework fsdp --adapter lora --tp 1 "
+                         "--pp 1 --gpus 8 --lora-targets q_proj,router --format json");
+  REQUIRE(router.rc == 0);
+  CHECK(json::parse(router.out)["adapter"]["trainable_parameters"].get<double>() == 3194880.0);
+  // torchtitan's expert parallelism under fsdp: ep 2 of 8 GPUs leaves edp 4.
+  const Run ep = run("pretrain --model qwen3-30b-a3b --framework fsdp --tp 1 --pp 1 --gpus 8 "
+                     "--ep 2 --format json");
+  REQUIRE(ep.rc == 0);
+  CHECK(json::parse(ep.out)["layout"]["ep"] == 2);
+  CHECK(json::parse(ep.out)["layout"]["edp"] == 4);
+}
