@@ -481,3 +481,297 @@ TEST_CASE("Fine-tuning refuses MoE models (LLMem has no MoE); pretraining and th
   CHECK(res.ep == 1);
   CHECK(res.edp == 1);
 }
+
+TEST_CASE("GLM-4.5 (glm4_moe): q/k/v biases without o_proj's, head_dim QK-norm, 3 dense layers, MTP apart") {
+  // zai-org/GLM-4.5's shapes (NeMo Megatron-Bridge's GLM 4.5 page lists the same: 92 layers,
+  // the first 3 dense, 160 experts of 1536 top-8, one shared expert, QK LayerNorm).
+  const memest_model m = from_config(R"({"architectures": ["Glm4MoeForCausalLM"],
+    "model_type": "glm4_moe", "attention_bias": true, "first_k_dense_replace": 3,
+    "head_dim": 128, "hidden_size": 5120, "intermediate_size": 12288,
+    "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 1,
+    "num_attention_heads": 96, "num_experts_per_tok": 8, "num_hidden_layers": 92,
+    "num_key_value_heads": 8, "num_nextn_predict_layers": 1, "partial_rotary_factor": 0.5,
+    "tie_word_embeddings": false, "use_qk_norm": true, "vocab_size": 151552})");
+  CHECK(m.attention_qkv_bias == 1);
+  CHECK(m.attention_out_bias == 0);  // Glm4MoeAttention: o_proj has no bias
+  CHECK(m.qk_norm == 1);
+  CHECK(m.mtp_layers == 1);
+  const memest_param_count c = count(m);
+  // attention: q 5120*12288 = 62914560, k and v 2*5120*1024 = 10485760, o 62914560
+  //   -> 136314880; biases q 12288 + k, v 2048 = 14336; q_norm + k_norm 2*128 = 256
+  //   -> 136329472 (partial rotary changes no parameter)
+  // dense layer: + MLP 3*5120*12288 = 188743680 + two norms 10240 = 325083392
+  CHECK(c.per_dense_layer == 325083392.0);
+  // MoE layer: expert 3*5120*1536 = 23592960; 160 routed 3774873600 + 1 shared 23592960
+  //   + router 160*5120 = 819200: 136329472 + 10240 + 3774873600 + 23592960 + 819200
+  CHECK(c.per_layer == 3935625472.0);
+  // 3*325083392 + 89*3935625472 + embedding and head 2*151552*5120 (1551892480) + 5120
+  CHECK(c.total == 352797814784.0);
+  // active: 8 routed: 136329472 + 10240 + 188743680 + 23592960 + 819200 = 349495552;
+  //   3*325083392 + 89*349495552 + 1551897600 = 33632251904; without the input embedding
+  //   (775946240) 32856305664 (GLM: 32B active)
+  CHECK(c.active == 33632251904.0);
+  // MTP layer (layer 92): enorm, hnorm, shared_head.norm 3*5120 + eh_proj 2*5120*5120
+  //   (52428800) + one MoE layer = 3988069632. The model card's 355B total matches neither
+  //   352.80B (without it) nor 356.79B (with it); the Hub's 358B label is the checkpoint's
+  //   tensors: 352.80B + 3.99B + the layer's stored embedding and head 1.55B = 358.34B.
+  CHECK(c.mtp == 3988069632.0);
+  CHECK(c.total + c.mtp + 2 * 151552.0 * 5120 == 358337776896.0);
+  CHECK(tensor_sum(m) == c.total);
+}
+
+TEST_CASE("MiniMax-M2: full-width q/k norms (per_layer), 256 experts, no MTP tensors") {
+  const memest_model m = from_config(R"({"architectures": ["MiniMaxM2ForCausalLM"],
+    "model_type": "minimax_m2", "head_dim": 128, "hidden_size": 3072,
+    "intermediate_size": 1536, "num_attention_heads": 48, "num_experts_per_tok": 8,
+    "num_hidden_layers": 62, "num_key_value_heads": 8, "num_local_experts": 256,
+    "num_mtp_modules": 3, "use_mtp": true, "qk_norm_type": "per_layer", "rotary_dim": 64,
+    "shared_intermediate_size": 0, "tie_word_embeddings": false, "use_qk_norm": true,
+    "use_routing_bias": true, "vocab_size": 200064})");
+  CHECK(m.qk_norm == 2);
+  CHECK(m.moe_intermediate_size == 1536);  // intermediate_size is one expert's width
+  CHECK(m.router_bias == 0);  // e_score_correction_bias: a buffer
+  CHECK(m.mtp_layers == 0);   // num_mtp_modules: not in the released checkpoints
+  const memest_param_count c = count(m);
+  // attention: q 3072*6144 = 18874368, k and v 2*3072*1024 = 6291456, o 18874368 -> 44040192;
+  //   q_norm 48*128 = 6144 + k_norm 8*128 = 1024 (Qwen3's per-head norms would be 256)
+  // expert 3*3072*1536 = 14155776, 256 of them 3623878656; router 256*3072 = 786432; norms 6144
+  // layer 44040192 + 7168 + 3623878656 + 786432 + 6144 = 3668718592
+  CHECK(c.per_layer == 3668718592.0);
+  // 62 layers 227460552704 + embedding and head 2*200064*3072 = 1229193216 + 3072
+  CHECK(c.total == 228689748992.0);  // MiniMax: 230B
+  // active: 44040192 + 7168 + 8*14155776 + 786432 + 6144 = 158086144; *62 = 9801340928
+  //   + 1229196288 = 11030537216; without the input embedding 10415940608 (MiniMax: 10B)
+  CHECK(c.active == 11030537216.0);
+  CHECK(c.mtp == 0);
+  CHECK(tensor_sum(m) == c.total);
+  memest_model r = memest_test::sized<memest_model>();
+  CHECK(memest_model_from_config_json(R"({"model_type": "minimax_m2", "hidden_size": 64,
+    "intermediate_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 100,
+    "shared_intermediate_size": 64})", &r) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.shared_intermediate_size");
+}
+
+TEST_CASE("ERNIE 4.5 MoE: moe_* names, one shared MLP two experts wide, layer 0 dense, tied") {
+  const memest_model m = from_config(R"({"architectures": ["Ernie4_5_MoeForCausalLM"],
+    "model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+    "moe_intermediate_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 20,
+    "num_key_value_heads": 4, "head_dim": null, "moe_num_experts": 64,
+    "moe_num_shared_experts": 2, "moe_k": 6, "moe_layer_start_index": 1,
+    "moe_layer_end_index": -1, "moe_layer_interval": 1, "use_bias": false,
+    "vocab_size": 103424})");
+  CHECK(m.tie_word_embeddings == 1);  // Ernie4_5_MoeConfig's default
+  CHECK(m.num_experts == 64);
+  CHECK(m.num_shared_experts == 1);
+  CHECK(m.shared_expert_intermediate_size == 3072);  // Ernie4_5_MoeMLP(1536 * 2)
+  CHECK(m.moe_first_dense_layers == 1);
+  const memest_param_count c = count(m);
+  // attention: q 2560*2560 = 6553600, k and v 2*2560*512 = 2621440, o 6553600 -> 15728640
+  // dense layer 0: + MLP 3*2560*12288 = 94371840 + norms 5120 = 110105600
+  CHECK(c.per_dense_layer == 110105600.0);
+  // MoE layer: 64 experts of 3*2560*1536 = 11796480 (754974720), shared 3*2560*3072 =
+  //   23592960, router 64*2560 = 163840: 15728640 + 754974720 + 23592960 + 163840 + 5120
+  CHECK(c.per_layer == 794465280.0);
+  CHECK(c.moe_layers == 27);
+  // 110105600 + 27*794465280 + tied embedding 103424*2560 = 264765440 + 2560
+  CHECK(c.total == 21825436160.0);  // Baidu: 21B (cut)
+  // active: 15728640 + 6*11796480 + 23592960 + 163840 + 5120 = 110269440; *27 + 110105600
+  //   + 264765440 + 2560 = 3352148480 (Baidu: 3B)
+  CHECK(c.active == 3352148480.0);
+  CHECK(tensor_sum(m) == c.total);
+  // Dense layers after the experts, or sparse layers at a stride, are refused.
+  memest_model r = memest_test::sized<memest_model>();
+  CHECK(memest_model_from_config_json(R"({"model_type": "ernie4_5_moe", "hidden_size": 64,
+    "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "moe_num_experts": 4, "moe_k": 2, "vocab_size": 100,
+    "moe_layer_end_index": 2})", &r) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.moe_layer_end_index");
+  CHECK(memest_model_from_config_json(R"({"model_type": "ernie4_5_moe", "hidden_size": 64,
+    "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "moe_num_experts": 4, "moe_k": 2, "vocab_size": 100,
+    "moe_layer_interval": 2})", &r) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.moe_layer_interval");
+}
+
+TEST_CASE("SmolLM3 and Seed-OSS: Llama layers; NoPE layers add nothing, Seed-OSS's o_proj has no bias") {
+  SUBCASE("SmolLM3-3B: GQA, tied by default, no_rope_layers change no parameter") {
+    const memest_model m = from_config(R"({"architectures": ["SmolLM3ForCausalLM"],
+      "model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008,
+      "num_attention_heads": 16, "num_hidden_layers": 36, "num_key_value_heads": 4,
+      "no_rope_layer_interval": 4, "vocab_size": 128256})");
+    CHECK(m.tie_word_embeddings == 1);  // SmolLM3Config's default
+    const memest_param_count c = count(m);
+    // attention 2*2048^2 + 2*2048*512 = 10485760, MLP 3*2048*11008 = 67633152, norms 4096
+    CHECK(c.per_layer == 78123008.0);
+    // 36*78123008 = 2812428288 + tied embedding 128256*2048 = 262668288 + 2048
+    CHECK(c.total == 3075098624.0);  // model page: 3.08B
+    CHECK(tensor_sum(m) == c.total);
+  }
+  SUBCASE("Seed-OSS-36B: q/k/v biases (attention_bias), none on o_proj (attention_out_bias)") {
+    const memest_model m = from_config(R"({"architectures": ["SeedOssForCausalLM"],
+      "model_type": "seed_oss", "attention_bias": true, "attention_out_bias": false,
+      "head_dim": 128, "hidden_size": 5120, "intermediate_size": 27648, "mlp_bias": false,
+      "num_attention_heads": 80, "num_hidden_layers": 64, "num_key_value_heads": 8,
+      "tie_word_embeddings": false, "vocab_size": 155136})");
+    CHECK(m.attention_qkv_bias == 1);
+    CHECK(m.attention_out_bias == 0);
+    const memest_param_count c = count(m);
+    // q 5120*10240 = 52428800, k and v 2*5120*1024 = 10485760, o 52428800 -> 115343360;
+    // biases 10240 + 2*1024 = 12288; MLP 3*5120*27648 = 424673280; norms 10240
+    CHECK(c.per_layer == 540039168.0);
+    // 64*540039168 = 34562506752 + 2*155136*5120 = 1588592640 + 5120
+    CHECK(c.total == 36151104512.0);  // safetensors index: 36,151,104,512
+    // With attention_out_bias o_proj gains a bias of 5120 per layer.
+    const memest_model o = from_config(R"({"model_type": "seed_oss", "attention_out_bias": true,
+      "head_dim": 128, "hidden_size": 5120, "intermediate_size": 27648,
+      "num_attention_heads": 80, "num_hidden_layers": 64, "num_key_value_heads": 8,
+      "vocab_size": 155136})");
+    CHECK(count(o).per_layer == 540039168.0 + 5120);
+  }
+}
+
+TEST_CASE("Phi-2 (phi): parallel attention + MLP under one LayerNorm, biases, untied head with bias") {
+  const memest_model m = from_config(R"({"architectures": ["PhiForCausalLM"],
+    "model_type": "phi", "hidden_act": "gelu_new", "hidden_size": 2560,
+    "intermediate_size": 10240, "max_position_embeddings": 2048, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
+    "qk_layernorm": false, "tie_word_embeddings": false, "vocab_size": 51200})");
+  CHECK(m.family == MEMEST_FAMILY_GPT);
+  CHECK(m.norms_per_layer == 1);
+  CHECK(m.norm_type == MEMEST_NORM_LAYER);
+  CHECK(m.lm_head_bias == 1);
+  CHECK(m.gated_mlp == 0);
+  CHECK(m.learned_position_rows == 0);  // rotary (on 40 % of head_dim): no table
+  const memest_param_count c = count(m);
+  // q, k, v, dense 4*2560^2 + 4*2560 = 26224640; fc1 2560*10240 + 10240, fc2 10240*2560
+  //   + 2560 -> 52441600; input_layernorm 2*2560: per layer 78671360
+  CHECK(c.per_layer == 78671360.0);
+  // 32*78671360 = 2517483520 + embed_tokens 51200*2560 = 131072000 + final_layernorm 5120
+  //   + lm_head 131072000 + its bias 51200
+  CHECK(c.total == 2779683840.0);  // Phi-2: 2.7B (2,779,683,840 counted by PyTorch)
+  CHECK(tensor_sum(m) == c.total);
+  memest_model r = memest_test::sized<memest_model>();
+  CHECK(memest_model_from_config_json(R"({"model_type": "phi", "hidden_size": 64,
+    "intermediate_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+    "vocab_size": 100, "qk_layernorm": true})", &r) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.qk_layernorm");
+}
+
+TEST_CASE("DeepSeek-V3.2 (deepseek_v32): DeepSeek-V3 plus the sparse-attention indexer in every layer") {
+  const std::string config = R"({"architectures": ["DeepseekV32ForCausalLM"],
+    "model_type": "deepseek_v32", "first_k_dense_replace": 3, "hidden_size": 7168,
+    "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048,
+    "intermediate_size": 18432, "kv_lora_rank": 512, "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1, "n_routed_experts": 256, "n_shared_experts": 1,
+    "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
+    "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "tie_word_embeddings": false,
+    "v_head_dim": 128, "vocab_size": 129280})";
+  const memest_model m = from_config(config);
+  CHECK(m.index_n_heads == 64);
+  CHECK(m.index_head_dim == 128);
+  const memest_param_count c = count(m);
+  // Indexer (DeepSeek's model.py, class Indexer; the checkpoint's self_attn.indexer.*):
+  //   wq_b 1536*64*128 = 12582912, wk 7168*128 = 917504, k_norm weight and bias 2*128 = 256,
+  //   weights_proj 7168*64 = 458752 -> 13959424 per layer, replicated under tensor parallelism
+  // dense layer: DeepSeek-V3's 583483392 + 13959424
+  CHECK(c.per_dense_layer == 597442816.0);
+  // MoE layer: 11507286016 + 13959424
+  CHECK(c.per_layer == 11521245440.0);
+  // DeepSeek-V3's 671026404352 + 61*13959424 (851524864)
+  CHECK(c.total == 671877929216.0);
+  // active: 37552282624 + 851524864
+  CHECK(c.active == 38403807488.0);
+  // MTP layer: DeepSeek-V3's 11610067968 + its indexer; with the layer's stored embedding and
+  // head (2*129280*7168 = 1853358080) the checkpoint holds 685355314688 (the Hub: 685B)
+  CHECK(c.mtp == 11624027392.0);
+  CHECK(c.total + c.mtp + 2 * 129280.0 * 7168 == 685355314688.0);
+  CHECK(tensor_sum(m) == c.total);
+  // The indexer is replicated, not split, over tensor-parallel ranks.
+  const memest::LayerParams dense = memest::dense_layer_params(m);
+  memest_model v3 = m;
+  v3.index_n_heads = v3.index_head_dim = 0;
+  CHECK(dense.replicated - memest::dense_layer_params(v3).replicated == 13959424.0);
+  CHECK(dense.sharded == memest::dense_layer_params(v3).sharded);
+  // The JSON answer names the indexer, and gives the same model back.
+  const test::Answer a = test::request(R"({"mode": "model_states", "gpu": "h100-80gb", "model": )" +
+                                       config + "}");
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["model"]["index_n_heads"] == 64);
+  test::json again = a.body["model"];
+  again.erase("name");
+  const test::Answer back = test::request(
+      test::json{{"mode", "model_states"}, {"gpu", "h100-80gb"}, {"model", again}});
+  REQUIRE(back.status == MEMEST_OK);
+  CHECK(back.body["model"]["num_parameters"] == c.total);
+  // index_topk is required (it is the model's), the indexer needs q_lora_rank.
+  memest_model r = memest_test::sized<memest_model>();
+  std::string no_topk = config;
+  no_topk.replace(no_topk.find(R"("index_topk": 2048,)"), 19, "");
+  CHECK(memest_model_from_config_json(no_topk.c_str(), &r) == MEMEST_ERR_MISSING_FIELD);
+  CHECK(std::string(memest_last_error_field()) == "model.index_topk");
+  memest_model bad = m;
+  bad.q_lora_rank = 0;
+  CHECK(memest_model_validate(&bad) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error_field()) == "model.index_n_heads");
+}
+
+TEST_CASE("Hybrid state-space / linear-attention model types are refused by name") {
+  for (const char* type : {"qwen3_next", "nemotron_h", "falcon_h1", "jamba", "mamba2", "bamba",
+                           "granitemoehybrid", "kimi_linear"}) {
+    CAPTURE(type);
+    memest_model r = memest_test::sized<memest_model>();
+    const std::string text = std::string(R"({"model_type": ")") + type +
+                             R"(", "architectures": ["SomethingForCausalLM"], "hidden_size": 64})";
+    CHECK(memest_model_from_config_json(text.c_str(), &r) == MEMEST_ERR_UNSUPPORTED);
+    CHECK(std::string(memest_last_error_field()) == "model.model_type");
+    const std::string message = memest_last_error();
+    CHECK(message.find(std::string("\"") + type + "\"") != std::string::npos);
+    CHECK(message.find("state-space/linear-attention model") != std::string::npos);
+    CHECK(message.find("not yet modelled") != std::string::npos);
+  }
+}
+
+TEST_CASE("Python's Infinity, -Infinity and NaN tokens: accepted outside strings, refused where needed") {
+  // Nemotron-H's config.json says "time_step_limit": [0.0, Infinity] (Python's json.dump).
+  const std::string llama = R"("model_type": "llama", "hidden_size": 64, "intermediate_size": 256,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100)";
+  SUBCASE("fields memest does not read may hold them; strings keep them as text") {
+    const memest_model m = from_config("{" + llama + R"(,
+      "time_step_limit": [0.0, Infinity], "floor": -Infinity, "ratio": NaN,
+      "name": "Infinity \"NaN\" -Infinity", "NaN": [NaN,Infinity,-Infinity], "after": "NaN",
+      "nested": {"x": [1, {"y": NaN}], "z": "Infinity"}})");
+    CHECK(std::string(m.name) == "Infinity \"NaN\" -Infinity");
+    CHECK(count(m).total > 0);
+    // the same through a JSON request's model object
+    const test::Answer a = test::request(R"({"mode": "model_states", "gpu": "h100-80gb",
+      "model": {)" + llama + R"(, "time_step_limit": [0.0, Infinity], "eps": NaN}})");
+    REQUIRE(a.status == MEMEST_OK);
+    CHECK(a.body["model"]["num_parameters"] == count(m).total);
+  }
+  SUBCASE("a field memest needs is named, and said not to be finite") {
+    memest_model r = memest_test::sized<memest_model>();
+    CHECK(memest_model_from_config_json(R"({"model_type": "llama", "hidden_size": Infinity,
+      "intermediate_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+      "vocab_size": 100})", &r) == MEMEST_ERR_TYPE);
+    CHECK(std::string(memest_last_error_field()) == "model.hidden_size");
+    CHECK(std::string(memest_last_error()).find("not finite (Infinity)") != std::string::npos);
+    CHECK(memest_model_from_config_json(("{" + llama + R"(, "final_logit_softcapping": NaN})").c_str(),
+                                        &r) == MEMEST_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(memest_last_error_field()) == "model.final_logit_softcapping");
+    CHECK(std::string(memest_last_error()).find("not finite (NaN)") != std::string::npos);
+    const test::Answer a = test::request(R"({"mode": "model_states", "gpu": "h100-80gb",
+      "model": {)" + llama + R"(}, "parallel": {"gpus": -Infinity}})");
+    CHECK(a.status == MEMEST_ERR_TYPE);
+    CHECK(a.body["error"]["field"] == "parallel.gpus");
+  }
+  SUBCASE("other words stay invalid JSON") {
+    memest_model r = memest_test::sized<memest_model>();
+    for (const char* bad : {R"({"x": NaNa})", R"({"x": Infinity1})", R"({"x": -NaN})",
+                            R"({"x": infinity})", R"({"x": xNaN})"}) {
+      CAPTURE(bad);
+      CHECK(memest_model_from_config_json(bad, &r) == MEMEST_ERR_PARSE);
+    }
+  }
+}

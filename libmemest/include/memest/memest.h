@@ -182,6 +182,13 @@ typedef struct memest_model {
   /* ---- appended in 1.6 ---- */
   double final_logit_softcapping;   /* > 0: logits = cap * tanh(logits / cap) before the loss
                                        (Gemma 2): one more logits-sized tensor; 0 = none */
+  /* ---- appended in 1.7 ---- */
+  /* DeepSeek-V3.2's sparse-attention indexer in every layer (and MTP layer), with multi-head
+     latent attention and q_lora_rank > 0: wq_b q_lora_rank x index_n_heads*index_head_dim,
+     wk hidden_size x index_head_dim, k_norm (LayerNorm, 2 x index_head_dim), weights_proj
+     hidden_size x index_n_heads. Both 0 (default): none. */
+  int64_t index_n_heads;
+  int64_t index_head_dim;
 } memest_model;
 
 /** Parameter counts of a model, by part. */

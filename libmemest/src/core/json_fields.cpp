@@ -1,5 +1,7 @@
 #include "core/json_fields.hpp"
 
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,13 +25,90 @@ const char* type_name(const json& value) {
 
 std::string format_int(int64_t v) { return std::to_string(v); }
 
+std::string non_finite_name(double d) {
+  return std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
+}
+
+// Python's json module writes the non-finite floats as bare tokens (Infinity, -Infinity, NaN),
+// which JSON does not allow and nlohmann::json refuses; Hugging Face config files carry them
+// (Nemotron-H's time_step_limit). Before parsing, each such token outside a string is replaced
+// by a string literal of the same length (so parse errors keep their byte positions), and its
+// place among the document's string values is recorded; the parser's callback then puts the
+// number back. A string that merely says "NaN" is not touched.
+struct NonFinite {
+  std::size_t ordinal;  // among the string values (not keys) of the document, in order
+  double value;
+};
+
+bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '+' || c == '-';
+}
+
+// Returns the text to parse: `text` itself when it has no such token, else a copy with them
+// replaced; `found` lists them.
+std::string replace_non_finite(const std::string& text, std::vector<NonFinite>& found) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const struct {
+    const char* token;
+    const char* stand_in;  // a string literal of the same length
+    double value;
+  } kTokens[] = {{"-Infinity", "\"-Infini\"", -kInf},
+                 {"Infinity", "\"Infini\"", kInf},
+                 {"NaN", "\"N\"", std::numeric_limits<double>::quiet_NaN()}};
+  std::string out;
+  std::size_t strings = 0;  // string values seen so far
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const char c = text[i];
+    if (c == '"') {  // a string: skip to its closing quote, escapes respected
+      std::size_t j = i + 1;
+      while (j < n && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      // A key is followed by ':' (after whitespace); anything else is a value.
+      std::size_t k = j + 1;
+      while (k < n && (text[k] == ' ' || text[k] == '\t' || text[k] == '\n' || text[k] == '\r')) ++k;
+      if (k >= n || text[k] != ':') ++strings;
+      i = j + 1;
+      continue;
+    }
+    bool replaced = false;
+    if (i == 0 || !is_word_char(text[i - 1])) {
+      for (const auto& t : kTokens) {
+        const std::size_t len = std::strlen(t.token);
+        if (text.compare(i, len, t.token) != 0) continue;
+        if (i + len < n && is_word_char(text[i + len])) continue;  // "NaNx", "Infinity1": not ours
+        if (out.empty()) out = text;
+        out.replace(i, len, t.stand_in, len);  // same length: later offsets stay valid
+        found.push_back({strings++, t.value});
+        i += len;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) ++i;
+  }
+  return found.empty() ? text : out;
+}
+
 }  // namespace
 
 json parse_document(const std::string& text, const char* what) {
   // Keys seen in each open object, innermost last.
   std::vector<std::vector<std::string>> open_objects;
+  std::vector<NonFinite> non_finite;
+  const std::string parsed_text = replace_non_finite(text, non_finite);
+  std::size_t strings = 0, next = 0;  // string values seen; next entry of non_finite
   auto check = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
     switch (event) {
+      case json::parse_event_t::value:
+        if (parsed.is_string()) {
+          if (next < non_finite.size() && non_finite[next].ordinal == strings) {
+            parsed = non_finite[next++].value;
+          }
+          ++strings;
+        }
+        break;
       case json::parse_event_t::object_start: open_objects.emplace_back(); break;
       case json::parse_event_t::object_end: open_objects.pop_back(); break;
       case json::parse_event_t::key: {
@@ -49,7 +128,7 @@ json parse_document(const std::string& text, const char* what) {
     return true;
   };
   try {
-    return json::parse(text, check);
+    return json::parse(parsed_text, check);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw Error(MEMEST_ERR_PARSE, "", std::string(what) + " is not valid JSON: " + echo(e.what(), 300));
   }
@@ -96,7 +175,11 @@ std::optional<int64_t> JsonFields::integer(const char* key, int64_t min, int64_t
     result = v.get<int64_t>();
   } else {
     double d = v.get<double>();
-    if (!std::isfinite(d) || std::floor(d) != d) {
+    if (!std::isfinite(d)) {
+      throw Error(MEMEST_ERR_TYPE, field, field + ": is not finite (" + non_finite_name(d) +
+                                              "), expected an integer");
+    }
+    if (std::floor(d) != d) {
       throw Error(MEMEST_ERR_TYPE, field, field + ": expected an integer, got " + v.dump());
     }
     if (d > static_cast<double>(max) || d < static_cast<double>(min)) {
@@ -130,7 +213,11 @@ std::optional<double> JsonFields::number(const char* key, double min, double max
     throw Error(MEMEST_ERR_TYPE, field, field + ": expected a number, got " + type_name(v));
   }
   double d = v.get<double>();
-  if (!std::isfinite(d) || d < min || d > max) {
+  if (!std::isfinite(d)) {
+    fail(field, "is not finite (" + non_finite_name(d) + "), expected a number between " +
+                    json(min).dump() + " and " + json(max).dump());
+  }
+  if (d < min || d > max) {
     fail(field, "must be between " + json(min).dump() + " and " + json(max).dump() + ", got " +
                     v.dump());
   }

@@ -270,6 +270,10 @@ ojson model_json(const memest_model& m) {
     j["qk_nope_head_dim"] = m.qk_nope_head_dim;
     j["qk_rope_head_dim"] = m.qk_rope_head_dim;
     j["v_head_dim"] = m.v_head_dim;
+    if (m.index_n_heads > 0) {  // DeepSeek-V3.2's sparse-attention indexer
+      j["index_n_heads"] = m.index_n_heads;
+      j["index_head_dim"] = m.index_head_dim;
+    }
   }
   if (m.qk_norm != 0) j["qk_norm"] = m.qk_norm == 1 ? "head" : "full";
   if (m.attention_sinks) j["attention_sinks"] = true;

@@ -21,6 +21,8 @@ enum class Experts {
   Llama4,    // num_local_experts, one shared expert; intermediate_size the experts' width,
              // intermediate_size_mlp the dense layers', interleave_moe_layer_step
   Dbrx,      // ffn_config {moe_num_experts, moe_top_k, ffn_hidden_size}
+  Ernie,     // moe_num_experts, moe_k, moe_intermediate_size, moe_num_shared_experts (one shared
+             // MLP of that many experts' width), moe_layer_start_index .. moe_layer_end_index
 };
 
 // How one Hugging Face model_type builds its layers. Field names and defaults follow the
@@ -209,6 +211,30 @@ std::vector<Convention> make_conventions() {
     c.fused_qkv = true;
     c.experts = Experts::Dbrx;
   });
+  // ---- families of 2025-26
+  add("smollm3", [](Convention& c) { c.tied_default = true; });  // NoPE layers: no weights
+  add("seed_oss", [](Convention& c) {  // q/k/v biases (attention_bias), o_proj's apart
+    c.qkv_bias = true;
+    c.attention_bias_sets_out = false;  // attention_out_bias, read below
+  });
+  add("phi", [&](Convention& c) {  // Phi-2: parallel attention + MLP sharing input_layernorm
+    gpt(c);
+    c.norms_per_layer = 1;
+    c.lm_head_bias = true;
+  });
+  add("glm4_moe", [](Convention& c) {  // attention_bias: q/k/v only; use_qk_norm read below
+    c.attention_bias_sets_out = false;
+    c.experts = Experts::DeepSeek;
+  });
+  add("minimax_m2", [](Convention& c) { c.experts = Experts::Mixtral; });  // q/k norms below
+  add("ernie4_5_moe", [](Convention& c) {  // use_bias read below
+    c.tied_default = true;
+    c.experts = Experts::Ernie;
+  });
+  add("deepseek_v32", [](Convention& c) {  // DeepSeek-V3 + the sparse-attention indexer
+    c.mla = true;
+    c.experts = Experts::DeepSeek;
+  });
   // ---- multimodal configs: the language model of text_config (vision tower left out)
   add("gemma3", [](Convention& c) { c.text_of = "gemma3_text"; });
   add("llama4", [](Convention& c) { c.text_of = "llama4_text"; });
@@ -259,6 +285,13 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"Llama4ForConditionalGeneration", "llama4"},
     {"OlmoeForCausalLM", "olmoe"},
     {"DbrxForCausalLM", "dbrx"},
+    {"SmolLM3ForCausalLM", "smollm3"},
+    {"SeedOssForCausalLM", "seed_oss"},
+    {"PhiForCausalLM", "phi"},
+    {"Glm4MoeForCausalLM", "glm4_moe"},
+    {"MiniMaxM2ForCausalLM", "minimax_m2"},
+    {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
+    {"DeepseekV32ForCausalLM", "deepseek_v32"},
 };
 
 // Earlier model_type spellings of a family (Falcon's first uploads, RWForCausalLM).
@@ -269,9 +302,15 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
 
 // Shapes this version does not model, with the reason.
 constexpr std::pair<const char*, const char*> kUnsupported[] = {
-    {"jamba", "a hybrid of Mamba (state-space) and attention layers"},
+    {"jamba", "a hybrid state-space/linear-attention model (Mamba and attention layers), not yet modelled"},
     {"mamba", "a state-space model, not a transformer"},
-    {"mamba2", "a state-space model, not a transformer"},
+    {"mamba2", "a state-space/linear-attention model (Mamba-2 layers), not yet modelled"},
+    {"bamba", "a hybrid state-space/linear-attention model (Mamba-2 and attention layers), not yet modelled"},
+    {"falcon_h1", "a hybrid state-space/linear-attention model (Mamba-2 and attention heads side by side), not yet modelled"},
+    {"nemotron_h", "a hybrid state-space/linear-attention model (Mamba-2, MLP and attention layers), not yet modelled"},
+    {"granitemoehybrid", "a hybrid state-space/linear-attention model (Mamba-2 and attention layers with experts), not yet modelled"},
+    {"qwen3_next", "a hybrid state-space/linear-attention model (Gated DeltaNet and gated attention layers), not yet modelled"},
+    {"kimi_linear", "a hybrid state-space/linear-attention model (Kimi Delta Attention and MLA layers), not yet modelled"},
     {"falcon_mamba", "a state-space model, not a transformer"},
     {"rwkv", "a recurrent model, not a transformer"},
     {"t5", "an encoder-decoder model"},
@@ -381,7 +420,43 @@ int64_t leading_layers(const JsonFields& f, const char* key) {
 
 // The experts of an MoE family (also read, with these names, from a model object without a
 // model_type: plain numbers may describe an MoE model).
+// ERNIE 4.5 (modeling_ernie4_5_moe): the layers from moe_layer_start_index to
+// moe_layer_end_index (-1: the last) every moe_layer_interval have moe_num_experts routed
+// experts of moe_intermediate_size, top moe_k, and one shared MLP as wide as
+// moe_num_shared_experts experts (Ernie4_5_MoeMLP of moe_intermediate_size x that number: the
+// same parameters as that many experts). The router's moe_statics.e_score_correction_bias (E
+// values per layer, requires_grad=False, used for top-k selection only) is not counted, like
+// DeepSeek-V3's e_score_correction_bias.
+void read_ernie_experts(const JsonFields& f, memest_model& m) {
+  m.num_experts = need(f, {"moe_num_experts"}, 1, kMaxExperts);
+  m.num_experts_per_tok = need(f, {"moe_k"}, 1, kMaxExperts);
+  m.moe_intermediate_size = need(f, {"moe_intermediate_size"}, 1, kBig);
+  const int64_t shared = maybe(f, {"moe_num_shared_experts"}, 0, 0, kMaxExperts);
+  if (shared > 0) {
+    m.num_shared_experts = 1;
+    m.shared_expert_intermediate_size = shared * m.moe_intermediate_size;
+  }
+  m.moe_first_dense_layers = maybe(f, {"moe_layer_start_index"}, 0, 0, kBig);
+  if (auto step = f.integer("moe_layer_interval", 1, kBig); step && *step != 1) {
+    // ERNIE makes layer i sparse when (i - start) % interval == 0, which memest's step
+    // (i + 1) % step == 0 does not express; the released configs say 1.
+    fail(f.path_of("moe_layer_interval"), "only 1 (every layer from moe_layer_start_index) is supported",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  if (auto end = f.integer("moe_layer_end_index", -1, kBig);
+      end && *end != -1 && *end != m.num_hidden_layers - 1) {
+    fail(f.path_of("moe_layer_end_index"),
+         "only -1 or the last layer (num_hidden_layers - 1) is supported: memest keeps dense "
+         "layers at the start only",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+}
+
 void read_experts(const JsonFields& f, const Convention& c, memest_model& m) {
+  if (c.experts == Experts::Ernie) {
+    read_ernie_experts(f, m);
+    return;
+  }
   if (c.experts == Experts::Dbrx) {
     const json* ffn = f.object("ffn_config");
     if (!ffn) {
@@ -508,6 +583,43 @@ void read_dbrx_attention(const JsonFields& f, memest_model& m) {
   if (const json* attn = f.object("attn_config")) {
     JsonFields a(*attn, f.path_of("attn_config"), Nulls::Absent);
     m.num_key_value_heads = maybe(a, {"kv_n_heads"}, m.num_attention_heads, 1, kBig);
+  }
+}
+
+// MiniMax-M2 (modeling_minimax_m2): use_qk_norm with qk_norm_type "per_layer" is one RMSNorm
+// over all query heads (a*d) and one over all key heads (k*d); the experts are
+// num_local_experts MLPs of intermediate_size (block_sparse_moe w1, w2, w3), the router h x E.
+// Its e_score_correction_bias is a buffer, not counted (as DeepSeek-V3's). num_mtp_modules is
+// not counted either: the released checkpoints hold no multi-token-prediction weights (their
+// tensors are the 62 decoder layers, embedding, norm and head).
+void read_minimax(const JsonFields& f, memest_model& m) {
+  if (f.boolean("use_qk_norm").value_or(true)) {
+    const std::string kind = f.string("qk_norm_type").value_or("per_layer");
+    if (kind != "per_layer") {
+      fail(f.path_of("qk_norm_type"), "only \"per_layer\" (one norm over all heads) is supported",
+           MEMEST_ERR_UNSUPPORTED);
+    }
+    m.qk_norm = 2;
+  }
+  if (maybe(f, {"shared_intermediate_size"}, 0, 0, kBig) > 0) {
+    fail(f.path_of("shared_intermediate_size"),
+         "a MiniMax shared expert is not supported (the released configs say 0)",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+}
+
+// DeepSeek-V3.2's sparse-attention indexer (DeepSeek's inference model.py, class Indexer):
+// wq_b q_lora_rank -> index_n_heads x index_head_dim, wk h -> index_head_dim, k_norm a LayerNorm
+// of index_head_dim (weight and bias), weights_proj h -> index_n_heads; no biases. index_topk
+// (the tokens each query keeps) has no parameters.
+void read_indexer(const JsonFields& f, memest_model& m) {
+  m.index_n_heads = need(f, {"index_n_heads"}, 1, kBig);
+  m.index_head_dim = need(f, {"index_head_dim"}, 1, kBig);
+  need(f, {"index_topk"}, 1, kBig);
+  if (m.q_lora_rank == 0) {
+    fail(f.path_of("q_lora_rank"),
+         "must be set: the sparse-attention indexer's wq_b reads the query's low-rank latent",
+         MEMEST_ERR_UNSUPPORTED);
   }
 }
 
@@ -640,12 +752,32 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
     if (auto b = f.boolean("bias")) m.attention_qkv_bias = m.attention_out_bias = *b;
   }
   if (type == "cohere" && f.boolean("use_qk_norm").value_or(false)) m.qk_norm = 2;
+  if (type == "glm4_moe" && f.boolean("use_qk_norm").value_or(false)) m.qk_norm = 1;  // head_dim wide
+  if (type == "seed_oss") {  // SeedOssAttention: o_proj's bias is attention_out_bias
+    if (auto b = f.boolean("attention_out_bias")) m.attention_out_bias = *b;
+  }
+  if (type == "ernie4_5_moe") {  // use_bias: q/k/v/o and the MLPs
+    if (auto b = f.boolean("use_bias")) m.attention_qkv_bias = m.attention_out_bias = m.mlp_bias = *b;
+  }
+  if (type == "phi" && f.boolean("qk_layernorm").value_or(false)) {
+    fail(f.path_of("qk_layernorm"),
+         "Phi's per-head q/k LayerNorms (weight and bias) are not supported (phi-1, phi-1.5 and "
+         "phi-2 say false)",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  if (type == "minimax_m2") read_minimax(f, m);
   if (type == "falcon") read_falcon(f, m);
   if (type == "dbrx") read_dbrx_attention(f, m);
   if (c->mla || plain) read_mla(f, m);
   if (c->experts != Experts::None || plain) read_experts(f, *c, m);
   if (c->experts != Experts::None || c->mla || plain) {
     m.mtp_layers = maybe(f, {"num_nextn_predict_layers"}, 0, 0, kBig);
+  }
+  if (type == "deepseek_v32") {
+    read_indexer(f, m);
+  } else if (plain) {  // memest's own model object (a response's, given back)
+    m.index_n_heads = maybe(f, {"index_n_heads"}, 0, 0, kBig);
+    m.index_head_dim = maybe(f, {"index_head_dim"}, 0, 0, kBig);
   }
   // Gemma 2's logit soft-capping (models/gemma2/modeling_gemma2.py Gemma2ForCausalLM.forward:
   // logits / cap, tanh, * cap); Gemma 3 writes null

@@ -215,6 +215,17 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
   check_range(prefix + ".mtp_layers", m.mtp_layers, 0, kMaxLayers);
   validate_moe(m, prefix);
   validate_mla(m, prefix);
+  check_range(prefix + ".index_n_heads", m.index_n_heads, 0, kMaxHeads);
+  check_range(prefix + ".index_head_dim", m.index_head_dim, 0, kMaxHidden);
+  if ((m.index_n_heads > 0) != (m.index_head_dim > 0)) {
+    fail(prefix + (m.index_n_heads > 0 ? ".index_head_dim" : ".index_n_heads"),
+         "the sparse-attention indexer needs both index_n_heads and index_head_dim (or neither)");
+  }
+  if (m.index_n_heads > 0 && (!is_mla(m) || m.q_lora_rank == 0)) {
+    fail(prefix + ".index_n_heads",
+         "the sparse-attention indexer (DeepSeek-V3.2) reads the query's low-rank latent: it "
+         "needs multi-head latent attention with q_lora_rank > 0");
+  }
 }
 
 namespace {
@@ -253,6 +264,14 @@ LayerParams attention_params(const memest_model& m) {
     p.sharded += rkv * a * (nope + dv);
     p.sharded += a * dv * h;
     if (m.attention_out_bias) p.replicated += h;
+    if (m.index_n_heads > 0) {
+      // DeepSeek-V3.2's indexer (model.py, class Indexer): plain Linear layers, the same on
+      // every tensor-parallel rank (each rank must pick the same top-k tokens): wq_b
+      // r_q x n_i*d_i, wk h x d_i, k_norm LayerNorm 2*d_i, weights_proj h x n_i.
+      const double ni = static_cast<double>(m.index_n_heads);
+      const double di = static_cast<double>(m.index_head_dim);
+      p.replicated += rq * ni * di + h * di + 2 * di + h * ni;
+    }
     return p;
   }
   const double d = static_cast<double>(head_dim(m));

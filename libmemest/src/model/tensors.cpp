@@ -52,6 +52,15 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
       t.push_back({TensorKind::Norm, rkv});  // kv_a_layernorm
       linear(rkv, a * (nope + dv), false);   // kv_b_proj
       linear(a * dv, h, m.attention_out_bias);  // o_proj
+      if (m.index_n_heads > 0) {  // DeepSeek-V3.2's sparse-attention indexer
+        const double ni = static_cast<double>(m.index_n_heads);
+        const double di = static_cast<double>(m.index_head_dim);
+        linear(rq, ni * di, false);             // indexer.wq_b
+        linear(h, di, false);                   // indexer.wk
+        t.push_back({TensorKind::Norm, di});    // indexer.k_norm.weight
+        t.push_back({TensorKind::Norm, di});    // indexer.k_norm.bias
+        linear(h, ni, false);                   // indexer.weights_proj
+      }
       return;
     }
     if (m.fused_qkv) {
