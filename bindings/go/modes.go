@@ -221,9 +221,16 @@ type PretrainRequest struct {
 	DDPGradientAsBucketView                                                       bool
 	// Expert parallelism (mixture-of-experts models): EP experts' ranks, ETP expert tensor
 	// parallel (0 = TP), MoeCapacityFactor (0 = drop-less); LastStageLayers (0 = automatic).
+	// Under FrameworkFSDP (1.7) EP > 1 is torchtitan's expert parallelism (ETP 0 or 1).
 	EP, ETP           int64
 	MoeCapacityFactor float64
 	LastStageLayers   int64
+	// Uneven and custom pipelines (1.7): FirstStageLayers, the first stage's layers (Megatron's
+	// --decoder-first-pipeline-num-layers; 0 = none); PipelineLayout, Megatron's
+	// --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L"; "" = none; VPP must equal its
+	// virtual stages / PP). Pretrain passes the string as a C copy it frees after the call.
+	FirstStageLayers int64
+	PipelineLayout   string
 	// Communication hidden behind compute in the step time (1.5): OverlapStackDefault (the
 	// default) or bit (1 << OverlapDP, ...) per kind (OverlapBits("dp", "tp")).
 	CommOverlap int
@@ -271,7 +278,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.ds_max_live_parameters, c.ds_param_persistence_threshold = C.double(r.DSMaxLiveParameters), C.double(r.DSParamPersistenceThreshold)
 	c.ddp_gradient_as_bucket_view = boolInt(r.DDPGradientAsBucketView)
 	c.ep, c.etp, c.moe_capacity_factor = C.int64_t(r.EP), C.int64_t(r.ETP), C.double(r.MoeCapacityFactor)
-	c.last_stage_layers = C.int64_t(r.LastStageLayers)
+	c.last_stage_layers, c.first_stage_layers = C.int64_t(r.LastStageLayers), C.int64_t(r.FirstStageLayers)
 	c.comm_overlap, c.moe_dispatcher = C.int32_t(r.CommOverlap), C.int32_t(r.MoeDispatcher)
 	c.attention_kernel = C.int32_t(r.AttentionKernel)
 	c.reduce_bytes, c.loss_parallel, c.autocast = C.double(r.ReduceBytes), boolInt(r.LossParallel), C.int32_t(r.Autocast)
@@ -304,7 +311,8 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DSParamPersistenceThreshold: float64(c.ds_param_persistence_threshold),
 		DDPGradientAsBucketView:     c.ddp_gradient_as_bucket_view != 0,
 		EP:                          int64(c.ep), ETP: int64(c.etp), MoeCapacityFactor: float64(c.moe_capacity_factor),
-		LastStageLayers: int64(c.last_stage_layers), CommOverlap: int(c.comm_overlap),
+		LastStageLayers: int64(c.last_stage_layers), FirstStageLayers: int64(c.first_stage_layers),
+		CommOverlap:   int(c.comm_overlap),
 		MoeDispatcher: int(c.moe_dispatcher), AttentionKernel: int(c.attention_kernel),
 		ReduceBytes: float64(c.reduce_bytes), LossParallel: c.loss_parallel != 0, Autocast: int(c.autocast),
 		FP8AllGather: c.fp8_all_gather != 0, NoSync: int(c.no_sync), LogitsHeld: c.logits_held != 0,
@@ -370,6 +378,10 @@ func Pretrain(r *PretrainRequest) (*PretrainResult, error) {
 	c.model, c.gpu = cModel(r.Model), cGPU(r.GPU)
 	defer C.free(unsafe.Pointer(c.model))
 	defer C.free(unsafe.Pointer(c.gpu))
+	if r.PipelineLayout != "" { // a request passed to C may hold only C pointers
+		c.pipeline_layout = C.CString(r.PipelineLayout)
+		defer C.free(unsafe.Pointer(c.pipeline_layout))
+	}
 	n := r.PP
 	if n < 1 || n > 1<<17 {
 		n = 1

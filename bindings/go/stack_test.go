@@ -2,6 +2,7 @@ package memest_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	memest "memest/bindings/go"
@@ -209,5 +210,49 @@ func TestStackUnfused16Bit(t *testing.T) {
 	}
 	if resp["training"].(map[string]any)["loss"] != "unfused_16bit" {
 		t.Fatalf("training %v", resp["training"])
+	}
+}
+
+// 1.7: FirstStageLayers, LastStageLayers and PipelineLayout through the typed API. Llama-3.1-8B's
+// 32 layers over PP 4: first 6, last 6, the two between 10 each; the layout string's 8 virtual
+// stages (VPP 2) hold the same. A layout of 16 layers is refused naming the field.
+func TestStackPipelineEndsAndLayout(t *testing.T) {
+	stages := func(r *memest.PretrainRequest) []int64 {
+		t.Helper()
+		res, err := memest.Pretrain(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var layers []int64
+		for _, s := range res.Stages {
+			layers = append(layers, s.Layers)
+		}
+		return layers
+	}
+	want := "[6 10 10 6]"
+	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+	if r.FirstStageLayers != 0 || r.PipelineLayout != "" {
+		t.Fatalf("defaults %+v", r)
+	}
+	r.GPUs, r.TP, r.PP, r.FirstStageLayers, r.LastStageLayers = 4, 1, 4, 6, 6
+	if got := fmt.Sprint(stages(r)); got != want {
+		t.Errorf("first/last 6: stages %s, want %s", got, want)
+	}
+	r.FirstStageLayers, r.LastStageLayers = 5, 0
+	if got := fmt.Sprint(stages(r)); got != "[5 9 9 9]" {
+		t.Errorf("first 5: stages %s, want [5 9 9 9]", got)
+	}
+	r.FirstStageLayers, r.VPP, r.PipelineLayout = 0, 2, "Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L"
+	if got := fmt.Sprint(stages(r)); got != want {
+		t.Errorf("layout: stages %s, want %s", got, want)
+	}
+	r.PipelineLayout = "Et*3|t*5|t*5|t*3L"
+	_, err := memest.Pretrain(r)
+	var e *memest.Error
+	if !errors.As(err, &e) || e.Field != "parallel.pipeline_layout" {
+		t.Errorf("a 16-layer layout: %v", err)
+	}
+	if memest.EnumNames(memest.EnumLoraTarget)[9] != "router" {
+		t.Errorf("lora targets %v", memest.EnumNames(memest.EnumLoraTarget))
 	}
 }

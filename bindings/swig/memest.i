@@ -94,7 +94,34 @@ MEMEST_SIZED(memest_finetune_result)
 MEMEST_SIZED(memest_finetune_option)
 MEMEST_SIZED(memest_finetune_choice)
 MEMEST_REQUEST(memest_model_states_request, memest_model_states_request_init)
-MEMEST_REQUEST(memest_pretrain_request, memest_pretrain_request_init)
+/* The pretrain request owns its pipeline_layout (1.7, const char *): the setter frees the
+ * copy it made before and stores a malloc'ed copy of the new string (null: none), and the
+ * destructor frees it. SWIG's own const char * setter would copy without ever freeing. The
+ * request's init leaves it NULL and the library only reads it during a call, so every
+ * non-NULL value here is this wrapper's own copy. */
+%typemap(memberin) const char *pipeline_layout {
+  free((char *)$1);
+  $1 = NULL;
+  if ($input) {
+    char *copy = (char *)malloc(strlen((const char *)$input) + 1);
+    if (copy) strcpy(copy, (const char *)$input);
+    $1 = copy;
+  }
+}
+%extend memest_pretrain_request {
+  memest_pretrain_request() {
+    memest_pretrain_request *p = (memest_pretrain_request *)calloc(1, sizeof(memest_pretrain_request));
+    if (p && memest_pretrain_request_init(p, (uint32_t)sizeof(memest_pretrain_request)) != MEMEST_OK) {
+      free(p);
+      return NULL;
+    }
+    return p;
+  }
+  ~memest_pretrain_request() {
+    free((char *)$self->pipeline_layout);
+    free($self);
+  }
+}
 MEMEST_REQUEST(memest_layout, memest_layout_init)
 MEMEST_REQUEST(memest_search_request, memest_search_request_init)
 MEMEST_REQUEST(memest_finetune_request, memest_finetune_request_init)

@@ -118,9 +118,18 @@ def main():
             if ref.get("ok") is not True:
                 failures.append(f"{c['name']}: expected ok, got {ref.get('error')}")
             # further expectations: response fields with their values ("peak_verdict": "oom")
+            # "stage_layers": each stage's layers; "layout_has": fields of the layout (a search's:
+            # its first result's) with their values
             for key, value in exp.items():
-                if key != "ok" and ref.get(key) != value:
-                    failures.append(f"{c['name']}: expected {key} = {value!r}, got {ref.get(key)!r}")
+                if key == "stage_layers":
+                    got = [s.get("layers") for s in ref.get("stages") or []]
+                elif key == "layout_has":
+                    lay = ref.get("layout") or ((ref.get("results") or [{}])[0]).get("layout") or {}
+                    got = {k: lay.get(k) for k in value}
+                else:
+                    got = ref.get(key)
+                if key != "ok" and got != value:
+                    failures.append(f"{c['name']}: expected {key} = {value!r}, got {got!r}")
         else:
             err = ref.get("error") or {}
             if ref.get("ok") is not False or err.get("code") != exp["code"] or err.get("field") != exp["field"]:

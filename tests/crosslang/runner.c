@@ -671,6 +671,40 @@ static void json_bad_inputs(void) {
   memest_string_free(NULL);
 }
 
+/* 1.7: first_stage_layers and pipeline_layout through the typed struct. Llama-3.1-8B's 32
+   layers over pp 4: first 6, last 6, the two between 10 each; the layout string's 8 virtual
+   stages (vpp 2) hold the same; a 16-layer layout is refused. */
+static void typed_1_7(void) {
+  memest_model model;
+  memest_gpu gpu;
+  memest_pretrain_request r;
+  memest_pretrain_result out;
+  memest_stage stages[4];
+  int i;
+  const int64_t want[4] = {6, 10, 10, 6};
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  CHECK(memest_model_from_preset("llama-3.1-8b", &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("h100-80gb", &gpu) == MEMEST_OK);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.first_stage_layers == 0 && r.pipeline_layout == NULL);
+  r.model = &model;
+  r.gpu = &gpu;
+  r.gpus = 4; r.tp = 1; r.pp = 4; r.first_stage_layers = 6; r.last_stage_layers = 6;
+  out.struct_size = sizeof out;
+  CHECK(memest_pretrain(&r, &out, stages, sizeof stages[0], 4) == MEMEST_OK);
+  CHECK(out.stage_count == 4);
+  for (i = 0; i < 4; i++) CHECK(stages[i].layers == want[i]);
+  r.first_stage_layers = 0; r.last_stage_layers = 0; r.vpp = 2;
+  r.pipeline_layout = "Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L";
+  CHECK(memest_pretrain(&r, &out, stages, sizeof stages[0], 4) == MEMEST_OK);
+  for (i = 0; i < 4; i++) CHECK(stages[i].layers == want[i]);
+  r.pipeline_layout = "Et*3|t*5|t*5|t*3L";
+  CHECK(memest_pretrain(&r, &out, stages, sizeof stages[0], 4) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "parallel.pipeline_layout") == 0);
+  CHECK(strcmp(memest_enum_name(MEMEST_ENUM_LORA_TARGET, MEMEST_LORA_ROUTER), "router") == 0);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--typed") == 0) {
     typed_pretrain();
@@ -678,6 +712,7 @@ int main(int argc, char **argv) {
     typed_finetune();
     typed_search();
     typed_1_6();
+    typed_1_7();
     typed_models();
     typed_enums();
     json_bad_inputs();

@@ -245,6 +245,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              ep: Optional[int] = None, etp: Optional[int] = None,
              moe_capacity_factor: Optional[float] = None,
              last_stage_layers: Optional[int] = None,
+             first_stage_layers: Optional[int] = None,
+             pipeline_layout: Optional[str] = None,
              adapter: Optional[Mapping[str, Any]] = None,
              comm_overlap: Optional[Union[str, List[str]]] = None,
              moe_dispatcher: Optional[str] = None,
@@ -284,7 +286,13 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     parallel, 0 = tp), moe_capacity_factor (0 = drop-less); each stage then has `.experts`
     (moe_layers, parameters, weights/gradients/optimizer/activations bytes, dispatch buffers)
     and the layout ep, etp, edp. last_stage_layers: the last stage's layers, the others split
-    the rest (Megatron's --decoder-last-pipeline-num-layers).
+    the rest (Megatron's --decoder-last-pipeline-num-layers); first_stage_layers (1.7): the
+    first stage's (--decoder-first-pipeline-num-layers), with last_stage_layers the stages
+    between split the rest. pipeline_layout (1.7): Megatron's --pipeline-model-parallel-layout
+    string, e.g. "Et*3|(tt|)*29,m|L" (vpp must equal its virtual stages / pp); a bad one raises
+    InvalidArgumentError naming "parallel.pipeline_layout". All three are echoed in r.layout.
+    Under framework "fsdp" (1.7) an MoE model takes ep > 1 (torchtitan's expert parallelism)
+    and etp 0 or 1; the adapter's targets may name the MoE "router" (1.7).
 
     The throughput model (with global_batch): `.throughput` (a Throughput: step_seconds,
     tokens_per_s, tflops_per_gpu, mfu, and `.step`, the step's parts in seconds by the names of
@@ -321,7 +329,9 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
         "parallel": _section(gpus=gpus, tp=tp, cp=cp, pp=pp, vpp=vpp, sp=sp, zero=zero, ep=ep,
-                             etp=etp, last_stage_layers=last_stage_layers),
+                             etp=etp, last_stage_layers=last_stage_layers,
+                             first_stage_layers=first_stage_layers,
+                             pipeline_layout=pipeline_layout),
         "training": _section(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
                              recompute=recompute, flash_attention=flash_attention,
                              activation_model=activation_model, param_dtype=param_dtype,

@@ -363,3 +363,31 @@ def test_pretrain_expert_parallelism():
     s = memest.search("mixtral-8x7b", "h100-80gb", gpus=64, seq_len=4096, global_batch=256,
                       max_vpp=1, max_ep=4)
     assert all(row.layout.ep <= 4 for row in s)
+
+
+def test_first_last_stage_layers_and_pipeline_layout_1_7():
+    # Llama-3.1-8B's 32 layers over pp 4: first 6, last 6, the two between 10 each.
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=4, tp=1, pp=4, first_stage_layers=6,
+                        last_stage_layers=6)
+    assert r.layout.first_stage_layers == 6 and r.layout.last_stage_layers == 6
+    assert [s.layers for s in r.stages] == [6, 10, 10, 6]
+    # first alone: the other three split 27
+    f = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=4, tp=1, pp=4, first_stage_layers=5)
+    assert [s.layers for s in f.stages] == [5, 9, 9, 9]
+    layout = "Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L"
+    p = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=4, tp=1, pp=4, vpp=2,
+                        pipeline_layout=layout)
+    assert p.layout.pipeline_layout == layout
+    assert [s.layers for s in p.stages] == [6, 10, 10, 6]
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=4, tp=1, pp=4, vpp=2,
+                        pipeline_layout="Et*3|t*5|t*5|t*3L")
+    assert info.value.field == "parallel.pipeline_layout"
+
+
+def test_lora_router_target_1_7():
+    assert "router" in memest.enums()["lora_target"]
+    # Qwen3-30B-A3B, r = 8: q_proj 8 * (2048 + 4096) and the router 8 * (2048 + 128) a layer, x 48
+    r = memest.pretrain("qwen3-30b-a3b", "h100-80gb", gpus=8, tp=1, pp=1, framework="fsdp",
+                        adapter={"type": "lora", "targets": ["q_proj", "router"]})
+    assert r.adapter.trainable_parameters == 48 * (49152 + 17408)

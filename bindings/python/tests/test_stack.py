@@ -163,14 +163,27 @@ def test_moe_under_pytorch_and_fsdp():
     f = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, seq_len=2048, micro_batch=4,
                         framework="fsdp", recompute="full")
     assert f.layout.ep == 1 and f.training.framework == "fsdp"
-    # the search enumerates ep = 1 only outside megatron
+    # (1.7) the search enumerates ep under fsdp too (torchtitan's expert parallelism)
     s = memest.search(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, seq_len=2048, global_batch=64,
                       framework="fsdp", top=50)
-    assert len(s) >= 1 and all(row["layout"]["ep"] == 1 for row in s)
+    assert {row["layout"]["ep"] for row in s} == {1, 2, 4, 8}
 
 
-def test_moe_expert_parallel_outside_megatron_is_refused_naming_the_field():
+def test_moe_expert_parallel_under_fsdp_and_refusals_naming_the_field():
+    # (1.7) torchtitan's EP under fsdp: ep 2 of 8 GPUs, the 8 layers' 32 experts of
+    # 3 * 1024 * 512 split over ep: 8 * 16 * 1572864 = 201326592 parameters per GPU.
+    r = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, tp=1, pp=1, ep=2, seq_len=2048,
+                        micro_batch=4, recompute="full", framework="fsdp")
+    assert r.layout.ep == 2 and r.layout.edp == 4
+    assert r.stages[0].experts.parameters == 8 * 16 * 3 * 1024 * 512
     with pytest.raises(memest.InvalidArgumentError) as info:
-        memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, ep=2, framework="fsdp")
+        memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, tp=1, pp=1, ep=2, etp=2,
+                        framework="fsdp")
+    assert info.value.field == "parallel.etp"
+    # deepspeed: a Hugging Face MoE as plain ZeRO with ep 1 (every expert, 402653184), ep 2 refused
+    d = memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, tp=1, pp=1, framework="deepspeed")
+    assert d.layout.ep == 1 and d.stages[0].experts.parameters == 8 * 32 * 3 * 1024 * 512
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, tp=1, pp=1, ep=2,
+                        framework="deepspeed")
     assert info.value.field == "parallel.ep"
-    assert "Megatron-Core" in str(info.value)

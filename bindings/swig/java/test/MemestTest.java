@@ -8,6 +8,14 @@ import org.memest.swig.*;
 public class MemestTest {
   static int checks = 0;
 
+  static void checkLayers(Memest.Pretrain p, long[] want, String what) {
+    check(p.stages().size() == want.length, what + ": stage count");
+    for (int i = 0; i < want.length; i++) {
+      check(p.stages().get(i).getLayers() == want[i],
+          what + ": stage " + i + " holds " + p.stages().get(i).getLayers() + ", want " + want[i]);
+    }
+  }
+
   static void check(boolean ok, String what) {
     checks++;
     if (!ok) throw new AssertionError(what);
@@ -73,6 +81,26 @@ public class MemestTest {
     check(!mp.verdict().equals("oom"), "the published Mixtral layout fits");
     moe.setEp(3);
     expectError(() -> Memest.pretrain(moe), "invalid_argument", "parallel.ep");
+
+    // 1.7: first/last stage layers and Megatron's layout string through the typed struct.
+    // Llama-3.1-8B's 32 layers over pp 4: first 6 and last 6 leave 10 + 10 between.
+    PretrainRequest ends = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    ends.setGpus(4); ends.setTp(1); ends.setPp(4);
+    check(ends.getFirst_stage_layers() == 0 && ends.getPipeline_layout() == null, "1.7 defaults");
+    ends.setFirst_stage_layers(6); ends.setLast_stage_layers(6);
+    checkLayers(Memest.pretrain(ends), new long[] {6, 10, 10, 6}, "first/last 6");
+    ends.setFirst_stage_layers(0); ends.setLast_stage_layers(0); ends.setVpp(2);
+    // set twice: the wrapper frees its first copy (ASan/valgrind would see a leak otherwise)
+    ends.setPipeline_layout("Et*3|t*5|t*5|t*3L");
+    expectError(() -> Memest.pretrain(ends), "invalid_argument", "parallel.pipeline_layout");
+    ends.setPipeline_layout("Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L");
+    check(ends.getPipeline_layout().equals("Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L"), "layout read back");
+    checkLayers(Memest.pretrain(ends), new long[] {6, 10, 10, 6}, "pipeline_layout");
+    ends.setPipeline_layout(null);
+    ends.setVpp(1);
+    checkLayers(Memest.pretrain(ends), new long[] {8, 8, 8, 8}, "layout cleared");
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_LORA_TARGET).get(memest_lora_target.MEMEST_LORA_ROUTER)
+        .equals("router"), "router target");
     // LoRA through the typed struct: Llama-3.1-8B, q_proj + v_proj at r 8 (the defaults):
     // (8*(4096+4096) + 8*(4096+1024)) * 32 = 3407872 trainable, fp32 adapters 4 bytes each
     PretrainRequest lora = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
