@@ -291,7 +291,8 @@ export class Memest {
   /**
    * Estimates a whole table of pretraining layouts in one call (~100x faster than one
    * request() per cell). `base` is a pretrain request, read as the pretrain mode reads it, whose
-   * model, gpu, parallel.{vpp, sp, zero, uneven_pipeline, ep, etp, last_stage_layers} and training block apply to every
+   * model, gpu, parallel.{vpp, sp, zero, uneven_pipeline, ep, etp, first_stage_layers,
+   * last_stage_layers, pipeline_layout} and training block apply to every
    * cell; each cell gives [gpus, tp, cp, pp, micro_batch] (the base's own are ignored).
    * Throws a {@link MemestError} when the base model or GPU is bad; a bad cell is
    * {ok: false, error} in its place. With `{messages: false}`, a cell whose layout the library's

@@ -53,7 +53,7 @@ void drop_cell_fields(memest::json& spec) {
 }
 
 // Reads the base request as the pretrain mode reads its request: model, gpu, parallel (vpp, sp,
-// zero, uneven_pipeline, ep, etp, last_stage_layers) and the whole training block, strictly (unknown keys, wrong types and
+// zero, uneven_pipeline, ep, etp, first_stage_layers, last_stage_layers, pipeline_layout) and the whole training block, strictly (unknown keys, wrong types and
 // nulls are refused with the field named).
 memest::PretrainRequest base_request(memest::json spec) {
   drop_cell_fields(spec);
@@ -66,7 +66,8 @@ memest::PretrainRequest base_request(memest::json spec) {
   r.model = memest::resolve_model(memest::require_object_field(top, "model"), "model", false);
   r.gpu = memest::resolve_gpu(memest::require_object_field(top, "gpu"), "gpu");
   const memest::JsonFields parallel(memest::block(top, "parallel"), "parallel");
-  parallel.reject_unknown({"vpp", "sp", "zero", "uneven_pipeline", "ep", "etp", "last_stage_layers"});
+  parallel.reject_unknown({"vpp", "sp", "zero", "uneven_pipeline", "ep", "etp", "first_stage_layers",
+                           "last_stage_layers", "pipeline_layout"});
   constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
   r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
   if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
@@ -75,6 +76,8 @@ memest::PretrainRequest base_request(memest::json spec) {
   r.ep = parallel.integer_or("ep", r.ep, -big, big);
   r.etp = parallel.integer_or("etp", r.etp, -big, big);
   r.last_stage_layers = parallel.integer_or("last_stage_layers", r.last_stage_layers, -big, big);
+  r.first_stage_layers = parallel.integer_or("first_stage_layers", r.first_stage_layers, -big, big);
+  if (auto layout = parallel.string("pipeline_layout")) r.pipeline_layout = *layout;
   memest::read_training(top, r, memest::kPretrainTraining);
   return r;
 }

@@ -81,7 +81,7 @@ function gridGpus(text) {
 const FORM = {
   m: 'model-preset', cfg: 'model-config', g: 'gpu-preset', mem: 'gpu-memory', gp: 'gpu-profile', gpus: 'gpus',
   tp: 'tp', cp: 'cp', pp: 'pp', vpp: 'vpp', zero: 'zero', sp: 'sp', seq: 'seq', mbs: 'mbs',
-  ep: 'ep', etp: 'etp',
+  ep: 'ep', etp: 'etp', fsl: 'first-stage-layers', lsl: 'last-stage-layers', pl: 'pipeline-layout',
   gbs: 'gbs', rc: 'recompute', fa: 'flash', top: 'search-top',
   fm: 'ft-method', fb: 'ft-batch', ftp: 'ft-tp', fgc: 'ft-gc',
   fw: 'framework', pd: 'param-dtype', gd: 'grad-dtype', opt: 'optimizer', oib: 'opt-in-backward',
@@ -191,7 +191,8 @@ function syncFields(s) {
 
 // ---- errors, inline ------------------------------------------------------------------------
 
-const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp', 'zero', 'sp', 'seq',
+const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp',
+  'first-stage-layers', 'last-stage-layers', 'pipeline-layout', 'zero', 'sp', 'seq',
   'mbs', 'gbs', 'recompute', 'flash', 'ft-method', 'ft-batch', 'ft-tp', 'ft-gc', 'framework',
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
   'compile', 'moe-dispatcher', 'attention-kernel', 'comm-overlap', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
@@ -1162,6 +1163,12 @@ function applyLayout(l) {
     set.parallel.ep = l.ep;
     set.parallel.etp = l.etp === l.tp ? 0 : l.etp;
   }
+  // the end stages' layers of an uneven pipeline (the search reports them for every pp > 1
+  // layout; pp 1 has no end stages); a layout string of the form does not apply to another layout
+  for (const k of ['first_stage_layers', 'last_stage_layers']) {
+    set.parallel[k] = (l.pp ?? 1) > 1 && l[k] != null ? l[k] : 0;
+  }
+  set.parallel.pipeline_layout = '';
   for (const k of ['micro_batch', 'recompute']) if (l[k] != null) set.training[k] = l[k];
   const { state: next } = applySet(state, set);
   selectTab('pretrain');

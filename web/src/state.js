@@ -7,6 +7,10 @@ export const DEFAULTS = Object.freeze({
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
   // expert parallelism (mixture-of-experts models): ep, etp (0 = the same as tp)
   ep: '1', etp: '0',
+  // uneven and custom pipelines (1.7): the first and last stage's layers (0 = automatic) and
+  // Megatron's --pipeline-model-parallel-layout string ('' = none); a request carries each only
+  // when set
+  fsl: '0', lsl: '0', pl: '',
   seq: '8192', mbs: '1', gbs: '1024', rc: 'none', fa: '1',
   tab: 'pretrain', top: '10',
   // fine-tuning (LLMem): method, batch per GPU (fixed methods), tp (DP+TP), gradient checkpointing
@@ -322,6 +326,17 @@ export function adapterFields(state) {
   return { adapter };
 }
 
+/** parallel.first_stage_layers, last_stage_layers and pipeline_layout (1.7) where the form sets
+ *  them away from their defaults (0, 0, ''); the library checks each. */
+export function pipelineFields(state) {
+  const v = (key) => String(state[key] ?? DEFAULTS[key]).trim();
+  const out = {};
+  if (v('fsl') !== '' && v('fsl') !== DEFAULTS.fsl) out.first_stage_layers = num(v('fsl'));
+  if (v('lsl') !== '' && v('lsl') !== DEFAULTS.lsl) out.last_stage_layers = num(v('lsl'));
+  if (v('pl') !== '') out.pipeline_layout = v('pl');
+  return out;
+}
+
 /** The pretrain request of the form, exactly as `memest request` takes it. */
 export function pretrainRequest(state) {
   return {
@@ -331,7 +346,7 @@ export function pretrainRequest(state) {
     parallel: {
       gpus: num(state.gpus), tp: num(state.tp), cp: num(state.cp), pp: num(state.pp),
       vpp: num(state.vpp), sp: state.sp === '1', zero: num(state.zero),
-      ep: num(state.ep), etp: num(state.etp),
+      ep: num(state.ep), etp: num(state.etp), ...pipelineFields(state),
     },
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
@@ -384,6 +399,8 @@ const STATE_OF_FIELD = {
   'parallel.gpus': 'gpus', 'parallel.tp': 'tp', 'parallel.cp': 'cp', 'parallel.pp': 'pp',
   'parallel.vpp': 'vpp', 'parallel.zero': 'zero', 'parallel.sp': 'sp',
   'parallel.ep': 'ep', 'parallel.etp': 'etp',
+  'parallel.first_stage_layers': 'fsl', 'parallel.last_stage_layers': 'lsl',
+  'parallel.pipeline_layout': 'pl',
   'training.seq_len': 'seq', 'training.micro_batch': 'mbs', 'training.global_batch': 'gbs',
   'training.recompute': 'rc', 'training.flash_attention': 'fa',
   'finetune.method': 'fm', 'finetune.batch': 'fb', 'finetune.tp': 'ftp',
@@ -434,6 +451,7 @@ const SLOT_OF_STATE = {
   adt: 'adapter-dtype', dq: 'double-quant',
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
   qlh: 'quantize-lm-head', moop: 'search-max-oom',
+  fsl: 'first-stage-layers', lsl: 'last-stage-layers', pl: 'pipeline-layout',
 };
 
 /** Which form control (and error slot) a request field belongs to. */

@@ -759,6 +759,60 @@ test('"Use" on a search result carries every field; the pretraining tab reproduc
   assert.deepEqual(pageErrors, []);
 });
 
+/** The stages table's Layers column, stage by stage. */
+const stageLayers = () => page.$$eval('#stages-table tbody tr', (trs) => trs.map((tr) => Number(tr.cells[1].textContent)));
+
+test('"Use" on an uneven search result carries its end stages: DeepSeek-V3 over pp 16 holds 2 + 14 x 4 + 3 layers (1.7)', async () => {
+  // 1024 x H100, s = 4096, global batch 4096, full recomputation: the library's best layout is
+  // pp 16 with the first stage 2 and the last 3 of the 61 layers (the 14 between hold 4 each)
+  const hash = '#m=deepseek-v3&g=h100-80gb&gpus=1024&seq=4096&gbs=4096&rc=full&top=3';
+  const req = { mode: 'search', model: 'deepseek-v3', gpu: 'h100-80gb', parallel: { gpus: 1024, sp: true },
+    training: { seq_len: 4096, global_batch: 4096, recompute: 'full', flash_attention: true }, search: { top: 3 } };
+  const want = await searchTab(hash, req);
+  const r = want.results[0];
+  assert.deepEqual([r.layout.pp, r.layout.first_stage_layers, r.layout.last_stage_layers], [16, 2, 3],
+    'the CLI\'s best layout is uneven');
+  const before = await probe();
+  await page.click('#search-table tbody tr:nth-child(1) button');
+  await settle(before);
+  await expectResult('Use the uneven row');
+  assert.equal(await page.getAttribute('#tab-pretrain', 'aria-selected'), 'true');
+  assert.equal(await page.inputValue('#first-stage-layers'), '2');
+  assert.equal(await page.inputValue('#last-stage-layers'), '3');
+  assert.equal(await page.inputValue('#pp'), '16');
+  assert.deepEqual(await stageLayers(), [2, ...Array(14).fill(4), 3]);
+  // the row's numbers, which need the end stages (an even split is refused: 61 over 16)
+  assert.equal((await page.textContent('#peak')).split(' (')[0], `${g2(r.peak_bytes)} GiB`);
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), r.peak_verdict);
+  assert.deepEqual(pageErrors, []);
+});
+
+test('first/last stage layers and Megatron\'s layout string from the form reach the library (1.7)', async () => {
+  // Llama-3.1-8B's 32 layers over pp 4 on 4 GPUs: first 6 and last 6 leave 10 + 10
+  const base = '#m=llama-3.1-8b&g=h100-80gb&gpus=4&tp=1&pp=4&seq=4096&gbs=64';
+  await show(`${base}&fsl=6&lsl=6`);
+  await expectResult('first/last 6');
+  assert.deepEqual(await stageLayers(), [6, 10, 10, 6]);
+  const req = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+    parallel: { gpus: 4, tp: 1, cp: 1, pp: 4, vpp: 1, sp: true, zero: 1, ep: 1, etp: 0,
+      first_stage_layers: 6, last_stage_layers: 6 },
+    training: { seq_len: 4096, micro_batch: 1, global_batch: 64, recompute: 'none', flash_attention: true } };
+  assert.equal((await page.textContent('#peak')).split(' (')[0], `${g2(cli(req).peak_bytes)} GiB`);
+  // the layout string, typed: 8 virtual stages (vpp 2) of 3+3, 5+5, 5+5, 3+3 layers
+  await show(`${base}&vpp=2`);
+  await expectResult('vpp 2');
+  let before = await probe();
+  await page.fill('#pipeline-layout', 'Et*3|t*5|t*5|t*3|t*3|t*5|t*5|t*3L');
+  await settle(before);
+  await expectResult('the layout string');
+  assert.deepEqual(await stageLayers(), [6, 10, 10, 6]);
+  // 16 of the 32 layers: the library's refusal next to the field
+  before = await probe();
+  await page.fill('#pipeline-layout', 'Et*3|t*5|t*5|t*3L');
+  await settle(before);
+  assert.match(await page.textContent('#err-pipeline-layout'), /parallel\.pipeline_layout: holds 16 decoder layers/);
+});
+
 test('keyboard: tabs follow the arrow keys; every input has a label', async () => {
   await show('#');
   await page.focus('#tab-pretrain');
