@@ -167,6 +167,12 @@ TEST_CASE("first_stage_layers and last_stage_layers: Megatron's uneven end stage
   CHECK(r["stages"][1]["layers"] == 6);
   CHECK(r["stages"][0]["experts"]["moe_layers"] == 1);
   CHECK(r["stages"][1]["experts"]["moe_layers"] == 4);
+  // one stage holds every layer: a searched pp = 1 layout's end stages (8 and 8) given back
+  json one = request(tiny_moe(8, 0, 3), {{"gpus", 2}, {"ep", 2}, {"first_stage_layers", 8},
+                                         {"last_stage_layers", 8}});
+  CHECK(ok(one)["stages"][0]["layers"] == 8);
+  one["parallel"]["first_stage_layers"] = 7;
+  CHECK(refused_field(one) == "parallel.last_stage_layers");
   // an odd end stage cannot split into 2 chunks
   req["parallel"]["first_stage_layers"] = 3;
   req["parallel"]["last_stage_layers"] = 5;

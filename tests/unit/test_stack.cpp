@@ -538,10 +538,22 @@ TEST_CASE("MoE outside megatron: ep only under FSDP2 (torchtitan), DeepSpeed-MoE
   req["training"]["recompute_every"] = 1;
   ok(req);
 
-  // latent attention and MTP stay Megatron-Core's
-  req = moe_request("pytorch", 1);
+  // latent attention outside Megatron is the eager MLA block; the MTP layer is Megatron's only
+  // (transformers does not build it): under fsdp DeepSeek-V2-Lite's MLA is answered, and
+  // DeepSeek-V3's stage holds no MTP parameters, while Megatron's last stage does
+  req = moe_request("fsdp", 8);
+  req["model"] = "deepseek-v2-lite";
+  ok(req);
   req["model"] = "deepseek-v3";
-  CHECK(refused_field(req) == "training.framework");
+  req["parallel"] = {{"gpus", 64}, {"ep", 8}};
+  CHECK_FALSE(ok(req)["stages"][0].contains("mtp_parameters"));
+  req["training"]["framework"] = "megatron";
+  req["training"].erase("optimizer");
+  CHECK(ok(req)["stages"][0]["mtp_parameters"].get<double>() > 0);
+  req = moe_request("fsdp", 8);
+  req["model"] = "deepseek-v2-lite";
+  req["training"]["recompute"] = "op_selective";
+  CHECK(refused_field(req) == "training.recompute");
 
   // the same MoE request under pytorch and fsdp (ep = 1) is answered
   ok(moe_request("pytorch", 1));

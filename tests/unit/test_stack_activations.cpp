@@ -7,6 +7,7 @@
 #include "activations/activations.hpp"
 #include "activations/stack_activations.hpp"
 #include "model/model.hpp"
+#include "model/presets.hpp"
 
 namespace {
 
@@ -482,6 +483,25 @@ TEST_CASE("eager blocks: LoRA on a Qwen3-MoE layer (frozen experts, per-expert a
   CHECK(r.attention == 10512.0 * 8192);
   CHECK(r.mlp == 33448.0 * 8192);
   CHECK(r.total() == 460849152.0);
+}
+
+TEST_CASE("eager blocks: multi-head latent attention (DeepSeek-V2-Lite's shapes, torchtitan)") {
+  // h = 2048, 16 heads, q_lora_rank 0 (a full wq), kv_lora_rank 512, qk_nope 128, qk_rope 64,
+  // v_head 128; tp 1, flash, torchtitan's fused norms. Per token: Q and K at 16 * 192 heads,
+  // 2 * 3072 each = 12288; wkv_b's output (V's storage) 2 * 16 * 256 = 8192; the output
+  // 2 * 16 * 128 = 4096; logsumexp 4 * 16 = 64; kv_norm's input 2 * 512 + rstd 4 = 1028 and its
+  // output 2 * 512 = 1024: 26692 B. The attention norm's output is read by wq and wkv_a: one
+  // bf16 tensor, 2h = 4096 B beside the norm's own 2h + 4 = 4100 B.
+  const memest_model m = memest::find_model_preset("deepseek-v2-lite", "model").model;
+  memest::EagerBlockOptions o;
+  o.block = memest::EagerBlock::Torchtitan;
+  const memest::ActivationLayout x = layout(1, false);
+  const auto r = memest::eager_block_bytes(m, x, o);
+  CHECK(r.attention == 26692.0 * 8192);
+  // with q_lora_rank 1536 (DeepSeek-V3's): q_norm's input 2 * 1536 + 4 and output 2 * 1536
+  memest_model q = m;
+  q.q_lora_rank = 1536;
+  CHECK(memest::eager_block_bytes(q, x, o).attention == (26692.0 + 3076 + 3072) * 8192);
 }
 
 TEST_CASE("recompute working set: an MoE block's MLP backward over its routed rows") {

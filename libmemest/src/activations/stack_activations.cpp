@@ -286,7 +286,8 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // (full sequence: with SP the DTensor all-gather's output is what the mm saves). Under
   // autocast each linear casts its input itself (the autocast cache holds only leaf tensors),
   // so every consuming linear saves its own bf16 copy; inductor CSEs the casts into one.
-  const double attn_consumers = m.fused_qkv ? 1.0 : 3.0;
+  // (latent attention: the query projection, wq or wq_a, and wkv_a)
+  const double attn_consumers = is_mla(m) ? 2.0 : m.fused_qkv ? 1.0 : 3.0;
   const double mlp_linears = m.gated_mlp && !m.fused_gate_up ? 2.0 : 1.0;
   // An MoE layer's norm output feeds the router (a linear) and the experts' gather (an index:
   // saves no copy), plus the shared experts' input linears and Qwen2-MoE's shared gate.
@@ -365,6 +366,27 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
                 + 2 * (2 * n * kv_heads * dh / t)  // K, V
                 + 2 * n * a * dh / t              // output (also o_proj's saved input)
                 + 4 * n * a / t;                  // logsumexp, fp32
+  if (is_mla(m)) {
+    // Multi-head latent attention as torchtitan (torchtitan/models/deepseek_v3/model.py
+    // Attention) and transformers (modeling_deepseek_v3.py) run it: SDPA saves Q and K at the
+    // query-key head dim dn + dr (each the cat of the no-rope part and the rotated part, k_pe
+    // broadcast over the heads), V as a view of wkv_b's output, which keeps that whole
+    // a(dn + dv) tensor, the output at dv and the logsumexp. The compressed kv (kv_lora_rank,
+    // on every tensor-parallel rank) keeps kv_norm's own saved tensors and its output (wkv_b's
+    // saved input); with q_lora_rank > 0 the compressed q likewise (q_norm, wq_b).
+    const double dn = static_cast<double>(m.qk_nope_head_dim);
+    const double dr = static_cast<double>(m.qk_rope_head_dim);
+    const double dv = static_cast<double>(m.v_head_dim);
+    const double kvr = static_cast<double>(m.kv_lora_rank);
+    const double qr = static_cast<double>(m.q_lora_rank);
+    r.attention = 2 * n * a * (dn + dr) / t       // Q
+                  + 2 * n * a * (dn + dr) / t     // K
+                  + 2 * n * a * (dn + dv) / t     // wkv_b's output, V's storage
+                  + 2 * n * a * dv / t            // output (wo's saved input)
+                  + 4 * n * a / t                 // logsumexp, fp32
+                  + norm_own(kvr, 1, 2.0) + 2 * n * kvr;
+    if (qr > 0) r.attention += norm_own(qr, 1, 2.0) + 2 * n * qr;
+  }
   if (!x.flash_attention) {
     r.attention += 2 * a * x.seq_len * x.seq_len * x.micro_batch / (t * x.cp);  // softmax out
     r.attention -= 4 * n * a / t;

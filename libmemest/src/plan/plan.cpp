@@ -242,7 +242,12 @@ namespace {
 // so every count must divide by vpp. False when that cannot be done.
 bool split_with_end_stages(int64_t layers, int64_t pp, int64_t vpp, int64_t first, int64_t last,
                            StageLayers& out) {
-  if (pp < 2) return false;
+  if (pp < 2) {
+    // one stage: it holds every layer, as the search reports a pp = 1 layout's end stages
+    if ((first != 0 && first != layers) || (last != 0 && last != layers)) return false;
+    out.first = out.middle = out.last = layers;
+    return true;
+  }
   const int64_t given = first + last;
   const int64_t free_stages = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
   const int64_t rest = layers - given;

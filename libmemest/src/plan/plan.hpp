@@ -106,6 +106,14 @@ struct Plan {
   double moe_capacity_factor = 0;  // 0: drop-less
 };
 
+// Whether the plan trains the model's multi-token-prediction modules: Megatron-Core builds
+// them (multi_token_prediction.py); the other stacks train the main model only (transformers'
+// DeepseekV3ForCausalLM does not build the checkpoint's MTP layer, and torchtitan's flavors set
+// num_mtp_layers 0 unless its experimental MTP is configured).
+inline bool trains_mtp(const Plan& plan) {
+  return plan.model->mtp_layers > 0 && plan.framework == MEMEST_FRAMEWORK_MEGATRON;
+}
+
 // The stage-independent activation terms of the training stack of a plan whose other fields
 // are set (make_plan_unchecked calls it).
 StackLayerTerms stack_layer_terms(const Plan& plan);

@@ -73,6 +73,7 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
       return false;
     }
   }
+  if (is_mla(r.model) && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) return false;
   if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
     return false;
   }
@@ -185,12 +186,10 @@ void validate_stack(const PretrainRequest& r) {
     fail("training.loss_parallel", "Megatron-LM's cross-entropy is always vocab-parallel: leave "
                                    "loss_parallel on under framework megatron");
   }
-  if (!megatron && (is_mla(r.model) || r.model.mtp_layers > 0)) {
-    // The latent-attention and MTP terms are Megatron-Core's (multi_latent_attention.py,
-    // multi_token_prediction.py); the other stacks' blocks are modelled for standard attention.
-    fail("training.framework",
-         "multi-head latent attention and multi-token-prediction models are estimated for "
-         "framework \"megatron\" (Megatron-Core) only");
+  if (!megatron && is_mla(r.model) && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
+    fail("training.recompute", "op_selective (torchtitan's per-op policy) is modelled for "
+                               "standard attention: with latent attention use none, selective "
+                               "or full");
   }
   if (!megatron && is_moe(r.model)) {
     // A mixture-of-experts block outside Megatron is Hugging Face's sparse block

@@ -117,7 +117,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     // Tied embeddings under PP: the last stage keeps its own copy of the word embeddings.
     if (m.tie_word_embeddings && plan.pp > 1) params += edge.word_embedding / t;
   }
-  const bool mtp_here = m.mtp_layers > 0 && i == plan.layers.mtp_stage(plan.pp);
+  const bool mtp_here = trains_mtp(plan) && i == plan.layers.mtp_stage(plan.pp);
   if (mtp_here && !first && !m.tie_word_embeddings) {
     // The MTP modules embed the shifted tokens themselves: the rank that runs them builds its
     // own embedding (megatron/core/models/gpt/gpt_model.py: LanguageModelEmbedding where
@@ -155,7 +155,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
                          (plan.layout.cp * (plan.layout.sequence_parallel ? t : 1.0));
     }
   }
-  if (last) {
+  if (last && trains_mtp(plan)) {
     // each MTP module's logits through the shared head (as Eq. 14 for the main head)
     mtp_activations += static_cast<double>(m.mtp_layers) * head_activation_bytes(m, plan.layout);
   }

@@ -542,11 +542,13 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
     // each multi-token-prediction module: a layer where the MTP sits (the last stage, or a
     // layout's 'm') and the head again on the last stage
     const double mtp = static_cast<double>(m.mtp_layers);
-    if (m.mtp_layers > 0 && i == plan.layers.mtp_stage(plan.pp)) k.parts.add(is_moe(m) ? moe : dense, mtp);
+    if (trains_mtp(plan) && i == plan.layers.mtp_stage(plan.pp)) {
+      k.parts.add(is_moe(m) ? moe : dense, mtp);
+    }
     if (i == plan.pp - 1) {
       k.parts.add(head, 1);
       k.params += edge.lm_head / x.t + edge.final_norm;
-      if (m.mtp_layers > 0) k.parts.add(head, mtp);
+      if (trains_mtp(plan)) k.parts.add(head, mtp);
     }
     k.time = k.parts.total() + pp_send;
     k.forward_one = k.parts.forward;
