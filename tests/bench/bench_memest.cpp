@@ -112,6 +112,21 @@ void BM_RequestJson(benchmark::State& state) {
 }
 BENCHMARK(BM_RequestJson);
 
+// LLMem's chunk-size search at the largest accepted depth: 100,000 identical layers pack as one
+// run whose repetitions cycle (finetune/chunks.cpp), 32768 candidate sizes.
+void BM_FinetuneChunkSearch100kLayers(benchmark::State& state) {
+  const std::string request =
+      R"({"mode": "finetune", "gpu": "a100-80gb",
+          "model": {"hidden_size": 256, "num_hidden_layers": 100000, "num_attention_heads": 4,
+                    "num_key_value_heads": 4, "intermediate_size": 1024, "vocab_size": 1000}})";
+  for (auto _ : state) {
+    char* out = nullptr;
+    if (memest_request_json(request.c_str(), &out) != MEMEST_OK) std::abort();
+    memest_string_free(out);
+  }
+}
+BENCHMARK(BM_FinetuneChunkSearch100kLayers)->Unit(benchmark::kMillisecond);
+
 // Runs a full search per iteration and reports its counts; returns its best layout (count 0
 // when none fits).
 struct SearchRun {

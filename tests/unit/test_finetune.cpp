@@ -2,6 +2,8 @@
 // page rounding, chunk packing and search, the four methods, and Algorithm 1.
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include <cstring>
 #include <string>
 
@@ -56,6 +58,36 @@ TEST_CASE("Chunk packing: a tensor never straddles chunks; waste is the unused s
   const memest::ChunkPlan best = memest::search_chunk_size({3, 3, 2}, s);
   CHECK(best.chunk_elements == 8);
   CHECK(best.waste_elements == 0);
+}
+
+TEST_CASE("Chunk packing over runs of identical layers equals packing every tensor") {
+  // an embedding-side tensor 5, 1000 layers of 3, 7, 2, a final norm 4: tensor_runs merges the
+  // layers into one run of 1000 repeats; packing the runs (whole cycles of the room left added
+  // at once) must give exactly the chunks and waste of packing the 3002 tensors one by one
+  std::vector<double> sizes{5};
+  std::vector<int64_t> layer{-1};
+  for (int64_t i = 0; i < 1000; ++i) {
+    for (const double x : {3.0, 7.0, 2.0}) {
+      sizes.push_back(x);
+      layer.push_back(i);
+    }
+  }
+  sizes.push_back(4);
+  layer.push_back(-1);
+  const std::vector<memest::TensorRun> runs = memest::tensor_runs(sizes, layer);
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[1].repeats == 1000);
+  CHECK(runs[1].sizes == std::vector<double>{3, 7, 2});
+  for (const double cs : {7.0, 8.0, 11.0, 12.0, 13.0, 17.0, 29.0, 64.0, 1000.0}) {
+    CAPTURE(cs);
+    const memest::ChunkPlan flat = memest::pack_chunks(sizes, cs);
+    const memest::ChunkPlan fast = memest::pack_chunks(runs, cs);
+    CHECK(fast.chunks == flat.chunks);
+    CHECK(fast.waste_elements == flat.waste_elements);
+  }
+  // chunks of 12 by hand: [5 3], then each layer's 7 and 2 open a chunk that the next layer's
+  // 3 fills (7 + 2 + 3 = 12): 1000 chunks; the final norm 4 its own: 1002
+  CHECK(memest::pack_chunks(runs, 12).chunks == 1002);
 }
 
 TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by hand") {

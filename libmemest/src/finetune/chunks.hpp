@@ -3,6 +3,7 @@
 // two chunks; the size that wastes the least space wins (ties: the smaller size).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace memest {
@@ -19,10 +20,24 @@ struct ChunkPlan {
   double waste_elements = 0;  // chunks * cs - sum of tensor sizes
 };
 
+// Tensors in module order as runs: `sizes` packed `repeats` times in a row (a model's identical
+// consecutive layers are one run, so packing costs the distinct layers, not all of them).
+struct TensorRun {
+  std::vector<double> sizes;
+  int64_t repeats = 1;
+};
+
+// The runs of a tensor list whose entries carry their layer (-1 outside the layers):
+// consecutive layers with the same sizes merge into one run.
+std::vector<TensorRun> tensor_runs(const std::vector<double>& sizes,
+                                   const std::vector<int64_t>& layer_of);
+
 // Packs `sizes` (numels, in order) into chunks of `chunk_elements`.
 ChunkPlan pack_chunks(const std::vector<double>& sizes, double chunk_elements);
+ChunkPlan pack_chunks(const std::vector<TensorRun>& runs, double chunk_elements);
 
 // Searches the chunk size with the least waste.
 ChunkPlan search_chunk_size(const std::vector<double>& sizes, const ChunkSearch& search = {});
+ChunkPlan search_chunk_size(const std::vector<TensorRun>& runs, const ChunkSearch& search = {});
 
 }  // namespace memest

@@ -149,11 +149,15 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   // Split the tensors as LLMem does: the word embedding apart, the LM head apart, the rest
   // chunked; momentum + variance rounded per Embedding/Linear tensor (m_os).
   std::vector<double> chunked;
+  std::vector<int64_t> chunked_layer;  // each chunked tensor's layer (identical layers pack once)
   for (const Tensor& t : parameter_tensors(m)) {
     switch (t.kind) {
       case TensorKind::WordEmbedding: in.embed_p += t.numel; break;
       case TensorKind::LmHead: in.lm_head_p += t.numel; break;
-      default: in.other_p += t.numel; chunked.push_back(t.numel);
+      default:
+        in.other_p += t.numel;
+        chunked.push_back(t.numel);
+        chunked_layer.push_back(t.layer);
     }
     if (t.kind == TensorKind::WordEmbedding || t.kind == TensorKind::PositionEmbedding ||
         t.kind == TensorKind::Linear) {
@@ -169,9 +173,9 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
                                        " elements is smaller than the largest parameter tensor (" +
                                        str(static_cast<int64_t>(largest)) + " elements)");
     }
-    in.chunk = pack_chunks(chunked, cs);
+    in.chunk = pack_chunks(tensor_runs(chunked, chunked_layer), cs);
   } else {
-    in.chunk = search_chunk_size(chunked);
+    in.chunk = search_chunk_size(tensor_runs(chunked, chunked_layer));
   }
   return in;
 }

@@ -99,11 +99,13 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     t.push_back({TensorKind::Norm, h});
   }
   for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
+    const size_t begin = t.size();
     if (m.norms_per_layer >= 1) norm();  // before attention
     attention();
     for (int32_t extra = 1; extra < m.norms_per_layer; ++extra) norm();  // before the MLP
     if (is_moe_layer(m, layer)) moe();
     else mlp(f);
+    for (size_t i = begin; i < t.size(); ++i) t[i].layer = layer;
   }
   if (m.final_norm) norm();
   if (!m.tie_word_embeddings) t.push_back({TensorKind::LmHead, v * h});

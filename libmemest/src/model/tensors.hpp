@@ -3,6 +3,7 @@
 // so it needs the tensors themselves, not only the total (LLMem Sec. 4.2).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "memest/memest.h"
@@ -21,6 +22,7 @@ enum class TensorKind {
 struct Tensor {
   TensorKind kind;
   double numel;
+  int64_t layer = -1;  // the transformer layer it belongs to; -1: embeddings, final norm, head
 };
 
 // Every parameter tensor; their numels add up to count_parameters(m).total.
