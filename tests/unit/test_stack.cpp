@@ -379,17 +379,35 @@ TEST_CASE("the loss and the rebuilt block do not coexist (DeepSpeed, no phase ov
   CHECK(s["overheads"]["phase_overlap_bytes"].get<double>() == doctest::Approx(-rebuilt));
 }
 
-TEST_CASE("DDP on one process only when its buckets are named") {
-  // Llama-3.1-8B fp32 gradients: n * 4 bytes of buckets with bucket_cap_mb given, 0 without.
+TEST_CASE("DDP wraps more than one data-parallel rank only, whatever the bucket size") {
+  // One GPU: no DDP, no buckets, also with bucket_cap_mb 25 (DDP's documented default, which
+  // once meant "DDP-wrapped" and turned a fitting run into an OOM). Two GPUs: Llama-3.1-8B's
+  // fp32 gradients, n * 4 bytes of buckets.
   test::json req = base("pytorch");
   req["parallel"] = {{"gpus", 1}};
   req["training"]["param_dtype"] = "fp32";
   req["training"]["grad_dtype"] = "fp32";
   CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 0);
   req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
+  CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 0);
+  // torchrun with DDP around one GPU, said as such (training.ddp): the buckets are counted
+  req["training"]["ddp"] = true;
+  const test::json one = ok(req);
+  CHECK(one["training"]["ddp"] == true);
+  CHECK(one["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() ==
+        4 * one["model"]["num_parameters"].get<double>());
+  req["training"].erase("ddp");
+  req["parallel"] = {{"gpus", 2}};
   const test::json r = ok(req);
+  CHECK(r["training"]["ddp"] == "default");
   CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() ==
         4 * r["model"]["num_parameters"].get<double>());
+  // refused by name: ddp false with two data-parallel ranks, ddp under megatron
+  req["training"]["ddp"] = false;
+  CHECK(refused_field(req) == "training.ddp");
+  test::json meg = base("megatron");
+  meg["training"]["ddp"] = true;
+  CHECK(refused_field(meg) == "training.ddp");
 }
 
 TEST_CASE("the search keeps to what the framework can run") {
@@ -584,8 +602,8 @@ TEST_CASE("MoE under pytorch: every expert held, counted once, bucketed by DDP")
   test::json full = req;
   full["training"]["recompute"] = "full";
   CHECK(ok(full)["stages"][0]["experts"]["activations_bytes"] == 0);
-  // DDP (bucket_cap_mb given) buckets every gradient, the experts' too: 2 * 489441280.
-  req["training"]["buckets"] = {{"bucket_cap_mb", 25}};
+  // DDP (two data-parallel ranks) buckets every gradient, the experts' too: 2 * 489441280.
+  req["parallel"] = {{"gpus", 2}};
   CHECK(ok(req)["stages"][0]["stack"]["framework_buffer_bytes"] == 978882560.0);
 }
 

@@ -683,6 +683,11 @@ typedef struct memest_pretrain_request {
                                   pp * vpp virtual stages split by '|', of E (embedding), t
                                   (decoder layer), m (MTP layer, on the loss's stage), L (loss);
                                   vpp must equal its stages / pp */
+  int32_t ddp;                /* (1.7) -1 (default): DistributedDataParallel wraps the model
+                                 when dp > 1 (pytorch, fsdp at zero 0-1); 1: also on one
+                                 process (torchrun with DDP around one GPU: its buckets are
+                                 counted); 0: one GPU, not wrapped. A bucket size alone no
+                                 longer wraps one process */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

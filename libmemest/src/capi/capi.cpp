@@ -155,6 +155,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.logits_held = st.logits_held;
   c.first_stage_layers = d.first_stage_layers;  // 1.7
   c.pipeline_layout = nullptr;
+  c.ddp = st.ddp;
   return c;
 }
 
@@ -311,6 +312,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.adapter.quantize_lm_head = c.quantize_lm_head;
   st.logits_held = c.logits_held;
   r.first_stage_layers = c.first_stage_layers;
+  st.ddp = c.ddp;
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it
     constexpr size_t kLongest = 65536;

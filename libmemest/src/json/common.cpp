@@ -112,6 +112,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   if (auto b = training.boolean("fp8_all_gather")) st.fp8_all_gather = *b;
   if (auto b = training.boolean("no_sync")) st.no_sync = *b;
   if (auto b = training.boolean("logits_held")) st.logits_held = *b;
+  if (auto b = training.boolean("ddp")) st.ddp = *b;
   if (auto md = enum_field(training, "moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER)) st.moe_dispatcher = *md;
   if (auto ak = enum_field(training, "attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL)) st.attention_kernel = *ak;
   if (training.has("comm_overlap")) {

@@ -42,7 +42,9 @@ constexpr const char* kPretrainTraining[] = {
     // the step-time model (1.5)
     "comm_overlap", "moe_dispatcher", "attention_kernel",
     // the precision policy and the loss beside the stored dtypes (1.6)
-    "reduce_dtype", "loss_parallel", "autocast", "fp8_all_gather", "no_sync", "logits_held"};
+    "reduce_dtype", "loss_parallel", "autocast", "fp8_all_gather", "no_sync", "logits_held",
+    // DDP on one process (1.7)
+    "ddp"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -252,6 +252,7 @@ ojson pretrain_response(const PretrainRequest& r) {
             {"autocast", r.stack.autocast < 0 ? ojson("default") : ojson(r.stack.autocast == 1)},
             {"fp8_all_gather", r.stack.fp8_all_gather == 1},
             {"no_sync", r.stack.no_sync < 0 ? ojson("default") : ojson(r.stack.no_sync == 1)},
+            {"ddp", r.stack.ddp < 0 ? ojson("default") : ojson(r.stack.ddp == 1)},
             {"logits_held", r.stack.logits_held == 1}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},

@@ -59,6 +59,8 @@ struct Stack {
   int32_t fp8_all_gather = 0;  // FSDP2 all-gathers fp8 weights (torchao)
   int32_t no_sync = -1;        // -1: fsdp1 keeps unsharded gradients under accumulation
   int32_t logits_held = 0;     // the training loop references the logits through backward
+  int32_t ddp = -1;            // -1: DDP wraps the model when dp > 1; 1: also one process
+                               // (torchrun with DDP on one GPU); 0: one GPU, not wrapped
   // The reduction's bytes per element in effect.
   double reduce_dtype_bytes(double grad_bytes) const {
     return reduce_bytes > 0 ? reduce_bytes : grad_bytes;

@@ -169,6 +169,19 @@ void validate_stack(const PretrainRequest& r) {
     fail("training.fp8_all_gather", "torchao's float8 all-gather needs framework fsdp with "
                                     "fp8 on and sharded parameters (zero 2 or 3)");
   }
+  if (st.ddp < -1 || st.ddp > 1) {
+    fail("training.ddp", "must be -1 (by the data-parallel size), 0 or 1, got " +
+                             std::to_string(st.ddp));
+  }
+  if (st.ddp != -1 && !(fw == MEMEST_FRAMEWORK_PYTORCH || (fsdp && zero < 2))) {
+    fail("training.ddp", "DistributedDataParallel's buckets are modelled under framework pytorch "
+                         "and fsdp at zero 0-1 (DDP replicas): leave ddp out under " +
+                             name_of(fw) + (fsdp ? " at zero 2-3" : ""));
+  }
+  if (st.ddp == 0 && r.gpus / (r.tp * r.cp * r.pp) > 1) {
+    fail("training.ddp", "more than one data-parallel rank runs under DDP: ddp false needs one "
+                         "data-parallel rank");
+  }
   if (st.no_sync == 1 && !fsdp) {
     fail("training.no_sync", "keeping unsharded gradients over accumulation is FSDP's no_sync: "
                              "it needs framework fsdp or fsdp1 (DDP and ZeRO keep their usual "

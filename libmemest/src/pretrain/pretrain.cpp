@@ -239,7 +239,11 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   }
   // DDP buckets every gradient, the experts' too (under megatron no DDP bucket is counted)
   const double bucketed = params + expert_params;
-  const bool ddp = plan.dp > 1 || plan.stack.ddp_bucket_mib > 0;  // DDP-wrapped
+  // DDP-wrapped: with more than one data-parallel rank, or on one process when the request
+  // says so (training.ddp: torchrun with DDP around one GPU). A bucket size alone -- 25, DDP's
+  // documented default -- does not wrap one process (the HF Trainer, accelerate and torchtune
+  // wrap only when the world is larger).
+  const bool ddp = plan.stack.ddp == -1 ? plan.dp > 1 : plan.stack.ddp == 1;
   double framework_buffers = 0;
   if (plan.adapter.enabled()) {
     // Only parameters that require a gradient are bucketed or reduce-scattered (DDP's reducer
