@@ -203,3 +203,19 @@ TEST_CASE("The search lays out DeepSeek-V3's 61 layers over 16 stages unevenly")
   CHECK(p["stages"][15]["layers"] == 3);
   CHECK(p["peak_bytes"] == r["results"][0]["peak_bytes"]);
 }
+
+TEST_CASE("DeepSeek-V3.2's sparse-attention indexer: training refused by name, states counted") {
+  // the indexer's scores (every key per query and index head) have no activation model: a
+  // pretraining peak would miss them, so the request is refused naming the field
+  json model = test::load_json("configs/deepseek-v3.2.json");
+  const json req = {{"mode", "pretrain"}, {"model", model}, {"gpu", "h100-80gb"},
+                    {"parallel", {{"gpus", 1024}, {"pp", 16}, {"ep", 64},
+                                  {"first_stage_layers", 3}, {"last_stage_layers", 2}}},
+                    {"training", {{"seq_len", 4096}}}};
+  const test::Answer a = test::request(req);
+  CHECK(a.status == MEMEST_ERR_UNSUPPORTED);
+  CHECK(a.body["error"]["field"] == "model.index_n_heads");
+  const json states = {{"mode", "model_states"}, {"model", model}, {"gpu", "h100-80gb"},
+                       {"parallel", {{"gpus", 8}}}};
+  CHECK(ok(states)["model"]["index_n_heads"] == 64);
+}

@@ -113,6 +113,16 @@ std::string name_of(int32_t framework) { return enum_name(MEMEST_ENUM_FRAMEWORK,
 }  // namespace
 
 void validate_stack(const PretrainRequest& r) {
+  if (r.model.index_n_heads > 0) {
+    // DeepSeek sparse attention (DeepSeek-V3.2): the indexer scores every key for each query
+    // and index head before its top-k (index_topk) selection; those activations and the sparse
+    // attention's are not modelled, so a training peak would miss them.
+    fail("model.index_n_heads",
+         "DeepSeek sparse attention's indexer (DeepSeek-V3.2) has no activation model yet: its "
+         "parameters are counted (mode model_states gives the states), but a training peak "
+         "would miss the indexer's scores; DeepSeek-V3's config gives the dense-attention run",
+         MEMEST_ERR_UNSUPPORTED);
+  }
   const Stack& st = r.stack;
   check_enum("training.framework", MEMEST_ENUM_FRAMEWORK, st.framework);
   check_enum("training.optimizer", MEMEST_ENUM_OPTIMIZER, r.precision.optimizer);
