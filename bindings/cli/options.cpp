@@ -276,6 +276,9 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
   add_choice(cmd, "--no-sync", st.no_sync,
              "FSDP keeps unsharded gradients across accumulation micro-batches (default: on "
              "for fsdp1, as accelerate does; off for fsdp)", {"on", "off"});
+  add_choice(cmd, "--ddp", st.ddp,
+             "DDP around the model: on also wraps one process (torchrun with DDP on one GPU); "
+             "default: when data-parallel > 1", {"on", "off"});
   cmd.add_flag("--no-loss-parallel", st.no_loss_parallel,
                "Under tp > 1 the loss gathers the logits to the whole vocabulary (torchtitan "
                "without loss_parallel)");
@@ -323,6 +326,7 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (!st.reduce_dtype.empty()) training["reduce_dtype"] = st.reduce_dtype;
   if (!st.autocast.empty()) training["autocast"] = st.autocast == "on";
   if (!st.no_sync.empty()) training["no_sync"] = st.no_sync == "on";
+  if (!st.ddp.empty()) training["ddp"] = st.ddp == "on";
   if (st.no_loss_parallel) training["loss_parallel"] = false;
   if (st.fp8_all_gather) training["fp8_all_gather"] = true;
   if (st.logits_held) training["logits_held"] = true;

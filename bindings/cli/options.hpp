@@ -130,6 +130,7 @@ struct StackOptions {
   std::string reduce_dtype;        // --reduce-dtype fp32|bf16|fp16
   std::string autocast;            // --autocast on|off
   std::string no_sync;             // --no-sync on|off
+  std::string ddp;                 // --ddp on|off (1.7)
   bool no_loss_parallel = false;   // --no-loss-parallel
   bool fp8_all_gather = false;     // --fp8-all-gather
   bool logits_held = false;        // --logits-held
