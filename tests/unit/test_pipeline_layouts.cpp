@@ -219,3 +219,23 @@ TEST_CASE("DeepSeek-V3.2's sparse-attention indexer: training refused by name, s
                        {"parallel", {{"gpus", 8}}}};
   CHECK(ok(states)["model"]["index_n_heads"] == 64);
 }
+
+TEST_CASE("Qwen3-235B's 94 layers over 16 stages, stage by stage and searched") {
+  // stages of ceil(94/16) = 6, the end stages give up 96 - 94 = 2, one each: 5 + 14 * 6 + 5
+  json req = request("qwen3-235b-a22b", {{"gpus", 256}, {"tp", 1}, {"pp", 16}, {"ep", 16},
+                                         {"uneven_pipeline", true}});
+  const json r = ok(req);
+  CHECK(r["stages"][0]["layers"] == 5);
+  CHECK(r["stages"][1]["layers"] == 6);
+  CHECK(r["stages"][15]["layers"] == 5);
+  json search = {{"mode", "search"}, {"model", "qwen3-235b-a22b"}, {"gpu", "h100-80gb"},
+                 {"parallel", {{"gpus", 256}}},
+                 {"training", {{"seq_len", 4096}, {"global_batch", 1024}}},
+                 {"search", {{"uneven_pipeline", true}, {"include_oom", true},
+                             {"layouts", {{{"tp", 1}, {"pp", 16}, {"ep", 16}, {"micro_batch", 1},
+                                           {"recompute", "full"}}}}}}};
+  const json s = ok(search);
+  REQUIRE(s["results"].size() == 1);
+  CHECK(s["results"][0]["layout"]["first_stage_layers"] == 5);
+  CHECK(s["results"][0]["layout"]["last_stage_layers"] == 5);
+}
