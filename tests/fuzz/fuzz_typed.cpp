@@ -256,9 +256,20 @@ struct State {
   uint32_t layout_count = 0;
   uint32_t layout_stride = sizeof(memest_layout);
   bool result_size_set = false, element_size_set = false;
+  std::string pipeline_layout;  // pretrain.pipeline_layout points here when set (1.7)
 };
 
-constexpr int kFieldCount = 64;
+// Fields 0-63 are the 1.0 layout's (the corpus's seeds use them); 64 on reach the fields
+// appended since: the training stack (1.2), MoE, adapters (1.3), the step-time model (1.5),
+// the precision policy (1.6), pipeline layouts and DDP (1.7).
+constexpr int kFieldCount = 80;
+
+// Layout strings for pretrain.pipeline_layout: valid ones for the presets' depths, Megatron's
+// documented DeepSeek-V3 example, and malformed ones (the parser's refusals).
+const char* const kLayouts[] = {
+    "Et*3|(tt|)*29,m|L", "Et|t|t|tL", "E(t|)*31,tL", "Et*15|t*16L", "Et*40|t*40L", "E|L",
+    "", "Et*|L", "E(tt|L", "E((t)*2)*2|L", "tE|L", "Et|xL", "Et*99999999999|L", "Em|t|L",
+    "(|)*99999", "Et*0|L", "E,,,|,L", "(E)*1|(t)*2|L", "Et|m|t|L", "EtL|"};
 
 void apply(State& s, uint8_t field, Reader& in) {
   memest_pretrain_request& p = s.pretrain;
@@ -393,6 +404,87 @@ void apply(State& s, uint8_t field, Reader& in) {
       }
       break;
     }
+    // ---- appended fields (1.2 - 1.7)
+    case 64: p.framework = static_cast<int32_t>(in.integer()); break;
+    case 65: {  // the stack's int32 switches
+      const uint8_t which = in.byte();
+      const int32_t v = static_cast<int32_t>(in.integer());
+      int32_t* flags[] = {&p.optimizer, &p.optimizer_in_backward, &p.loss, &p.fp8, &p.compile,
+                          &p.offload_optimizer, &p.offload_params, &p.offload_activations,
+                          &p.ddp_gradient_as_bucket_view, &p.adapter, &p.double_quant,
+                          &p.comm_overlap, &p.moe_dispatcher, &p.attention_kernel,
+                          &p.loss_parallel, &p.autocast, &p.fp8_all_gather, &p.no_sync,
+                          &p.quantize_lm_head, &p.logits_held, &p.ddp};
+      *flags[which % (sizeof flags / sizeof flags[0])] = v;
+      break;
+    }
+    case 66: {  // the stack's sizes and the adapter's numbers
+      const uint8_t which = in.byte();
+      double* fields[] = {&p.ddp_bucket_mib, &p.ds_reduce_bucket_size, &p.ds_allgather_bucket_size,
+                          &p.ds_prefetch_bucket_size, &p.ds_max_live_parameters,
+                          &p.ds_param_persistence_threshold, &p.moe_capacity_factor,
+                          &p.lora_alpha, &p.lora_dropout, &p.adapter_bytes, &p.reduce_bytes};
+      *fields[which % (sizeof fields / sizeof fields[0])] = in.number();
+      break;
+    }
+    case 67: p.recompute_every = in.integer(); break;
+    case 68: p.ep = in.integer(); break;
+    case 69: p.etp = in.integer(); break;
+    case 70: p.last_stage_layers = in.integer(); break;
+    case 71: p.first_stage_layers = in.integer(); break;
+    case 72: p.lora_rank = in.integer(); break;
+    case 73: p.lora_targets = static_cast<uint32_t>(in.integer()); break;
+    case 74: {  // a layout string: one of the table's, or the input's next bytes as text
+      const uint8_t which = in.byte();
+      if (which < 200) {
+        s.pipeline_layout = kLayouts[which % (sizeof kLayouts / sizeof kLayouts[0])];
+      } else {
+        const size_t n = in.byte();
+        s.pipeline_layout.clear();
+        for (size_t i = 0; i < n && !in.done(); ++i) {
+          const char c = static_cast<char>(in.byte());
+          if (c != '\0') s.pipeline_layout += c;
+        }
+      }
+      p.pipeline_layout = s.pipeline_layout.c_str();
+      break;
+    }
+    case 75: p.pipeline_layout = nullptr; break;
+    case 76: {  // the model's mixture-of-experts and latent-attention fields
+      const uint8_t which = in.byte();
+      const int64_t v = in.integer();
+      int64_t* fields[] = {&s.model.num_experts, &s.model.num_experts_per_tok,
+                           &s.model.moe_intermediate_size, &s.model.num_shared_experts,
+                           &s.model.shared_expert_intermediate_size,
+                           &s.model.moe_first_dense_layers, &s.model.moe_layer_step,
+                           &s.model.q_lora_rank, &s.model.kv_lora_rank,
+                           &s.model.qk_nope_head_dim, &s.model.qk_rope_head_dim,
+                           &s.model.v_head_dim, &s.model.mtp_layers, &s.model.index_n_heads,
+                           &s.model.index_head_dim};
+      *fields[which % (sizeof fields / sizeof fields[0])] = v;
+      break;
+    }
+    case 77: {  // the model's int32 switches appended since 1.0
+      const uint8_t which = in.byte();
+      const int32_t v = static_cast<int32_t>(in.integer());
+      int32_t* flags[] = {&s.model.router_bias, &s.model.shared_expert_gate, &s.model.qk_norm,
+                          &s.model.attention_sinks, &s.model.fused_gate_up,
+                          &s.model.vision_excluded};
+      *flags[which % (sizeof flags / sizeof flags[0])] = v;
+      break;
+    }
+    case 78: {  // the search's appended fields, and a shortlist layout's ep / etp
+      switch (in.byte() % 6) {
+        case 0: s.search.max_ep = in.integer(); break;
+        case 1: s.search.fp8_options = static_cast<uint32_t>(in.integer()); break;
+        case 2: s.search.compile_options = static_cast<uint32_t>(in.integer()); break;
+        case 3: s.search.max_oom_probability = in.number(); break;
+        case 4: s.layouts[in.byte() % 4].ep = in.integer(); break;
+        default: s.layouts[in.byte() % 4].etp = in.integer(); break;
+      }
+      break;
+    }
+    case 79: s.model.final_logit_softcapping = in.number(); break;
     default: {  // a wrong struct size for the output (relative to sizeof)
       s.result_size_set = true;
       s.result_size = 0;  // resolved per mode: marker for "size_for(sizeof result)"
