@@ -164,8 +164,8 @@ const (
 	SearchMaxOOMProbability = float64(C.MEMEST_SEARCH_MAX_OOM_PROBABILITY)
 )
 
-// Autocast and NoSync values of PretrainRequest (1.6) besides 0 (off) and 1 (on): the training
-// stack's own default.
+// Autocast and NoSync (1.6) and DDP (1.7) values of PretrainRequest besides 0 (off) and 1 (on):
+// the training stack's own default.
 const StackDefault = -1
 
 // OptimizerBytesDerive as PretrainRequest.OptimizerBytes asks the library to derive the
@@ -256,6 +256,13 @@ type PretrainRequest struct {
 	FP8AllGather bool
 	NoSync       int
 	LogitsHeld   bool
+	// DistributedDataParallel around the model (1.7; JSON training.ddp): StackDefault (-1, the
+	// default: DDP wraps the model when the data-parallel size is above 1), 1 (also on one
+	// process: torchrun with DDP around one GPU, so DDP's gradient buckets are counted) or 0
+	// (one GPU, not wrapped). A bucket size (DDPBucketMiB) alone no longer wraps one process.
+	// Read under FrameworkPyTorch and FrameworkFSDP at Zero 0-1 only; elsewhere, or 0 with more
+	// than one data-parallel rank, the library refuses naming "training.ddp".
+	DDP int
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -283,6 +290,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.attention_kernel = C.int32_t(r.AttentionKernel)
 	c.reduce_bytes, c.loss_parallel, c.autocast = C.double(r.ReduceBytes), boolInt(r.LossParallel), C.int32_t(r.Autocast)
 	c.fp8_all_gather, c.no_sync, c.logits_held = boolInt(r.FP8AllGather), C.int32_t(r.NoSync), boolInt(r.LogitsHeld)
+	c.ddp = C.int32_t(r.DDP)
 	return c
 }
 
@@ -316,6 +324,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		MoeDispatcher: int(c.moe_dispatcher), AttentionKernel: int(c.attention_kernel),
 		ReduceBytes: float64(c.reduce_bytes), LossParallel: c.loss_parallel != 0, Autocast: int(c.autocast),
 		FP8AllGather: c.fp8_all_gather != 0, NoSync: int(c.no_sync), LogitsHeld: c.logits_held != 0,
+		DDP: int(c.ddp),
 	}
 }
 

@@ -256,3 +256,48 @@ func TestStackPipelineEndsAndLayout(t *testing.T) {
 		t.Errorf("lora targets %v", memest.EnumNames(memest.EnumLoraTarget))
 	}
 }
+
+// 1.7: DDP on one process. Llama-3.1-8B under plain PyTorch with fp32 gradients on one GPU: a
+// bucket size alone (DDPBucketMiB 25) does not wrap one process; DDP 1 (torchrun with DDP around
+// one GPU) buckets every gradient, 4 bytes x NumParameters, the same as the JSON route's
+// training.ddp true; DDP 0 with two data-parallel ranks is refused naming "training.ddp".
+func TestStackDDPOnOneGPU(t *testing.T) {
+	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
+	if r.DDP != memest.StackDefault {
+		t.Fatalf("DDP default %d, want %d", r.DDP, memest.StackDefault)
+	}
+	r.GPUs, r.TP, r.PP, r.Framework = 1, 1, 1, memest.FrameworkPyTorch
+	r.ParamBytes, r.GradBytes, r.OptimizerBytes, r.DDPBucketMiB = 4, 4, memest.OptimizerBytesDerive, 25
+	plain := mustPretrain(t, r)
+	if plain.Stages[0].FrameworkBufferBytes != 0 {
+		t.Errorf("a bucket size alone: buffers %v, want 0", plain.Stages[0].FrameworkBufferBytes)
+	}
+	r.DDP = 1
+	on := mustPretrain(t, r)
+	if on.NumParameters < 8e9 || on.Stages[0].FrameworkBufferBytes != 4*on.NumParameters || !(on.PeakBytes > plain.PeakBytes) {
+		t.Errorf("DDP 1: buffers %v for %v parameters, peak %v vs %v", on.Stages[0].FrameworkBufferBytes,
+			on.NumParameters, on.PeakBytes, plain.PeakBytes)
+	}
+	resp := mustRequest(t, map[string]any{
+		"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 1, "tp": 1, "pp": 1},
+		"training": map[string]any{"framework": "pytorch", "param_dtype": "fp32", "grad_dtype": "fp32",
+			"buckets": map[string]any{"bucket_cap_mb": 25}, "ddp": true},
+	})
+	buffers := resp["stages"].([]any)[0].(map[string]any)["stack"].(map[string]any)["framework_buffer_bytes"]
+	if buffers != on.Stages[0].FrameworkBufferBytes || resp["training"].(map[string]any)["ddp"] != true {
+		t.Errorf("JSON ddp true: buffers %v, typed %v; training %v", buffers, on.Stages[0].FrameworkBufferBytes, resp["training"])
+	}
+	r.DDP = 0
+	if off := mustPretrain(t, r); off.PeakBytes != plain.PeakBytes {
+		t.Errorf("DDP 0 on one GPU: peak %v, want %v", off.PeakBytes, plain.PeakBytes)
+	}
+	r.GPUs = 2
+	if _, err := memest.Pretrain(r); fieldOf(t, err) != "training.ddp" {
+		t.Errorf("DDP 0 on two GPUs: %v", err)
+	}
+	r.GPUs, r.DDP, r.Framework = 1, 1, memest.FrameworkMegatron
+	if _, err := memest.Pretrain(r); fieldOf(t, err) != "training.ddp" {
+		t.Errorf("DDP 1 under megatron: %v", err)
+	}
+}

@@ -142,7 +142,7 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            attention_kernel: Optional[str] = None, reduce_dtype: Optional[str] = None,
            loss_parallel: Optional[bool] = None, autocast: Optional[bool] = None,
            fp8_all_gather: Optional[bool] = None, no_sync: Optional[bool] = None,
-           logits_held: Optional[bool] = None) -> Dict[str, Any]:
+           logits_held: Optional[bool] = None, ddp: Optional[bool] = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (README "Training stack"), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
@@ -153,7 +153,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     comm_overlap=None if comm_overlap is None else _overlap(comm_overlap),
                     moe_dispatcher=moe_dispatcher, attention_kernel=attention_kernel,
                     reduce_dtype=reduce_dtype, loss_parallel=loss_parallel, autocast=autocast,
-                    fp8_all_gather=fp8_all_gather, no_sync=no_sync, logits_held=logits_held)
+                    fp8_all_gather=fp8_all_gather, no_sync=no_sync, logits_held=logits_held,
+                    ddp=ddp)
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -254,7 +255,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              reduce_dtype: Optional[str] = None, loss_parallel: Optional[bool] = None,
              autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
              no_sync: Optional[bool] = None,
-             logits_held: Optional[bool] = None) -> PretrainResult:
+             logits_held: Optional[bool] = None,
+             ddp: Optional[bool] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -318,6 +320,14 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     optimizer "adamw_foreach" and "paged_adamw_32bit" are torch.optim.AdamW's multi-tensor
     step and bitsandbytes' PagedAdamW32bit.
 
+    ddp (1.7; echoed as training.ddp: "default", True or False): DistributedDataParallel
+    around the model. By default DDP wraps the model when the data-parallel size is above 1;
+    True also wraps one process (torchrun with DDP around one GPU), so DDP's gradient buckets
+    are counted there; False is one GPU, not wrapped. A bucket size (buckets={"bucket_cap_mb":
+    25}) alone no longer wraps one process. Read under framework "pytorch" and "fsdp" at zero
+    0-1 only; elsewhere, or False with more than one data-parallel rank, InvalidArgumentError
+    names "training.ddp".
+
     What a user compares with a measured run, and the verdict's margin (1.6):
     torch_max_memory_allocated_bytes / torch_max_memory_reserved_bytes (what torch.cuda reports,
     the CUDA context left out), nvidia_smi_bytes (reserved + context + paged memory), the peak's
@@ -342,7 +352,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       compile, offload, buckets, comm_overlap,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
-                                      logits_held),
+                                      logits_held, ddp),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
@@ -427,6 +437,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            reduce_dtype: Optional[str] = None, loss_parallel: Optional[bool] = None,
            autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
            no_sync: Optional[bool] = None, logits_held: Optional[bool] = None,
+           ddp: Optional[bool] = None,
            max_oom_probability: Optional[float] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
@@ -442,8 +453,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     names) are searched as well (default: the fp8 and compile arguments'); each row then has
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
     `throughput` (the step's parts, as pretrain()'s).
-    reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync and logits_held are
-    pretrain()'s. max_oom_probability (default search_max_oom_probability()) ranks only the
+    reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held and ddp
+    (1.7) are pretrain()'s. max_oom_probability (default search_max_oom_probability()) ranks only the
     layouts whose probability of running out of memory is at most this (the rest are pruned as
     "oom"); each row has `oom_probability`, `margin_bytes` and `peak_high_bytes`."""
     req = {
@@ -457,7 +468,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       compile, offload, buckets, comm_overlap,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
-                                      logits_held)),
+                                      logits_held, ddp)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,

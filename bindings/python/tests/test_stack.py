@@ -187,3 +187,39 @@ def test_moe_expert_parallel_under_fsdp_and_refusals_naming_the_field():
         memest.pretrain(QWEN3_MOE_SMALL, "h100-80gb", gpus=8, tp=1, pp=1, ep=2,
                         framework="deepspeed")
     assert info.value.field == "parallel.ep"
+
+
+def test_ddp_on_one_gpu_counts_the_buckets_a_bucket_size_alone_does_not():
+    # (1.7) Llama-3.1-8B under plain PyTorch, fp32 gradients, one GPU: a bucket size alone
+    # (DDP's default 25 MB) does not wrap one process; ddp=True (torchrun with DDP around one
+    # GPU) buckets every gradient, 4 bytes x num_parameters; the result echoes training.ddp.
+    kw = dict(gpus=1, tp=1, pp=1, framework="pytorch", param_dtype="fp32", grad_dtype="fp32",
+              buckets={"bucket_cap_mb": 25})
+    plain = memest.pretrain("llama-3.1-8b", "h100-80gb", **kw)
+    assert plain.training.ddp == "default"
+    assert plain.stages[0].stack.framework_buffer_bytes == 0
+    on = memest.pretrain("llama-3.1-8b", "h100-80gb", ddp=True, **kw)
+    assert on.training.ddp is True
+    assert on.model.num_parameters > 8e9
+    assert on.stages[0].stack.framework_buffer_bytes == 4 * on.model.num_parameters
+    assert on.peak_bytes > plain.peak_bytes
+    off = memest.pretrain("llama-3.1-8b", "h100-80gb", ddp=False, **kw)
+    assert off.training.ddp is False and off.peak_bytes == plain.peak_bytes
+    # the keyword is the JSON field
+    req = {"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+           "parallel": {"gpus": 1, "tp": 1, "pp": 1},
+           "training": {"framework": "pytorch", "param_dtype": "fp32", "grad_dtype": "fp32",
+                        "buckets": {"bucket_cap_mb": 25}, "ddp": True}}
+    assert json.loads(memest.request_json(json.dumps(req)))["peak_bytes"] == on.peak_bytes
+    # refused by name: ddp False with two data-parallel ranks, ddp under megatron
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=2, tp=1, pp=1, framework="pytorch",
+                        ddp=False)
+    assert info.value.field == "training.ddp"
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=1, tp=1, pp=1, ddp=True)
+    assert info.value.field == "training.ddp"
+    # the search takes it too
+    s = memest.search("llama-3.1-8b", "h100-80gb", gpus=1, seq_len=2048, global_batch=4,
+                      framework="pytorch", ddp=False, top=1, include_oom=True)
+    assert len(s) >= 1
