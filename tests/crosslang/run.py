@@ -119,13 +119,19 @@ def main():
                 failures.append(f"{c['name']}: expected ok, got {ref.get('error')}")
             # further expectations: response fields with their values ("peak_verdict": "oom")
             # "stage_layers": each stage's layers; "layout_has": fields of the layout (a search's:
-            # its first result's) with their values
+            # its first result's) with their values; "training_has": of the training echo;
+            # "stack_has": of the first stage's stack
             for key, value in exp.items():
                 if key == "stage_layers":
                     got = [s.get("layers") for s in ref.get("stages") or []]
                 elif key == "layout_has":
                     lay = ref.get("layout") or ((ref.get("results") or [{}])[0]).get("layout") or {}
                     got = {k: lay.get(k) for k in value}
+                elif key == "training_has":  # fields of the response's training echo
+                    got = {k: (ref.get("training") or {}).get(k) for k in value}
+                elif key == "stack_has":  # fields of the first stage's training-stack parts
+                    st = ((ref.get("stages") or [{}])[0]).get("stack") or {}
+                    got = {k: st.get(k) for k in value}
                 else:
                     got = ref.get(key)
                 if key != "ok" and got != value:

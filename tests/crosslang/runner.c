@@ -394,6 +394,7 @@ static void typed_1_6(void) {
   CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
   CHECK(r.reduce_bytes == 0 && r.loss_parallel == 1 && r.autocast == -1 && r.fp8_all_gather == 0);
   CHECK(r.no_sync == -1 && r.quantize_lm_head == 0 && r.logits_held == 0);
+  CHECK(r.ddp == -1); /* 1.7 */
   r.model = &model;
   r.gpu = &gpu;
   r.gpus = 8; r.zero = 3; r.seq_len = 4096; r.micro_batch = 1; r.global_batch = 32;
@@ -443,6 +444,14 @@ static void typed_1_6(void) {
   CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(strcmp(memest_last_error_field(), "training.no_sync") == 0);
   r.no_sync = -1;
+  /* 1.7: ddp 0 with eight data-parallel ranks (DDP wraps them) and ddp 2 are refused by name */
+  r.framework = MEMEST_FRAMEWORK_PYTORCH; r.zero = 0; r.ddp = 0;
+  CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.ddp") == 0);
+  r.ddp = 2;
+  CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.ddp") == 0);
+  r.ddp = -1; r.framework = MEMEST_FRAMEWORK_FSDP; r.zero = 3;
   r.reduce_bytes = 3;
   CHECK(memest_pretrain(&r, &fsdp2, NULL, sizeof(memest_stage), 0) == MEMEST_ERR_INVALID_ARGUMENT);
   CHECK(strcmp(memest_last_error_field(), "training.reduce_dtype") == 0);

@@ -115,6 +115,28 @@ public class MemestTest {
     lora.setParam_bytes(4);
     expectError(() -> Memest.pretrain(lora), "invalid_argument", "training.param_dtype");
 
+    // 1.7: DDP on one process (memest_pretrain_request.ddp). Llama-3.1-8B under plain PyTorch,
+    // fp32 gradients, one GPU: a bucket size alone (25 MB) wraps nothing; ddp 1 (torchrun with
+    // DDP around one GPU) buckets every gradient, 4 bytes x num_parameters; ddp 0 on 2 GPUs refused.
+    PretrainRequest ddp = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    check(ddp.getDdp() == -1, "1.7 ddp default");
+    ddp.setGpus(1); ddp.setTp(1); ddp.setPp(1);
+    ddp.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    ddp.setParam_bytes(4); ddp.setGrad_bytes(4); ddp.setDdp_bucket_mib(25);
+    ddp.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    Memest.Pretrain alone = Memest.pretrain(ddp);
+    check(alone.stages().get(0).getFramework_buffer_bytes() == 0, "a bucket size alone wraps no process");
+    ddp.setDdp(1);
+    Memest.Pretrain wrapped = Memest.pretrain(ddp);
+    double params = wrapped.result().getNum_parameters();
+    check(params > 8e9 && wrapped.stages().get(0).getFramework_buffer_bytes() == 4 * params,
+        "ddp 1: DDP buckets of " + params + " fp32 gradients, got " + wrapped.stages().get(0).getFramework_buffer_bytes());
+    check(wrapped.result().getPeak_bytes() > alone.result().getPeak_bytes(), "ddp 1 raises the peak");
+    ddp.setDdp(0); ddp.setGpus(2);
+    expectError(() -> Memest.pretrain(ddp), "invalid_argument", "training.ddp");
+    ddp.setGpus(1); ddp.setDdp(1); ddp.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    expectError(() -> Memest.pretrain(ddp), "invalid_argument", "training.ddp");
+
     // bad input: the exception names the field
     r.setTp(3);
     expectError(() -> Memest.pretrain(r), "invalid_argument", "parallel.tp");
