@@ -79,6 +79,10 @@ import createMemestCore from './build/memest_core.mjs';
  * @property {boolean} [fp8_all_gather]    (1.6) torchao's float8 all-gather (fsdp, fp8, zero 2/3)
  * @property {boolean} [no_sync]           (1.6) keep unsharded gradients over accumulation
  *                                         (fsdp / fsdp1; default: on under fsdp1, else off)
+ * @property {boolean} [ddp]               (1.7) DistributedDataParallel around the model: true
+ *                                         also wraps one GPU (its buckets counted), false is
+ *                                         one GPU unwrapped; default: when data-parallel > 1
+ *                                         (pytorch, fsdp at zero 0-1; echoed "default"/true/false)
  * @property {boolean} [logits_held]       (1.6) the loop keeps the model's output through
  *                                         backward (refused under megatron)
  * @property {{type: string, quantize_lm_head?: boolean, [key: string]: any}} [adapter]

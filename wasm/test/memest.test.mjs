@@ -577,3 +577,24 @@ test('1.6 search: max_oom_probability (default the library\'s), each entry\'s OO
   assert.throws(() => memest.request({ ...search, search: { max_oom_probability: '0.5' } }),
     (e) => e instanceof MemestError && e.code === 'wrong_type' && e.field === 'search.max_oom_probability');
 });
+
+test('1.7 training.ddp: one GPU wrapped in DDP counts its buckets, a bucket size alone does not; pretrainTable() reads it as request() does', () => {
+  // Llama-3.1-8B under plain PyTorch, fp32 gradients: 4 bytes of DDP buckets per parameter
+  const one = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 1, tp: 1, pp: 1 },
+    training: { framework: 'pytorch', param_dtype: 'fp32', grad_dtype: 'fp32', buckets: { bucket_cap_mb: 25 } } };
+  const alone = memest.request(one);
+  assert.equal(alone.training.ddp, 'default');
+  assert.equal(alone.stages[0].stack.framework_buffer_bytes, 0);
+  const ddp = { ...one, training: { ...one.training, ddp: true } };
+  const wrapped = memest.request(ddp);
+  assert.equal(wrapped.training.ddp, true);
+  assert.ok(wrapped.model.num_parameters > 8e9);
+  assert.equal(wrapped.stages[0].stack.framework_buffer_bytes, 4 * wrapped.model.num_parameters);
+  assert.ok(wrapped.peak_bytes > alone.peak_bytes);
+  const [cell] = memest.pretrainTable(ddp, [[1, 1, 1, 1, 1]]);
+  assert.equal(cell.peak_bytes, memest.answer({ ...ddp, training: { ...ddp.training, micro_batch: 1 } }).peak_bytes);
+  // refused by name: ddp false with two data-parallel ranks
+  const refused = memest.answer({ ...one, parallel: { gpus: 2, tp: 1, pp: 1 }, training: { ...one.training, ddp: false } });
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.field, 'training.ddp');
+});

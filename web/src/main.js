@@ -5,6 +5,7 @@ import { createMemest, GiB } from '@memest';
 import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
   inputForField, formProblem, applySet, BUCKETS, bucketApplies, POLICY, policyApplies,
+  DDP_ONE, ddpApplies,
 } from './state.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
@@ -89,6 +90,7 @@ const FORM = {
   op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel',
   co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
+  [DDP_ONE.key]: DDP_ONE.id,
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant', qlh: 'quantize-lm-head', moop: 'search-max-oom',
@@ -185,6 +187,8 @@ function syncFields(s) {
     buckets += shown ? 1 : 0;
   }
   $('buckets-hint').hidden = buckets === 0;
+  // DDP on one GPU: only where the library reads training.ddp (state.js DDP_ONE)
+  $(`${DDP_ONE.id}-field`).hidden = !ddpApplies(s, s.tab === 'search' ? 'search' : 'pretrain');
   $('mode-note').hidden = !MODE_NOTES[s.tab];
   $('mode-note').textContent = MODE_NOTES[s.tab] ?? '';
 }
@@ -197,7 +201,7 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
   'compile', 'moe-dispatcher', 'attention-kernel', 'comm-overlap', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'quantize-lm-head',
-  ...POLICY.map((p) => p.id), 'search-max-oom', ...BUCKETS.map((b) => b.id), 'general'];
+  ...POLICY.map((p) => p.id), 'search-max-oom', ...BUCKETS.map((b) => b.id), DDP_ONE.id, 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {

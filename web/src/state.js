@@ -35,6 +35,10 @@ export const DEFAULTS = Object.freeze({
   // framework's default, which the library holds (a request then carries no such field);
   // gradient_as_bucket_view off unless checked. BUCKETS says which framework reads which.
   bcm: '', gbv: '0', rbs: '', abs: '', pbs: '', mlp: '', ppt: '',
+  // DDP around one process (1.7, training.ddp; DDP_ONE says where the library reads it): off
+  // ('0', the library's default: DDP wraps the model when data-parallel > 1); '1' also wraps one
+  // GPU (torchrun with DDP around one GPU), so its gradient buckets are counted
+  ddp: '0',
   // the precision policy and the loss beside the stored dtypes (1.6; POLICY says which framework
   // reads which): FSDP's reduce_dtype ('' = the gradient dtype), loss_parallel (on, the
   // library's default), autocast and no_sync ('' = the stack's default, '1' on, '0' off), fp8
@@ -229,6 +233,30 @@ export function bucketFields(state) {
   return Object.keys(buckets).length ? { buckets } : {};
 }
 
+/**
+ * "DDP on one GPU" (1.7, training.ddp: true): a checkbox of the buckets section. The library
+ * reads training.ddp under pytorch, and under fsdp / fsdp1 at ZeRO 0 (DDP replicas; their ZeRO 1
+ * shards); a search enumerates ZeRO under fsdp, so there only pytorch's search carries it. It is
+ * shown, and sent (true, only when checked), only there; unchecked leaves the field out (the
+ * library's default: DDP wraps the model when data-parallel > 1). A bucket size alone no longer
+ * wraps one process.
+ */
+export const DDP_ONE = Object.freeze({ key: 'ddp', field: 'ddp', id: 'ddp-one-gpu', frameworks: ['pytorch', 'fsdp', 'fsdp1'] });
+
+/** Whether the library reads the form's training.ddp: in a pretrain request (mode 'pretrain',
+ *  the layouts table's too) or the search's (mode 'search'). */
+export function ddpApplies(state, mode = 'pretrain') {
+  const fw = state.fw ?? DEFAULTS.fw;
+  if (!DDP_ONE.frameworks.includes(fw)) return false;
+  if (fw === 'pytorch') return true;
+  return mode !== 'search' && String(state.zero ?? DEFAULTS.zero).trim() === '0';
+}
+
+/** training.ddp of the form: true when checked where the library reads it, else nothing. */
+export function ddpFields(state, mode = 'pretrain') {
+  return ddpApplies(state, mode) && (state[DDP_ONE.key] ?? DEFAULTS[DDP_ONE.key]) === '1' ? { ddp: true } : {};
+}
+
 /** The frameworks whose FSDP mechanisms the library models (FSDP2 fully_shard and FSDP1). */
 const FSDP = ['fsdp', 'fsdp1'];
 /** Every framework but Megatron-LM (which runs its own mixed precision and loss). */
@@ -351,7 +379,7 @@ export function pretrainRequest(state) {
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
-      ...adapterFields(state),
+      ...ddpFields(state), ...adapterFields(state),
     },
   };
 }
@@ -383,6 +411,7 @@ export function searchRequest(state) {
     training: {
       seq_len: num(state.seq), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
+      ...ddpFields(state, 'search'),
     },
     search: { top: num(state.top), ...searchLimit(state) },
   };
@@ -412,6 +441,7 @@ const STATE_OF_FIELD = {
   'training.offload.activations': 'oa', 'training.moe_dispatcher': 'md',
   'training.attention_kernel': 'ak', 'training.comm_overlap': 'co',
   ...Object.fromEntries(BUCKETS.map((b) => [`training.buckets.${b.field}`, b.key])),
+  [`training.${DDP_ONE.field}`]: DDP_ONE.key,
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
   'training.adapter.double_quant': 'dq',
@@ -447,6 +477,7 @@ const SLOT_OF_STATE = {
   rce: 'recompute-every', loss: 'loss', fp8: 'fp8', cmp: 'compile', oo: 'offload-optimizer',
   op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel', co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
+  [DDP_ONE.key]: DDP_ONE.id,
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),

@@ -136,15 +136,37 @@ test('DDP gradient_as_bucket_view checked in the form: the buffers go, as memest
   await change(() => page.check('#bucket-view'));
   await page.waitForFunction(() => location.hash.includes('gbv=1'));
   await expectFigures(want, 'ddp, gradient_as_bucket_view');
-  // one process: bucket_cap_mb given wraps the model in DDP (its buckets appear)
+  // one process (1.7): a bucket size alone wraps nothing (no buckets: the figures are the CLI's
+  // for that request); "DDP on one GPU" checked is `--ddp on`: DDP's buckets appear
   const single = cliPretrain(ddpArgs('1', '8'));
-  const wrapped = cliPretrain([...ddpArgs('1', '8'), '--bucket-cap-mb', '50']);
+  const capped = cliPretrain([...ddpArgs('1', '8'), '--bucket-cap-mb', '50']);
+  const wrapped = cliPretrain([...ddpArgs('1', '8'), '--bucket-cap-mb', '50', '--ddp', 'on']);
   assert.equal(single.stages[0].stack.framework_buffer_bytes, 0);
-  assert.ok(wrapped.stages[0].stack.framework_buffer_bytes > 0);
+  assert.equal(capped.stages[0].stack.framework_buffer_bytes, 0, 'a bucket size alone wraps no process');
+  assert.equal(capped.training.ddp, 'default');
+  assert.equal(capped.stages[0].gradients_bytes, single.stages[0].gradients_bytes);
+  assert.equal(wrapped.training.ddp, true);
+  assert.ok(wrapped.stages[0].stack.framework_buffer_bytes > 0, 'DDP on one GPU: buckets counted');
+  assert.ok(wrapped.peak_bytes > capped.peak_bytes);
   await show(hashOf({ ...DDP, gpus: '1', gbs: '8' }));
   await expectFigures(single, 'one process');
+  assert.equal(await page.isVisible('#ddp-one-gpu'), true, 'the DDP checkbox is shown under pytorch');
+  assert.equal(await page.isChecked('#ddp-one-gpu'), false);
   await change(() => page.fill('#bucket-cap-mb', '50'));
-  await expectFigures(wrapped, 'one process, bucket_cap_mb 50');
+  await page.waitForFunction(() => location.hash.includes('bcm=50'));
+  await expectFigures(capped, 'one process, bucket_cap_mb 50 alone');
+  assert.equal(await pageBuffers(), `${g2(0)} GiB`, 'no buckets without DDP');
+  await change(() => page.check('#ddp-one-gpu'));
+  await page.waitForFunction(() => location.hash.includes('ddp=1'));
+  await expectFigures(wrapped, 'one process, bucket_cap_mb 50, DDP on one GPU');
+  assert.notEqual(await pageBuffers(), `${g2(0)} GiB`);
+  // a shared link carries the box; under megatron it is hidden and not sent
+  await show(hashOf({ ...DDP, gpus: '1', gbs: '8', bcm: '50', ddp: '1' }));
+  await expectFigures(wrapped, 'the link with ddp=1');
+  assert.equal(await page.isChecked('#ddp-one-gpu'), true);
+  await change(() => page.selectOption('#framework', 'megatron'));
+  assert.equal(await page.isVisible('#ddp-one-gpu'), false, 'hidden under megatron');
+  await expectResult('megatron with the box still set in the state');
 });
 
 test('a refused bucket shows the library\'s message next to it, and no figures; another framework\'s is not sent', async () => {
