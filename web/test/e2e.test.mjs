@@ -764,8 +764,11 @@ const stageLayers = () => page.$$eval('#stages-table tbody tr', (trs) => trs.map
 
 test('"Use" on an uneven search result carries its end stages: DeepSeek-V3 over pp 16 holds 2 + 14 x 4 + 3 layers (1.7)', async () => {
   // 1024 x H100, s = 4096, global batch 4096, full recomputation: the library's best layout is
-  // pp 16 with the first stage 2 and the last 3 of the 61 layers (the 14 between hold 4 each)
-  const hash = '#m=deepseek-v3&g=h100-80gb&gpus=1024&seq=4096&gbs=4096&rc=full&top=3';
+  // pp 16 with the first stage 2 and the last 3 of the 61 layers (the 14 between hold 4 each).
+  // The search's own uneven_pipeline is on by default (memest.h), on the page as in the CLI. The
+  // form's pretrain layout is pp 1: the page's default pp 2 does not divide the 61 layers (the
+  // pretrain tab would show that refusal before the search); the search reads no pp.
+  const hash = '#m=deepseek-v3&g=h100-80gb&gpus=1024&pp=1&seq=4096&gbs=4096&rc=full&top=3';
   const req = { mode: 'search', model: 'deepseek-v3', gpu: 'h100-80gb', parallel: { gpus: 1024, sp: true },
     training: { seq_len: 4096, global_batch: 4096, recompute: 'full', flash_attention: true }, search: { top: 3 } };
   const want = await searchTab(hash, req);
