@@ -60,8 +60,7 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
     }
   }
   o.phase_overlap = phase_overlap;
-  const bool single_stream = plan.framework == MEMEST_FRAMEWORK_PYTORCH && plan.dp == 1 &&
-                             plan.stack.ddp_bucket_mib <= 0;  // no DDP wrapper
+  const bool single_stream = plan.framework == MEMEST_FRAMEWORK_PYTORCH && !ddp_wrapped(plan);
   const double fragmentation =
       g.fragmentation * (single_stream ? kSingleStreamFragmentationShare : 1.0);
   o.fragmentation = fragmentation * (states_bytes + activation_bytes + o.activation_correction +

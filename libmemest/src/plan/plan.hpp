@@ -114,6 +114,12 @@ inline bool trains_mtp(const Plan& plan) {
   return plan.model->mtp_layers > 0 && plan.framework == MEMEST_FRAMEWORK_MEGATRON;
 }
 
+// Whether DistributedDataParallel wraps the model: with more than one data-parallel rank, or
+// on one process when the request says so (training.ddp); a bucket size alone does not.
+inline bool ddp_wrapped(const Plan& plan) {
+  return plan.stack.ddp == -1 ? plan.dp > 1 : plan.stack.ddp == 1;
+}
+
 // The stage-independent activation terms of the training stack of a plan whose other fields
 // are set (make_plan_unchecked calls it).
 StackLayerTerms stack_layer_terms(const Plan& plan);

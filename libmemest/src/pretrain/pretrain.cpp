@@ -243,7 +243,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // says so (training.ddp: torchrun with DDP around one GPU). A bucket size alone -- 25, DDP's
   // documented default -- does not wrap one process (the HF Trainer, accelerate and torchtune
   // wrap only when the world is larger).
-  const bool ddp = plan.stack.ddp == -1 ? plan.dp > 1 : plan.stack.ddp == 1;
+  const bool ddp = ddp_wrapped(plan);
   double framework_buffers = 0;
   if (plan.adapter.enabled()) {
     // Only parameters that require a gradient are bucketed or reduce-scattered (DDP's reducer
