@@ -537,6 +537,11 @@ TEST_CASE("MoE outside megatron: ep only under FSDP2 (torchtitan), DeepSpeed-MoE
         std::string::npos);
   ok(moe_request("deepspeed", 8));
 
+  // a capacity factor is Megatron's: the other stacks' MoE blocks route drop-less
+  req = moe_request("fsdp", 8);
+  req["training"]["moe_capacity_factor"] = 1.25;
+  CHECK(refused_field(req) == "training.moe_capacity_factor");
+
   // torchtitan's experts run over tp or without tensor parallelism: etp 0 (= tp) or 1
   req = moe_request("fsdp", 8);
   req["parallel"]["tp"] = 2;

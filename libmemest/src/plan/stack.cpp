@@ -229,6 +229,13 @@ void validate_stack(const PretrainRequest& r) {
     // experts over the rest: edp = gpus / (etp x ep x pp), Megatron's folding
     // (plan/plan.cpp check_layout).
     const bool fsdp2 = fw == MEMEST_FRAMEWORK_FSDP && st.fsdp_version == 2;
+    if (r.moe_capacity_factor > 0) {
+      // Hugging Face's sparse blocks and torchtitan's MoE route drop-less (every token to its
+      // top-k experts; torchtitan pads each expert's rows to an alignment only)
+      fail("training.moe_capacity_factor",
+           "is Megatron-Core's --moe-expert-capacity-factor: under framework " + name_of(fw) +
+               " the MoE block routes drop-less, leave it out (or 0)");
+    }
     if (r.ep > 1 && !fsdp2) {
       fail("parallel.ep",
            fw == MEMEST_FRAMEWORK_DEEPSPEED
