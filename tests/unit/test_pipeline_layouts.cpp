@@ -83,6 +83,12 @@ TEST_CASE("Layout strings Megatron refuses are refused with the reason") {
   refused("Et|m|t|L", 2, 2, 1, "after an MTP layer");
   refused("Ett|t|m|L", 2, 3, 1, "every MTP layer");  // m on the first rank (chunk 2)
   refused("Ett|m|t|L", 2, 3, 1, "after an MTP layer");
+  // a byte that is not text (through the typed API) is named escaped, never raw: the message
+  // stays valid UTF-8 for every front end
+  why.clear();
+  CHECK_FALSE(memest::parse_pipeline_layout("Et|\xc3L", 2, 1, 0, s, vpp, why));
+  CHECK(why.find('\xc3') == std::string::npos);
+  CHECK(why.find("has '") != std::string::npos);
 }
 
 TEST_CASE("A layout string through the request: MTP on its own rank, with its embedding copy") {

@@ -138,6 +138,16 @@ bool expand_layout(const std::string& in, size_t limit, std::string& out, std::s
   return true;
 }
 
+// A byte as a message quotes it: printable ASCII as itself, any other as \xHH (a message
+// stays valid UTF-8 whatever the caller's bytes).
+std::string printable(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7f) return std::string(1, c);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02X", u);
+  return buf;
+}
+
 }  // namespace
 
 bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers,
@@ -149,7 +159,7 @@ bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers
   std::vector<int64_t> decoders(1, 0), mtps(1, 0);
   int64_t embeddings = 0, losses = 0;
   bool first_is_embedding = false, seen_any = false, last_is_loss = false;
-  bool decoder_after_mtp = false;
+  bool decoder_after_mtp = false, mtp_seen = false;
   for (const char c : flat) {
     if (c == '|') {
       decoders.push_back(0);
@@ -164,14 +174,14 @@ bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers
       case 'L': ++losses; break;
       case 't':
         ++decoders.back();
-        if (mtps.back() > 0 || std::count_if(mtps.begin(), mtps.end() - 1,
-                                             [](int64_t x) { return x > 0; }) > 0) {
-          decoder_after_mtp = true;
-        }
+        decoder_after_mtp |= mtp_seen;
         break;
-      case 'm': ++mtps.back(); break;
+      case 'm':
+        ++mtps.back();
+        mtp_seen = true;
+        break;
       default:
-        why = std::string("has '") + c +
+        why = "has '" + printable(c) +
               "': a layout is made of E (embedding), t (decoder layer), m (MTP layer), L "
               "(loss), '|' between stages, '(...)*n', 'x*n' and commas";
         return false;
