@@ -37,6 +37,33 @@ memest::ActivationLayout layout(double tp, bool sp) {
 
 constexpr double kSbh = 8192.0 * 4096.0;  // 33554432
 
+// The small Qwen3-MoE of the MoE cases: h = 1024, 16 heads of 64 (4 KV heads), QK-norms,
+// 32 experts of width 512, top-4, every layer MoE; and its layout, s = 2048, b = 4.
+memest_model qwen3_moe_small() {
+  memest_model m = memest::default_model();
+  m.hidden_size = 1024;
+  m.num_hidden_layers = 8;
+  m.num_attention_heads = 16;
+  m.num_key_value_heads = 4;
+  m.head_dim = 64;
+  m.intermediate_size = 3072;
+  m.vocab_size = 32000;
+  m.gated_mlp = 1;
+  m.qk_norm = 1;
+  m.num_experts = 32;
+  m.num_experts_per_tok = 4;
+  m.moe_intermediate_size = 512;
+  m.moe_layer_step = 1;
+  return m;
+}
+
+memest::ActivationLayout moe_layout(double tp, bool sp) {
+  memest::ActivationLayout x = layout(tp, sp);
+  x.seq_len = 2048;
+  x.micro_batch = 4;
+  return x;
+}
+
 }  // namespace
 
 using memest::LossKind;
@@ -387,23 +414,8 @@ TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") 
   // routing weight 2, the sorted input 2*1024 = 2048, gate_up 2*1024 = 2048, SiLU output and
   // product 2*512 each = 2048, down output 2048: 8218; four slots 32872: 33032 B.
   // Total 62368 B per token * 8192 = 510918656.
-  memest_model m = memest::default_model();
-  m.hidden_size = 1024;
-  m.num_hidden_layers = 8;
-  m.num_attention_heads = 16;
-  m.num_key_value_heads = 4;
-  m.head_dim = 64;
-  m.intermediate_size = 3072;
-  m.vocab_size = 32000;
-  m.gated_mlp = 1;
-  m.qk_norm = 1;
-  m.num_experts = 32;
-  m.num_experts_per_tok = 4;
-  m.moe_intermediate_size = 512;
-  m.moe_layer_step = 1;
-  memest::ActivationLayout x = layout(1, false);
-  x.seq_len = 2048;
-  x.micro_batch = 4;
+  const memest_model m = qwen3_moe_small();
+  const memest::ActivationLayout x = moe_layout(1, false);
   memest::EagerBlockOptions o;
   auto r = memest::eager_block_bytes(m, x, o);
   CHECK(r.norms == 16392.0 * 8192);
@@ -427,10 +439,7 @@ TEST_CASE("eager blocks: a Qwen3-MoE layer (QK-norms, router, routed experts)") 
   // tp 2 with SP (fsdp, etp = tp): the expert width splits, fe/t = 256, over all n*k rows: per
   // slot 24 + 2 + 2 * (2 * 1024 + 4 * 256) = 6170, four 24680, + router 160 = 24840 B.
   o.autocast = false;
-  memest::ActivationLayout x2 = layout(2, true);
-  x2.seq_len = 2048;
-  x2.micro_batch = 4;
-  CHECK(memest::eager_block_bytes(m, x2, o).mlp == 24840.0 * 8192);
+  CHECK(memest::eager_block_bytes(m, moe_layout(2, true), o).mlp == 24840.0 * 8192);
 }
 
 TEST_CASE("eager blocks: LoRA on a Qwen3-MoE layer (frozen experts, per-expert adapters, router)") {
@@ -438,23 +447,8 @@ TEST_CASE("eager blocks: LoRA on a Qwen3-MoE layer (frozen experts, per-expert a
   // bf16 adapters, no dropout. Frozen experts: the first grouped GEMM keeps the routed rows
   // and the second the product only for an adapter on them: per token 4 slots * 2 * (1024 +
   // 512) = 12288 B fewer than 33032: 20744 B.
-  memest_model m = memest::default_model();
-  m.hidden_size = 1024;
-  m.num_hidden_layers = 8;
-  m.num_attention_heads = 16;
-  m.num_key_value_heads = 4;
-  m.head_dim = 64;
-  m.intermediate_size = 3072;
-  m.vocab_size = 32000;
-  m.gated_mlp = 1;
-  m.qk_norm = 1;
-  m.num_experts = 32;
-  m.num_experts_per_tok = 4;
-  m.moe_intermediate_size = 512;
-  m.moe_layer_step = 1;
-  memest::ActivationLayout x = layout(1, false);
-  x.seq_len = 2048;
-  x.micro_batch = 4;
+  const memest_model m = qwen3_moe_small();
+  const memest::ActivationLayout x = moe_layout(1, false);
   memest::EagerBlockOptions o;
   o.lora = true;
   // Attention only, q_proj + v_proj, r = 8. Norms with frozen scales keep the fp32 upcast and
