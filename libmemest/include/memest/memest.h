@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 7
+#define MEMEST_VERSION_MINOR 8
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.7.0"
+#define MEMEST_VERSION_STRING "1.8.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -122,6 +122,9 @@ typedef enum memest_norm_type {
  *  Fill with memest_model_init, memest_model_from_preset or memest_model_from_config_json.
  *  A model with num_parameters > 0 and hidden_size == 0 is a bare parameter count,
  *  accepted only by the model-states mode. */
+/* Longest per-layer pattern a memest_model holds (memest_model.mixer_pattern, mlp_pattern). */
+#define MEMEST_MAX_PATTERN_LAYERS 1023
+
 typedef struct memest_model {
   uint32_t struct_size;
   char name[64];                    /* display name, NUL-terminated */
@@ -189,6 +192,42 @@ typedef struct memest_model {
      hidden_size x index_n_heads. Both 0 (default): none. */
   int64_t index_n_heads;
   int64_t index_head_dim;
+  /* ---- appended in 1.8 ---- */
+  /* Hybrid models: the token mixer and the MLP of each decoder layer, one character per layer,
+     NUL-terminated, exactly num_hidden_layers characters (at most MEMEST_MAX_PATTERN_LAYERS).
+     Both empty (the default): every layer self-attention, its MLP by the MoE rule above.
+     mixer_pattern: 'A' self-attention (the model's attention), 'M' Mamba-2, 'G' gated DeltaNet,
+       'P' self-attention and Mamba-2 side by side on one normed input (Falcon-H1), '-' none;
+     mlp_pattern: 'D' the dense MLP of intermediate_size, 'E' the MoE MLP, '-' none (empty: the
+       MoE rule above). A layer holds one norm per mixer and per MLP it has. */
+  char mixer_pattern[MEMEST_MAX_PATTERN_LAYERS + 1];
+  char mlp_pattern[MEMEST_MAX_PATTERN_LAYERS + 1];
+  /* The Mamba-2 mixer of 'M' and 'P' layers (mamba_ssm/modules/mamba2.py Mamba2, Hugging Face
+     Mamba2Mixer): d_inner = mamba_num_heads * mamba_head_dim; in_proj hidden x (2 d_inner +
+     2 groups*state + heads), a depthwise conv1d of conv_kernel over d_inner + 2 groups*state
+     channels, dt_bias, A_log and D per head, a gated RMSNorm of d_inner, out_proj d_inner x
+     hidden. All 0 without such layers. */
+  int64_t mamba_num_heads;
+  int64_t mamba_head_dim;
+  int64_t mamba_state_size;         /* d_state (ssm_state_size) */
+  int64_t mamba_groups;             /* n_groups of B and C */
+  int64_t mamba_conv_kernel;        /* d_conv (conv_kernel) */
+  int32_t mamba_proj_bias;          /* in_proj and out_proj have biases (use_bias) */
+  int32_t mamba_conv_bias;          /* conv1d has a bias (use_conv_bias; default 1) */
+  int32_t mamba_norm;               /* the gated RMSNorm before out_proj (default 1) */
+  /* The gated DeltaNet of 'G' layers (Hugging Face models/qwen3_next Qwen3NextGatedDeltaNet):
+     in_proj_qkvz hidden x (2 keys + 2 values), in_proj_ba hidden x 2 value heads, a depthwise
+     conv1d of linear_conv_kernel over 2 keys + values channels, dt_bias and A_log per value
+     head, a gated RMSNorm of linear_value_head_dim, out_proj values x hidden, where keys =
+     linear_key_heads * linear_key_head_dim and values = linear_value_heads *
+     linear_value_head_dim. All 0 without such layers. */
+  int64_t linear_key_heads;
+  int64_t linear_value_heads;
+  int64_t linear_key_head_dim;
+  int64_t linear_value_head_dim;
+  int64_t linear_conv_kernel;
+  int32_t attention_output_gate;    /* q_proj also yields a sigmoid gate on the attention output
+                                       (Qwen3-Next): twice the query width */
 } memest_model;
 
 /** Parameter counts of a model, by part. */

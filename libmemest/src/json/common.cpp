@@ -7,6 +7,7 @@
 #include "core/limits.hpp"
 #include "json/request.hpp"
 #include "model/gpu_profile.hpp"
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 #include "plan/stack.hpp"
 
@@ -276,6 +277,30 @@ ojson model_json(const memest_model& m) {
       j["index_head_dim"] = m.index_head_dim;
     }
   }
+  if (has_mixer_pattern(m) || has_mlp_pattern(m)) {  // a hybrid model (model/hybrid.hpp)
+    if (has_mixer_pattern(m)) j["mixer_pattern"] = m.mixer_pattern;
+    if (has_mlp_pattern(m)) j["mlp_pattern"] = m.mlp_pattern;
+    if (m.mamba_num_heads > 0) {
+      j["mamba_num_heads"] = m.mamba_num_heads;
+      j["mamba_head_dim"] = m.mamba_head_dim;
+      j["mamba_state_size"] = m.mamba_state_size;
+      j["mamba_groups"] = m.mamba_groups;
+      j["mamba_conv_kernel"] = m.mamba_conv_kernel;
+      j["mamba_proj_bias"] = m.mamba_proj_bias == 1;
+      j["mamba_conv_bias"] = m.mamba_conv_bias == 1;
+      j["mamba_norm"] = m.mamba_norm == 1;
+    }
+    if (m.linear_key_heads > 0) {
+      j["linear_key_heads"] = m.linear_key_heads;
+      j["linear_value_heads"] = m.linear_value_heads;
+      j["linear_key_head_dim"] = m.linear_key_head_dim;
+      j["linear_value_head_dim"] = m.linear_value_head_dim;
+      j["linear_conv_kernel"] = m.linear_conv_kernel;
+    }
+  }
+  if (m.attention_output_gate) j["attention_output_gate"] = true;
+  // a Llama-family model with a two-matrix MLP (Nemotron-H's relu^2, Mamba2's placeholder)
+  if (m.family == MEMEST_FAMILY_LLAMA && !m.gated_mlp) j["gated_mlp"] = false;
   if (m.qk_norm != 0) j["qk_norm"] = m.qk_norm == 1 ? "head" : "full";
   if (m.attention_sinks) j["attention_sinks"] = true;
   if (m.final_logit_softcapping > 0) j["final_logit_softcapping"] = m.final_logit_softcapping;

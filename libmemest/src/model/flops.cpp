@@ -1,5 +1,6 @@
 #include "model/flops.hpp"
 
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -11,7 +12,8 @@ ModelFlops model_flops(const memest_model& m) {
   const double kv = static_cast<double>(m.num_key_value_heads) * d;
   const double f = static_cast<double>(m.intermediate_size);
   ModelFlops out;
-  if (!is_moe(m) && !is_mla(m)) {
+  const bool hybrid = is_hybrid(m);
+  if (!is_moe(m) && !is_mla(m) && !hybrid) {
     out.active_layer_params = h * q + 2 * h * kv + q * h + (m.gated_mlp ? 3.0 : 2.0) * h * f;
   } else {
     const memest_param_count c = count_parameters(m);
@@ -23,6 +25,27 @@ ModelFlops model_flops(const memest_model& m) {
                                     static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim +
                                                         m.v_head_dim) / 2
                               : q;
+  if (hybrid) {
+    // attention scores on the attention layers only; the mixers' chunked scans instead, per
+    // token and pass: 2 Q (N + P) + 4 N P per head (Dao and Gu 2024, Sec. 6; Mamba-2 chunk 256,
+    // fla's delta rule chunk 64), spread over the layers like score_width.
+    const double layers = static_cast<double>(m.num_hidden_layers);
+    const LayerMix mix = layer_mix(m, 0, m.num_hidden_layers);
+    const double attention_layers = layers - static_cast<double>(mix.mamba + mix.deltanet + mix.no_mixer);
+    out.score_width *= attention_layers / layers;
+    auto scan = [](double heads, double state, double head, double chunk) {
+      return heads * (2 * chunk * (state + head) + 4 * state * head);
+    };
+    const double mamba_layers = static_cast<double>(mix.mamba + mix.parallel);
+    const double deltanet_layers = static_cast<double>(mix.deltanet);
+    out.scan_flops =
+        (mamba_layers * scan(static_cast<double>(m.mamba_num_heads), static_cast<double>(m.mamba_state_size),
+                             static_cast<double>(m.mamba_head_dim), 256) +
+         deltanet_layers * scan(static_cast<double>(m.linear_value_heads),
+                                static_cast<double>(m.linear_key_head_dim),
+                                static_cast<double>(m.linear_value_head_dim), 64)) /
+        layers;
+  }
   return out;
 }
 
@@ -30,7 +53,7 @@ double model_flops_per_token(const memest_model& m, const ModelFlops& f, double 
   const double layers = static_cast<double>(m.num_hidden_layers);
   return 6 * layers * f.active_layer_params +
          6 * static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) +
-         12 * seq_len * layers * f.score_width;
+         12 * seq_len * layers * f.score_width + 3 * layers * f.scan_flops;
 }
 
 double model_flops_per_token(const memest_model& m, double seq_len) {

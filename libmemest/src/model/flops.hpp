@@ -15,6 +15,8 @@ struct ModelFlops {
   // Attention score FLOPs per token per layer and pass, per query position: QK^T over the
   // query/key width and PV over the value width (a * d for standard attention).
   double score_width = 0;
+  // A hybrid model's chunked-scan FLOPs per token and layer, forward (0 otherwise).
+  double scan_flops = 0;
 };
 ModelFlops model_flops(const memest_model& m);
 

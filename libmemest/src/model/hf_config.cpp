@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -235,6 +236,18 @@ std::vector<Convention> make_conventions() {
     c.mla = true;
     c.experts = Experts::DeepSeek;
   });
+  // ---- hybrid families: Mamba-2 / gated DeltaNet layers beside attention (read_hybrid)
+  add("nemotron_h", [](Convention& c) {  // NemotronHMLP: up_proj, relu^2, down_proj
+    c.gated_mlp = false;
+  });
+  add("qwen3_next", [](Convention& c) {  // Qwen3-MoE's experts, gated attention, QK-norms
+    c.qk_norm = 1;
+    c.experts = Experts::Qwen;
+  });
+  add("falcon_h1", nullptr);
+  add("bamba", nullptr);
+  add("granitemoehybrid", nullptr);  // experts read by read_hybrid (GraniteMoeHybridMoE)
+  add("mamba2", [](Convention& c) { c.gated_mlp = false; });  // no attention, no MLP
   // ---- multimodal configs: the language model of text_config (vision tower left out)
   add("gemma3", [](Convention& c) { c.text_of = "gemma3_text"; });
   add("llama4", [](Convention& c) { c.text_of = "llama4_text"; });
@@ -292,6 +305,12 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"MiniMaxM2ForCausalLM", "minimax_m2"},
     {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
     {"DeepseekV32ForCausalLM", "deepseek_v32"},
+    {"NemotronHForCausalLM", "nemotron_h"},
+    {"Qwen3NextForCausalLM", "qwen3_next"},
+    {"FalconH1ForCausalLM", "falcon_h1"},
+    {"BambaForCausalLM", "bamba"},
+    {"GraniteMoeHybridForCausalLM", "granitemoehybrid"},
+    {"Mamba2ForCausalLM", "mamba2"},
 };
 
 // Earlier model_type spellings of a family (Falcon's first uploads, RWForCausalLM).
@@ -302,15 +321,9 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
 
 // Shapes this version does not model, with the reason.
 constexpr std::pair<const char*, const char*> kUnsupported[] = {
-    {"jamba", "a hybrid state-space/linear-attention model (Mamba and attention layers), not yet modelled"},
+    {"jamba", "a hybrid with Mamba-1 layers (selective scan, x_proj/dt_proj), which memest does not model; Mamba-2 hybrids (nemotron_h, bamba, granitemoehybrid, falcon_h1) are modelled"},
     {"mamba", "a state-space model, not a transformer"},
-    {"mamba2", "a state-space/linear-attention model (Mamba-2 layers), not yet modelled"},
-    {"bamba", "a hybrid state-space/linear-attention model (Mamba-2 and attention layers), not yet modelled"},
-    {"falcon_h1", "a hybrid state-space/linear-attention model (Mamba-2 and attention heads side by side), not yet modelled"},
-    {"nemotron_h", "a hybrid state-space/linear-attention model (Mamba-2, MLP and attention layers), not yet modelled"},
-    {"granitemoehybrid", "a hybrid state-space/linear-attention model (Mamba-2 and attention layers with experts), not yet modelled"},
-    {"qwen3_next", "a hybrid state-space/linear-attention model (Gated DeltaNet and gated attention layers), not yet modelled"},
-    {"kimi_linear", "a hybrid state-space/linear-attention model (Kimi Delta Attention and MLA layers), not yet modelled"},
+    {"kimi_linear", "a hybrid with Kimi Delta Attention layers, which memest does not model; gated DeltaNet hybrids (qwen3_next) are modelled"},
     {"falcon_mamba", "a state-space model, not a transformer"},
     {"rwkv", "a recurrent model, not a transformer"},
     {"t5", "an encoder-decoder model"},
@@ -623,6 +636,245 @@ void read_indexer(const JsonFields& f, memest_model& m) {
   }
 }
 
+
+// ---- hybrid families (model/hybrid.hpp): the layer pattern and the mixer dimensions.
+
+void set_pattern(char (&dst)[MEMEST_MAX_PATTERN_LAYERS + 1], const std::string& src,
+                 const std::string& field) {
+  if (src.size() > MEMEST_MAX_PATTERN_LAYERS) {
+    fail(field, "describes " + std::to_string(src.size()) + " layers; memest holds at most " +
+                    std::to_string(MEMEST_MAX_PATTERN_LAYERS),
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  std::memcpy(dst, src.data(), src.size());
+  dst[src.size()] = '\0';
+}
+
+// A list of strings (layer_types, layers_block_type) mapped to one pattern character each.
+std::string pattern_from_names(const JsonFields& f, const char* key,
+                               std::initializer_list<std::pair<const char*, char>> names) {
+  const json* list = f.object(key);
+  if (!list->is_array()) {
+    throw Error(MEMEST_ERR_TYPE, f.path_of(key), f.path_of(key) + ": expected a list of layer types");
+  }
+  if (list->size() > MEMEST_MAX_PATTERN_LAYERS) {
+    fail(f.path_of(key), "lists more than " + std::to_string(MEMEST_MAX_PATTERN_LAYERS) + " layers",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  std::string out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& v = (*list)[i];
+    char c = 0;
+    if (v.is_string()) {
+      for (const auto& [name, ch] : names)
+        if (v.get<std::string>() == name) c = ch;
+    }
+    if (!c) {
+      std::string known;
+      for (const auto& [name, ch] : names) known += (known.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+      fail(f.path_of(key) + "[" + std::to_string(i) + "]", "unknown layer type; expected " + known,
+           MEMEST_ERR_UNSUPPORTED);
+    }
+    out += c;
+  }
+  return out;
+}
+
+// mamba_d_head may say "auto" (Bamba, GraniteMoeHybrid): d_inner / heads.
+int64_t mamba_head_dim_of(const JsonFields& f, const char* key, int64_t inner, int64_t heads) {
+  const json* v = f.object(key);
+  if (v && v->is_string()) {
+    if (v->get<std::string>() != "auto") fail(f.path_of(key), "expected a number or \"auto\"");
+    if (heads <= 0 || inner % heads != 0) {
+      fail(f.path_of(key), "\"auto\" needs mamba_n_heads to divide mamba_expand x hidden_size");
+    }
+    return inner / heads;
+  }
+  return need(f, {key}, 1, kBig);
+}
+
+// The Mamba-2 mixer under each family's names: Mamba2Config (num_heads, head_dim, state_size,
+// n_groups, conv_kernel, expand, use_bias, use_conv_bias), NemotronHConfig (mamba_num_heads,
+// mamba_head_dim, ssm_state_size, n_groups, conv_kernel, use_bias, use_conv_bias), and the
+// mamba_* names of BambaConfig, GraniteMoeHybridConfig and FalconH1Config.
+void read_mamba2(const JsonFields& f, const std::string& type, memest_model& m) {
+  const bool prefixed = type == "bamba" || type == "granitemoehybrid" || type == "falcon_h1";
+  if (prefixed) {
+    m.mamba_num_heads = need(f, {"mamba_n_heads"}, 1, kBig);
+    const int64_t expand = maybe(f, {"mamba_expand"}, 2, 1, kBig);
+    int64_t inner = expand * m.hidden_size;
+    if (type == "falcon_h1") inner = maybe(f, {"mamba_d_ssm"}, inner, 1, kBig);
+    m.mamba_head_dim = mamba_head_dim_of(f, "mamba_d_head", inner, m.mamba_num_heads);
+    m.mamba_state_size = need(f, {"mamba_d_state"}, 1, kBig);
+    m.mamba_groups = maybe(f, {"mamba_n_groups"}, 1, 1, kBig);
+    m.mamba_conv_kernel = maybe(f, {"mamba_d_conv"}, 4, 1, kBig);
+    m.mamba_proj_bias = f.boolean("mamba_proj_bias").value_or(false);
+    m.mamba_conv_bias = f.boolean("mamba_conv_bias").value_or(true);
+    // FalconH1Mixer: the gated RMSNorm only with mamba_rms_norm
+    if (type == "falcon_h1") m.mamba_norm = f.boolean("mamba_rms_norm").value_or(false);
+    return;
+  }
+  m.mamba_num_heads = need(f, type == "mamba2" ? std::initializer_list<const char*>{"num_heads"}
+                                               : std::initializer_list<const char*>{"mamba_num_heads"},
+                           1, kBig);
+  m.mamba_head_dim = need(f, type == "mamba2" ? std::initializer_list<const char*>{"head_dim"}
+                                              : std::initializer_list<const char*>{"mamba_head_dim"},
+                          1, kBig);
+  m.mamba_state_size = need(f, {"ssm_state_size", "state_size"}, 1, kBig);
+  m.mamba_groups = maybe(f, {"n_groups"}, 1, 1, kBig);
+  m.mamba_conv_kernel = maybe(f, {"conv_kernel"}, 4, 1, kBig);
+  m.mamba_proj_bias = f.boolean("use_bias").value_or(false);
+  m.mamba_conv_bias = f.boolean("use_conv_bias").value_or(true);
+}
+
+// Nemotron-H's hybrid_override_pattern (configuration_nemotron_h.py): one block per character,
+// each a norm and one mixer: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE.
+void read_nemotron_h(const JsonFields& f, memest_model& m) {
+  const std::string pattern = f.string("hybrid_override_pattern").value_or("");
+  if (pattern.empty()) need(f, {"hybrid_override_pattern"}, 1, 1);  // names it as missing
+  std::string mixers, mlps;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c != 'M' && c != '*' && c != '-' && c != 'E') {
+      fail(f.path_of("hybrid_override_pattern"),
+           "layer " + std::to_string(i) + " is not one of 'M' (Mamba-2), '*' (attention), '-' "
+           "(MLP), 'E' (MoE)",
+           MEMEST_ERR_UNSUPPORTED);
+    }
+    mixers += c == 'M' ? kMixerMamba2 : c == '*' ? kMixerAttention : kMixerNone;
+    mlps += c == '-' ? kMlpDense : c == 'E' ? kMlpMoe : kMlpNone;
+  }
+  set_pattern(m.mixer_pattern, mixers, f.path_of("hybrid_override_pattern"));
+  set_pattern(m.mlp_pattern, mlps, f.path_of("hybrid_override_pattern"));
+  if (auto b = f.boolean("mlp_bias")) m.mlp_bias = *b;
+  if (mixers.find(kMixerMamba2) != std::string::npos) read_mamba2(f, "nemotron_h", m);
+  if (mlps.find(kMlpMoe) != std::string::npos) {
+    // NemotronHMOE (modeling_nemotron_h.py): n_routed_experts non-gated experts of
+    // moe_intermediate_size, one shared expert of moe_shared_expert_intermediate_size, a
+    // router h x E (its e_score_correction_bias a buffer, not counted).
+    m.num_experts = need(f, {"n_routed_experts"}, 1, kMaxExperts);
+    m.num_experts_per_tok = need(f, {"num_experts_per_tok"}, 1, kMaxExperts);
+    m.moe_intermediate_size = need(f, {"moe_intermediate_size"}, 1, kBig);
+    m.num_shared_experts = maybe(f, {"n_shared_experts"}, 1, 0, kMaxExperts);
+    m.shared_expert_intermediate_size =
+        maybe(f, {"moe_shared_expert_intermediate_size"}, m.moe_intermediate_size, 1, kBig);
+  }
+}
+
+// Qwen3-Next (configuration_qwen3_next.py): layer_types "linear_attention" (gated DeltaNet) or
+// "full_attention" (gated attention), else every full_attention_interval-th layer attention;
+// every layer has the MoE MLP unless listed in mlp_only_layers (read with the experts).
+void read_qwen3_next(const JsonFields& f, memest_model& m) {
+  std::string mixers;
+  if (f.has("layer_types")) {
+    mixers = pattern_from_names(f, "layer_types", {{"linear_attention", kMixerDeltaNet},
+                                                   {"full_attention", kMixerAttention}});
+  } else {
+    const int64_t interval = maybe(f, {"full_attention_interval"}, 4, 1, kBig);
+    for (int64_t i = 0; i < m.num_hidden_layers && i < MEMEST_MAX_PATTERN_LAYERS + 1; ++i) {
+      mixers += (i + 1) % interval == 0 ? kMixerAttention : kMixerDeltaNet;
+    }
+  }
+  set_pattern(m.mixer_pattern, mixers, f.path_of("layer_types"));
+  m.attention_output_gate = 1;
+  m.linear_key_heads = need(f, {"linear_num_key_heads"}, 1, kBig);
+  m.linear_value_heads = need(f, {"linear_num_value_heads"}, 1, kBig);
+  m.linear_key_head_dim = need(f, {"linear_key_head_dim"}, 1, kBig);
+  m.linear_value_head_dim = need(f, {"linear_value_head_dim"}, 1, kBig);
+  m.linear_conv_kernel = maybe(f, {"linear_conv_kernel_dim"}, 4, 1, kBig);
+}
+
+// Bamba (attn_layer_indices), GraniteMoeHybrid (layer_types "mamba"/"attention"), Falcon-H1
+// (every layer attention beside Mamba-2), Mamba2 (every layer Mamba-2 alone, no MLP).
+void read_hybrid(const JsonFields& f, const std::string& type, memest_model& m) {
+  if (type == "nemotron_h") return read_nemotron_h(f, m);
+  if (type == "qwen3_next") return read_qwen3_next(f, m);
+  const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
+  std::string mixers;
+  if (type == "falcon_h1") {
+    mixers.assign(static_cast<size_t>(layers), kMixerParallel);
+  } else if (type == "mamba2") {
+    mixers.assign(static_cast<size_t>(layers), kMixerMamba2);
+    set_pattern(m.mlp_pattern, std::string(static_cast<size_t>(layers), kMlpNone), f.path_of("num_hidden_layers"));
+  } else if (type == "bamba") {
+    mixers.assign(static_cast<size_t>(layers), kMixerMamba2);
+    const json* list = f.object("attn_layer_indices");
+    if (list && !list->is_array()) {
+      throw Error(MEMEST_ERR_TYPE, f.path_of("attn_layer_indices"),
+                  f.path_of("attn_layer_indices") + ": expected a list of layer indices");
+    }
+    for (size_t k = 0; list && k < list->size(); ++k) {
+      const json& v = (*list)[k];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= layers) {
+        fail(f.path_of("attn_layer_indices") + "[" + std::to_string(k) + "]",
+             "must be a layer index below num_hidden_layers");
+      }
+      mixers[static_cast<size_t>(v.get<int64_t>())] = kMixerAttention;
+    }
+  } else if (type == "granitemoehybrid") {
+    mixers = f.has("layer_types")
+                 ? pattern_from_names(f, "layer_types", {{"mamba", kMixerMamba2}, {"attention", kMixerAttention}})
+                 : std::string(static_cast<size_t>(layers), kMixerAttention);
+    // GraniteMoeHybridMoE / GraniteMoeSharedMLP: num_local_experts gated experts of
+    // intermediate_size (input_linear 2f x h, output_linear h x f), a router h x E without a
+    // bias, and a shared gated MLP of shared_intermediate_size; without experts only the
+    // shared MLP (a dense model's MLP).
+    const int64_t experts = maybe(f, {"num_local_experts"}, 0, 0, kMaxExperts);
+    const int64_t shared = maybe(f, {"shared_intermediate_size"}, 0, 0, kBig);
+    if (experts > 0) {
+      m.num_experts = experts;
+      m.num_experts_per_tok = need(f, {"num_experts_per_tok"}, 1, kMaxExperts);
+      m.moe_intermediate_size = m.intermediate_size;
+      if (shared > 0) {
+        m.num_shared_experts = 1;
+        m.shared_expert_intermediate_size = shared;
+      }
+    } else {
+      if (shared == 0) need(f, {"shared_intermediate_size"}, 1, kBig);
+      m.intermediate_size = shared;
+    }
+  }
+  if (mixers.find(kMixerMamba2) != std::string::npos || mixers.find(kMixerParallel) != std::string::npos) {
+    read_mamba2(f, type, m);
+  }
+  // Mamba2 has no attention: its attention fields mirror the mixer's heads (the layout's
+  // head checks then hold the Mamba heads to tp, as Megatron's MambaMixer does).
+  if (type == "mamba2") m.num_attention_heads = m.num_key_value_heads = m.mamba_num_heads;
+  set_pattern(m.mixer_pattern, mixers, f.path_of("num_hidden_layers"));
+}
+
+
+// memest's own names for a hybrid model (model/hybrid.hpp), as a response's model object
+// writes them.
+void read_hybrid_fields(const JsonFields& f, memest_model& m) {
+  for (auto [key, dst] : {std::pair<const char*, char*>{"mixer_pattern", m.mixer_pattern},
+                          std::pair<const char*, char*>{"mlp_pattern", m.mlp_pattern}}) {
+    if (auto p = f.string(key)) {
+      if (p->size() > MEMEST_MAX_PATTERN_LAYERS || p->find('\0') != std::string::npos) {
+        fail(f.path_of(key), "must be at most " + std::to_string(MEMEST_MAX_PATTERN_LAYERS) +
+                                 " layer characters");
+      }
+      std::memcpy(dst, p->data(), p->size());
+      dst[p->size()] = '\0';
+    }
+  }
+  const std::pair<const char*, int64_t*> dims[] = {
+      {"mamba_num_heads", &m.mamba_num_heads}, {"mamba_head_dim", &m.mamba_head_dim},
+      {"mamba_state_size", &m.mamba_state_size}, {"mamba_groups", &m.mamba_groups},
+      {"mamba_conv_kernel", &m.mamba_conv_kernel}, {"linear_key_heads", &m.linear_key_heads},
+      {"linear_value_heads", &m.linear_value_heads},
+      {"linear_key_head_dim", &m.linear_key_head_dim},
+      {"linear_value_head_dim", &m.linear_value_head_dim},
+      {"linear_conv_kernel", &m.linear_conv_kernel}};
+  for (const auto& [key, dst] : dims) *dst = maybe(f, {key}, *dst, 0, kBig);
+  const std::pair<const char*, int32_t*> flags[] = {{"mamba_proj_bias", &m.mamba_proj_bias},
+                                                    {"mamba_conv_bias", &m.mamba_conv_bias},
+                                                    {"mamba_norm", &m.mamba_norm},
+                                                    {"attention_output_gate", &m.attention_output_gate}};
+  for (const auto& [key, dst] : flags)
+    if (auto b = f.boolean(key)) *dst = *b;
+}
+
 // Fields Gemma 3's text_config leaves to Gemma3TextConfig's defaults.
 void gemma3_text_defaults(const JsonFields& f, memest_model& m) {
   if (!f.has("vocab_size")) m.vocab_size = 262208;
@@ -773,6 +1025,10 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   if (c->experts != Experts::None || c->mla || plain) {
     m.mtp_layers = maybe(f, {"num_nextn_predict_layers"}, 0, 0, kBig);
   }
+  if (type == "nemotron_h" || type == "qwen3_next" || type == "falcon_h1" || type == "bamba" ||
+      type == "granitemoehybrid" || type == "mamba2") {
+    read_hybrid(f, type, m);
+  }
   if (type == "deepseek_v32") {
     read_indexer(f, m);
   } else if (plain) {  // memest's own model object (a response's, given back)
@@ -788,9 +1044,11 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
     if (auto b = f.boolean("shared_expert_gate")) m.shared_expert_gate = *b;
     if (auto b = f.boolean("attention_sinks")) m.attention_sinks = *b;
     if (auto b = f.boolean("fused_gate_up")) m.fused_gate_up = *b;
+    if (auto b = f.boolean("gated_mlp")) m.gated_mlp = *b;
     if (auto q = f.choice("qk_norm", {"none", "head", "full"})) {
       m.qk_norm = *q == "head" ? 1 : *q == "full" ? 2 : 0;
     }
+    read_hybrid_fields(f, m);
   }
   if (auto fam = f.choice("family", {"llama", "gpt"})) {  // memest's own override
     m.family = *fam == "gpt" ? MEMEST_FAMILY_GPT : MEMEST_FAMILY_LLAMA;

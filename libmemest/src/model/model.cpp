@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "model/hybrid.hpp"
 
 namespace memest {
 
@@ -18,6 +19,8 @@ memest_model default_model() {
   m.norms_per_layer = 2;
   m.final_norm = 1;
   m.moe_layer_step = 1;
+  m.mamba_conv_bias = 1;
+  m.mamba_norm = 1;
   return m;
 }
 
@@ -34,11 +37,16 @@ int64_t layer_step(const memest_model& m) { return m.moe_layer_step > 1 ? m.moe_
 }  // namespace
 
 bool is_moe_layer(const memest_model& m, int64_t i) {
+  if (has_mlp_pattern(m) && i >= 0 && i < m.num_hidden_layers) {
+    // (validate_hybrid holds the pattern to num_hidden_layers characters)
+    return is_moe(m) && i < MEMEST_MAX_PATTERN_LAYERS && m.mlp_pattern[i] == kMlpMoe;
+  }
   return is_moe(m) && i >= m.moe_first_dense_layers && (i + 1) % layer_step(m) == 0;
 }
 
 int64_t moe_layer_count(const memest_model& m) {
   if (!is_moe(m)) return 0;
+  if (has_mlp_pattern(m)) return moe_layers_in(m, 0, m.num_hidden_layers);
   // Layers i in [first, L) with (i + 1) % s == 0: the multiples of s in [first + 1, L].
   const int64_t s = layer_step(m);
   const int64_t first = m.moe_first_dense_layers < m.num_hidden_layers ? m.moe_first_dense_layers
@@ -57,6 +65,7 @@ int64_t shared_expert_width(const memest_model& m) {
 
 void require_dense(const memest_model& m, const std::string& field, const char* mode) {
   if (is_bare_count(m)) return;
+  require_attention_layers(m, field, (std::string(mode) + " estimates").c_str());
   const std::string later = " " + std::string(mode) + " estimates are not available";
   const std::string states =
       "; the pretrain and search modes estimate it (expert parallelism), model_states counts "
@@ -213,6 +222,7 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
     fail(prefix + ".final_logit_softcapping", "must be 0 (no soft-capping) or a positive cap up to 1e6");
   }
   check_range(prefix + ".mtp_layers", m.mtp_layers, 0, kMaxLayers);
+  validate_hybrid(m, prefix);  // first: the MoE checks read the mlp_pattern
   validate_moe(m, prefix);
   validate_mla(m, prefix);
   check_range(prefix + ".index_n_heads", m.index_n_heads, 0, kMaxHeads);
@@ -228,14 +238,11 @@ void validate_model(const memest_model& m, const std::string& prefix, bool allow
   }
 }
 
-namespace {
-
 double norm_params(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
   return m.norm_type == MEMEST_NORM_LAYER ? 2 * h : h;
 }
 
-// Self-attention of one layer, with its QK-norms and sinks (not the layer norms).
 LayerParams attention_params(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
   const double a = static_cast<double>(m.num_attention_heads);
@@ -279,6 +286,9 @@ LayerParams attention_params(const memest_model& m) {
   const double kv = static_cast<double>(m.num_key_value_heads) * d;  // key / value width
   // Attention (4D paper Eq. 1 when q = h: W_Q, W_O are h*h; W_K, W_V are h*h*k/a).
   p.sharded += h * q + 2 * h * kv + q * h;
+  // Qwen3-Next's gated attention (modeling_qwen3_next.py Qwen3NextAttention): q_proj is
+  // h x 2ad, the second half a sigmoid gate on the attention output.
+  if (m.attention_output_gate) p.sharded += h * q;
   if (m.attention_qkv_bias) p.sharded += q + 2 * kv;  // column-parallel biases split
   if (m.attention_out_bias) p.replicated += h;        // row-parallel bias is replicated
   // QK-norms (weights only): one head_dim-wide norm each for q and k, shared by the heads
@@ -289,7 +299,6 @@ LayerParams attention_params(const memest_model& m) {
   return p;
 }
 
-// One MLP of width f with the model's gating and biases.
 LayerParams mlp_params(const memest_model& m, double f) {
   const double h = static_cast<double>(m.hidden_size);
   LayerParams p;
@@ -302,6 +311,8 @@ LayerParams mlp_params(const memest_model& m, double f) {
   }
   return p;
 }
+
+namespace {
 
 LayerParams operator+(LayerParams a, const LayerParams& b) {
   a.sharded += b.sharded;
@@ -349,6 +360,11 @@ LayerParams moe_layer_params(const memest_model& m, bool active_only) {
 
 int64_t moe_layers_in(const memest_model& m, int64_t begin, int64_t end) {
   if (!is_moe(m) || end <= begin) return 0;
+  if (has_mlp_pattern(m)) {  // the pattern's 'E' layers; past it (MTP modules) by the rule
+    int64_t n = 0;
+    for (int64_t i = begin; i < end; ++i) n += is_moe_layer(m, i);
+    return n;
+  }
   // MoE layers among [0, n): i in [first, n) with (i + 1) % s == 0, i.e. the multiples of s
   // in [first + 1, n]: floor(n / s) - floor(min(first, n) / s).
   const int64_t s = layer_step(m);
@@ -417,6 +433,11 @@ memest_param_count count_parameters(const memest_model& m, const EdgeParams& edg
   c.total = c.embedding + dense_layers * dense_layer + moe_layers * c.per_layer + c.lm_head;
   const double active_moe_layer = is_moe(m) ? moe_layer_params(m, true).total() : 0.0;
   c.active = c.embedding + dense_layers * dense_layer + moe_layers * active_moe_layer + c.lm_head;
+  // Hybrid layers: their mixers instead of attention, absent blocks (model/hybrid.hpp); every
+  // mixer is active.
+  const double hybrid = hybrid_params_delta(m, layer_mix(m, 0, m.num_hidden_layers)).total();
+  c.total += hybrid;
+  c.active += hybrid;
   for (int64_t j = 0; j < m.mtp_layers; ++j) c.mtp += mtp_module_params(m, j);
   return c;
 }

@@ -46,6 +46,12 @@ struct LayerParams {
   double replicated = 0;
   double total() const { return sharded + replicated; }
 };
+// One layer norm's parameters (h, or 2h for a LayerNorm with its bias).
+double norm_params(const memest_model& m);
+// Self-attention of one layer, with its QK-norms, sinks and output gate (not the layer norms).
+LayerParams attention_params(const memest_model& m);
+// One MLP of width f with the model's gating and biases.
+LayerParams mlp_params(const memest_model& m, double f);
 // One layer with the dense MLP (every layer of a dense model).
 LayerParams dense_layer_params(const memest_model& m);
 // One layer with the MoE MLP: every routed expert, or with `active_only` the top-k a token uses.

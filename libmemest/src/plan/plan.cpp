@@ -377,6 +377,15 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   k.plain_layer = eager_block_bytes(m, x, eo).total();
   k.plain_dense_layer = k.plain_layer;
   const bool moe = is_moe(m);
+  {
+    // a hybrid layer's differences (activations/mixer_activations.hpp) from the dense block
+    EagerBlockOptions dense = eo;
+    dense.dense_mlp = true;
+    const EagerBlockBytes parts = eager_block_bytes(m, x, dense);
+    k.shares.attention = parts.attention;
+    k.shares.mlp = parts.mlp;
+    k.shares.norm = parts.norms / 2;
+  }
   if (moe) {
     EagerBlockOptions dense = eo;
     dense.dense_mlp = true;
@@ -438,28 +447,54 @@ bool split_chunks_unevenly(int64_t layers, int64_t pp, int64_t vpp, StageLayers&
   return out.first >= 1 && out.last >= 1 && fewer / 2 < middle;
 }
 
-int64_t stage_moe_layers(const memest_model& m, const StageLayers& layers, int64_t pp,
-                         int64_t vpp, int64_t stage) {
-  if (!is_moe(m)) return 0;
+namespace {
+// Calls visit(begin, end) for each run of consecutive layers stage `stage` holds: its model
+// chunks (a layout's, or vpp > 1's even split: chunk j*pp + stage), else its one run.
+template <class Visit>
+void for_each_stage_run(const StageLayers& layers, int64_t pp, int64_t vpp, int64_t stage,
+                        Visit visit) {
   if (!layers.chunks.empty()) {  // explicit virtual stages: chunk v*pp + stage
-    int64_t n = 0;
     for (size_t c = static_cast<size_t>(stage); c < layers.chunks.size();
          c += static_cast<size_t>(pp)) {
-      n += moe_layers_in(m, layers.chunk_begin[c], layers.chunk_begin[c] + layers.chunks[c]);
+      visit(layers.chunk_begin[c], layers.chunk_begin[c] + layers.chunks[c]);
     }
-    return n;
+    return;
   }
   if (vpp > 1) {  // vpp > 1 splits the layers evenly (split_layers)
     const int64_t chunk = layers.middle / vpp;
-    int64_t n = 0;
     for (int64_t j = 0; j < vpp; ++j) {
       const int64_t begin = (j * pp + stage) * chunk;
-      n += moe_layers_in(m, begin, begin + chunk);
+      visit(begin, begin + chunk);
     }
-    return n;
+    return;
   }
   const int64_t begin = stage == 0 ? 0 : layers.first + (stage - 1) * layers.middle;
-  return moe_layers_in(m, begin, begin + layers.of(stage, pp));
+  visit(begin, begin + layers.of(stage, pp));
+}
+}  // namespace
+
+int64_t stage_moe_layers(const memest_model& m, const StageLayers& layers, int64_t pp,
+                         int64_t vpp, int64_t stage) {
+  if (!is_moe(m)) return 0;
+  int64_t n = 0;
+  for_each_stage_run(layers, pp, vpp, stage,
+                     [&](int64_t begin, int64_t end) { n += moe_layers_in(m, begin, end); });
+  return n;
+}
+
+LayerMix stage_layer_mix(const memest_model& m, const StageLayers& layers, int64_t pp,
+                         int64_t vpp, int64_t stage) {
+  LayerMix mix;
+  if (!has_mixer_pattern(m) && !has_mlp_pattern(m)) return mix;
+  for_each_stage_run(layers, pp, vpp, stage, [&](int64_t begin, int64_t end) {
+    const LayerMix run = layer_mix(m, begin, end);
+    mix.mamba += run.mamba;
+    mix.deltanet += run.deltanet;
+    mix.parallel += run.parallel;
+    mix.no_mixer += run.no_mixer;
+    mix.no_mlp += run.no_mlp;
+  });
+  return mix;
 }
 
 LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
@@ -496,6 +531,19 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
     return LayoutIssue::LayersNotDivisible;
   }
   if (r.cp > 1 && r.seq_len % (2 * r.cp) != 0) return LayoutIssue::CpSequence;
+  if (is_hybrid(m)) {
+    // Megatron-Core's MambaMixer splits the heads and the B/C groups over tp
+    // (megatron/core/ssm/mamba_mixer.py asserts both divide); the DeltaNet's heads likewise.
+    const LayerMix all = layer_mix(m, 0, m.num_hidden_layers);
+    if (all.mamba + all.parallel > 0 &&
+        (m.mamba_num_heads % r.tp != 0 || m.mamba_groups % r.tp != 0)) {
+      return LayoutIssue::TpMixer;
+    }
+    if (all.deltanet > 0 && (m.linear_key_heads % r.tp != 0 || m.linear_value_heads % r.tp != 0)) {
+      return LayoutIssue::TpMixer;
+    }
+    if (r.cp > 1 && all.mamba + all.parallel + all.deltanet > 0) return LayoutIssue::CpMixer;
+  }
   if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
       r.seq_len > m.max_position_embeddings) {
     return LayoutIssue::SequenceTooLong;
@@ -553,6 +601,8 @@ const char* layout_issue_name(LayoutIssue issue) {
     case LayoutIssue::MoeNeedsSp: return "moe_needs_sp";
     case LayoutIssue::LastStageLayers: return "last_stage_layers";
     case LayoutIssue::PipelineLayout: return "pipeline_layout";
+    case LayoutIssue::TpMixer: return "tp_mixer";
+    case LayoutIssue::CpMixer: return "cp_mixer";
   }
   return "unknown";
 }
@@ -629,6 +679,23 @@ namespace {
       check_divides(r.etp > 0 ? "parallel.etp" : "parallel.tp", r.expert_tp(),
                     "moe_intermediate_size", expert_width(m));
       break;
+    case LayoutIssue::TpMixer:
+      if (m.mamba_num_heads > 0 && m.mamba_num_heads % r.tp != 0) {
+        check_divides("parallel.tp", r.tp, "mamba_num_heads", m.mamba_num_heads);
+      } else if (m.mamba_groups > 0 && m.mamba_groups % r.tp != 0) {
+        check_divides("parallel.tp", r.tp, "mamba_groups", m.mamba_groups);
+      } else if (m.linear_key_heads > 0 && m.linear_key_heads % r.tp != 0) {
+        check_divides("parallel.tp", r.tp, "linear_key_heads", m.linear_key_heads);
+      } else {
+        check_divides("parallel.tp", r.tp, "linear_value_heads", m.linear_value_heads);
+      }
+      break;
+    case LayoutIssue::CpMixer:
+      throw Error(MEMEST_ERR_UNSUPPORTED, "parallel.cp",
+                  "parallel.cp=" + str(r.cp) +
+                      ": context parallelism over Mamba-2 or gated DeltaNet layers is not "
+                      "modelled (their scan carries a state along the whole sequence; the "
+                      "ring-attention split does not apply); use cp 1");
     case LayoutIssue::MoeNeedsSp:
       fail("parallel.sp", "a mixture-of-experts model with tp > 1 needs sequence parallelism "
                           "(Megatron-Core refuses MoE training with TP and no SP)");

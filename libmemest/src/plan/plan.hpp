@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "activations/activations.hpp"
+#include "activations/mixer_activations.hpp"
 #include "model/flops.hpp"
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 #include "memest/memest.h"
 #include "plan/requests.hpp"
@@ -68,12 +70,16 @@ struct StackLayerTerms {
   double loss = 0;            // the loss's peak on the last stage, one micro-batch
   bool checkpointing = false;
   bool autocast = false;      // fp32 parameters under torch.autocast: bf16 weight copies
+  BlockShares shares;         // a dense block's attention, MLP and one norm (hybrid layers)
 };
 
 // The transformer layers (by 0-based index) stage i holds and how many of them are MoE
 // layers: the stage's consecutive layers, or with vpp > 1 its vpp model chunks
 // (chunk j*pp + i of L/(pp*vpp) layers, Megatron's interleaved assignment).
 int64_t stage_moe_layers(const memest_model& m, const StageLayers& layers, int64_t pp,
+                         int64_t vpp, int64_t stage);
+// How the same layers differ from attention + MLP layers (a hybrid model's; empty otherwise).
+LayerMix stage_layer_mix(const memest_model& m, const StageLayers& layers, int64_t pp,
                          int64_t vpp, int64_t stage);
 
 // Everything the stage loop needs, validated and converted once.
@@ -146,6 +152,9 @@ enum class LayoutIssue {
   MoeNeedsSp,     // MoE with tp > 1 and no sequence parallelism
   LastStageLayers,  // first/last_stage_layers leave a rest the other stages cannot split evenly
   PipelineLayout,   // pipeline_layout does not describe pp x vpp stages of this model
+  // appended with hybrid models
+  TpMixer,          // tp does not divide the Mamba-2 heads and groups or the DeltaNet heads
+  CpMixer,          // context parallelism over Mamba-2 / gated DeltaNet layers
 };
 struct LayoutCheck {
   StageLayers layers;

@@ -1,5 +1,7 @@
 #include "plan/stack.hpp"
 
+#include "model/hybrid.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "model/adapter.hpp"
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -463,6 +466,8 @@ void validate_adapter(const PretrainRequest& r) {
                   "only, which runs no adapters: use a model with standard attention",
          MEMEST_ERR_UNSUPPORTED);
   }
+  require_attention_layers(m, "model", "an adapter (LoRA/QLoRA; the Mamba-2 and DeltaNet projections "
+                                      "have no target names here)");
   if ((a.targets & lora_bit(MEMEST_LORA_ROUTER)) && !is_moe(m)) {
     fail("training.adapter.targets", "router: the model is dense (num_experts = 0), it has no "
                                      "router to adapt");

@@ -108,6 +108,12 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     params += moe_layers * (moe.base.sharded / t + moe.base.replicated);
     expert_params += moe_layers * moe.routed / expert_split;
   }
+  // A hybrid model's layers: their mixers instead of attention, absent blocks.
+  const LayerMix mix = stage_layer_mix(m, plan.layers, plan.pp, plan.vpp, i);
+  if (mix.any()) {
+    const LayerParams d = hybrid_params_delta(m, mix);
+    params += d.sharded / t + d.replicated;
+  }
   if (first) params += edge.word_embedding / t + edge.embedding_extra;
   double mtp_params = 0;
   double mtp_activations = 0;
@@ -341,6 +347,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
           moe_activation_parts(m, plan.layout, etp, plan.moe_capacity_factor).routed();
     }
     activations += mtp_activations;
+    activations += in_flight * hybrid_activation_delta(
+                                   m, plan.layout, mix,
+                                   megatron_block_shares(m, plan.coefficients, plan.layout));
   } else {
     st = stack_activation_terms(plan, layers, moe_layers, in_flight, last, layer, edge);
     if (moe_count > 0) {
@@ -354,6 +363,10 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     }
     per_layer = st.plain_layer;
     activations = st.layers_bytes + st.recompute;
+    // hybrid layers that keep everything (checkpointed blocks keep their input, any kind)
+    if (!plan.stack_terms.checkpointing) {
+      activations += in_flight * hybrid_activation_delta(m, plan.layout, mix, plan.stack_terms.shares);
+    }
   }
   if (plan.stack.fp8) {
     // fp8 linears (activations/stack_activations.hpp): Transformer Engine under megatron and

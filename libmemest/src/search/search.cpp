@@ -39,6 +39,8 @@ memest_prune_reason prune_reason(LayoutIssue issue) {
     case LayoutIssue::EtpFfn: return MEMEST_PRUNE_ETP_FFN;
     case LayoutIssue::MoeNeedsSp: return MEMEST_PRUNE_MOE_SP;
     case LayoutIssue::LastStageLayers: return MEMEST_PRUNE_LAYERS;
+    case LayoutIssue::TpMixer: return MEMEST_PRUNE_TP_HEADS;    // the mixer's heads
+    case LayoutIssue::CpMixer: return MEMEST_PRUNE_FRAMEWORK;  // no CP over a scan
     default: return MEMEST_PRUNE_GPUS;  // SequenceTooLong is refused before the search
   }
 }

@@ -6,6 +6,7 @@
 #include "activations/activations.hpp"
 #include "model/adapter.hpp"
 #include "model/flops.hpp"
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 #include "plan/plan.hpp"
 #include "throughput/collectives.hpp"
@@ -295,6 +296,87 @@ LayerTime dense_layer(const Context& x) {
   return out;
 }
 
+// A token mixer's chunked scan (Mamba-2's SSD, mamba_ssm/ops/triton/ssd_combined.py; the gated
+// delta rule, fla/ops/gated_delta_rule/chunk.py): within a chunk of `chunk` tokens it is an
+// attention over the chunk (C B^T over the state width, times X over the head width), across
+// chunks a state of state x head per head carried and read back (Dao and Gu 2024, Sec. 6:
+// 2 Q (N + P) + 4 N P FLOPs per token and head). The chunk products run like FlashAttention
+// blocks of `chunk` keys; backward at the same 2.5x.
+void scan_part(const Context& x, LayerTime& out, double heads, double state, double head,
+               double chunk) {
+  const double flops = x.rows * heads / x.t * (2 * chunk * (state + head) + 4 * state * head);
+  const AttentionSeconds at = flash_attention_seconds(x.dev, flops, chunk, head);
+  out.forward += at.forward;
+  out.backward += at.backward;
+}
+
+// One Mamba-2 mixer (mamba_ssm Mamba2, Megatron-Core MambaMixer): in_proj and out_proj GEMMs
+// split by heads over tp, the depthwise conv and the gated norm as memory-bound kernels
+// (each reads and writes its channels once, backward twice), the SSD scan (chunk 256).
+LayerTime mamba_mixer(const Context& x) {
+  const memest_model& m = x.m;
+  LayerTime out;
+  double gemm = 0;
+  const double heads = static_cast<double>(m.mamba_num_heads);
+  const double inner = heads * static_cast<double>(m.mamba_head_dim);
+  const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
+  linear(x, out, x.rows, (2 * inner + bc + heads) / x.t, x.h, gemm);
+  linear(x, out, x.rows, x.h, inner / x.t, gemm);
+  scan_part(x, out, heads, static_cast<double>(m.mamba_state_size),
+            static_cast<double>(m.mamba_head_dim), 256);
+  const double bytes = x.rows * (4 * (inner + bc) + 6 * inner) / x.t;  // conv, gate and norm
+  out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
+  out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
+  tp_part(x, out, 1, gemm);
+  return out;
+}
+
+// One gated DeltaNet (Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba and out_proj GEMMs, the
+// causal conv and the gated norm memory-bound, the chunked delta rule (chunk 64) over the key
+// width as state and the value width as head.
+LayerTime deltanet_mixer(const Context& x) {
+  const memest_model& m = x.m;
+  LayerTime out;
+  double gemm = 0;
+  const double vh = static_cast<double>(m.linear_value_heads);
+  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
+  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  linear(x, out, x.rows, (2 * keys + 2 * values) / x.t, x.h, gemm);
+  linear(x, out, x.rows, 2 * vh / x.t, x.h, gemm);
+  linear(x, out, x.rows, x.h, values / x.t, gemm);
+  scan_part(x, out, vh, static_cast<double>(m.linear_key_head_dim),
+            static_cast<double>(m.linear_value_head_dim), 64);
+  const double bytes = x.rows * (4 * (2 * keys + values) + 6 * values) / x.t;
+  out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
+  out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
+  tp_part(x, out, 1, gemm);
+  return out;
+}
+
+// The attention half of a dense block with its TP collectives (what a mixer replaces), and the
+// MLP half with its norm (what a mixer-only layer lacks); the norm's and residual's kernels of
+// each half are half the block's.
+LayerTime attention_half(const Context& x) {
+  LayerTime out;
+  double gemm = 0;
+  attention_part(x, out, gemm);
+  tp_part(x, out, 1, gemm);
+  return out;
+}
+LayerTime mlp_half(const Context& x) {
+  const memest_model& m = x.m;
+  LayerTime out;
+  double gemm = 0;
+  const double f = static_cast<double>(m.intermediate_size);
+  linear(x, out, x.rows, (m.gated_mlp ? 2 : 1) * f / x.t, x.h, gemm);
+  linear(x, out, x.rows, x.h, f / x.t, gemm);
+  const double bytes = block_elementwise_bytes(x, 0, x.rows, f / x.t) / 2;
+  out.forward += memory_seconds(x.dev, bytes, block_elementwise_kernels(x) / 2);
+  out.backward += memory_seconds(x.dev, 2 * bytes, block_elementwise_kernels(x));
+  tp_part(x, out, 1, gemm);
+  return out;
+}
+
 // Tokens each expert-parallel rank's experts receive, relative to the average: the capacity
 // factor when one is set (each expert's rows padded or cut to it), else drop-less routing's
 // busiest rank. With routing as balanced as the auxiliary loss drives it, the busiest of ep
@@ -467,6 +549,29 @@ LayerTimes layer_times(const Plan& plan) {
     out.moe = moe_layer(x);
     add_recompute(x, out.moe, dense_elem);
   }
+  const LayerMix mix = layer_mix(m, 0, m.num_hidden_layers);
+  if (mix.any()) {
+    LayerTime attention = attention_half(x), mlp = mlp_half(x), none;
+    add_recompute(x, attention, 0);
+    add_recompute(x, mlp, 0);
+    auto minus = [&](LayerTime a, const LayerTime& b) {
+      a.add(b, -1);
+      return a;
+    };
+    if (mix.mamba + mix.parallel > 0) {
+      LayerTime mamba = mamba_mixer(x);
+      add_recompute(x, mamba, 0);
+      out.mamba_delta = minus(mamba, attention);
+      out.parallel_delta = mamba;
+    }
+    if (mix.deltanet > 0) {
+      LayerTime deltanet = deltanet_mixer(x);
+      add_recompute(x, deltanet, 0);
+      out.deltanet_delta = minus(deltanet, attention);
+    }
+    out.no_mixer_delta = minus(none, attention);
+    out.no_mlp_delta = minus(none, mlp);
+  }
   if (plan.adapter.enabled()) {
     const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
                                                 static_cast<double>(plan.adapter.rank), "");
@@ -533,6 +638,14 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
     const double nd = static_cast<double>(layers - moe_layers), nm = static_cast<double>(moe_layers);
     k.parts.add(dense, nd);
     k.parts.add(moe, nm);
+    const LayerMix mix = stage_layer_mix(m, plan.layers, plan.pp, plan.vpp, i);
+    if (mix.any()) {  // a hybrid model's layers (their mixers, absent blocks)
+      k.parts.add(kinds.mamba_delta, static_cast<double>(mix.mamba));
+      k.parts.add(kinds.deltanet_delta, static_cast<double>(mix.deltanet));
+      k.parts.add(kinds.parallel_delta, static_cast<double>(mix.parallel));
+      k.parts.add(kinds.no_mixer_delta, static_cast<double>(mix.no_mixer));
+      k.parts.add(kinds.no_mlp_delta, static_cast<double>(mix.no_mlp));
+    }
     k.params = nd * dense_params + nm * moe_params;
     k.expert_params = nm * moe_routed;
     if (i == 0) {
@@ -557,12 +670,21 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
   };
   const Kind first = stage(0);
   const Kind last = plan.pp > 1 ? stage(plan.pp - 1) : first;
-  const Kind middle = plan.pp > 2 ? stage(1) : first;
+  Kind middle = plan.pp > 2 ? stage(1) : first;
+  double middle_sum = (p - 2) * (plan.pp > 2 ? middle.time : 0);
+  if (plan.pp > 3 && is_hybrid(m)) {
+    // a hybrid pattern gives the middle stages different layers: each is timed, the slowest kept
+    middle_sum = middle.time;
+    for (int64_t i = 2; i < plan.pp - 1; ++i) {
+      Kind k = stage(i);
+      middle_sum += k.time;
+      if (k.time > middle.time) middle = k;
+    }
+  }
   const Kind* slowest = &first;
   if (last.time > slowest->time) slowest = &last;
   if (plan.pp > 2 && middle.time > slowest->time) slowest = &middle;
-  const double sum = plan.pp == 1 ? first.time
-                                  : first.time + last.time + (p - 2) * (plan.pp > 2 ? middle.time : 0);
+  const double sum = plan.pp == 1 ? first.time : first.time + last.time + middle_sum;
   // 1F1B: every stage runs m micro-batches at the slowest stage's pace, plus the fill and drain
   // of the others; interleaving divides the fill and drain by vpp.
   const double pipeline = mb * slowest->time + (sum - slowest->time) / vpp;

@@ -90,6 +90,9 @@ struct LayerTime {
 // the overlap bits), not on pp, vpp or dp: the search computes them once per shape.
 struct LayerTimes {
   LayerTime dense, moe, head, embed;
+  // A hybrid model's layers (model/hybrid.hpp), each what it adds to an attention + MLP layer:
+  // Mamba-2 or gated DeltaNet instead of attention, Mamba-2 beside it, no mixer, no MLP.
+  LayerTime mamba_delta, deltanet_delta, parallel_delta, no_mixer_delta, no_mlp_delta;
 };
 LayerTimes layer_times(const Plan& plan);
 

@@ -1,0 +1,66 @@
+#include "activations/mixer_activations.hpp"
+
+namespace memest {
+
+namespace {
+// Tokens of one micro-batch on one GPU inside a mixer (full sequence under SP: the input is
+// gathered before in_proj, as before the attention's QKV).
+double mixer_tokens(const ActivationLayout& x) { return x.seq_len * x.micro_batch / x.cp; }
+constexpr double kDeltaRuleChunk = 64;  // fla chunk_gated_delta_rule's chunk size (BT)
+}  // namespace
+
+double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x) {
+  const double heads = static_cast<double>(m.mamba_num_heads);
+  const double inner = heads * static_cast<double>(m.mamba_head_dim);
+  const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
+  const double zxbcdt = 2 * (2 * inner + bc + heads);
+  const double scan_out = 2 * inner;
+  const double rstd = m.mamba_norm ? 4 * static_cast<double>(m.mamba_groups) : 0.0;
+  const double out_proj_in = 2 * inner;
+  return mixer_tokens(x) * (zxbcdt + scan_out + rstd + out_proj_in) / x.tp;
+}
+
+double deltanet_saved_bytes(const memest_model& m, const ActivationLayout& x) {
+  const double vh = static_cast<double>(m.linear_value_heads);
+  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
+  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  const double conv_in = 2 * (2 * keys + values);
+  const double qkv = 2 * (2 * keys + values);
+  const double gate_beta = (4 + 2) * vh;
+  const double solve = 2 * kDeltaRuleChunk * vh;
+  const double norm = 2 * values + 2 * values;  // z and the core output
+  const double out_proj_in = 2 * values;
+  return mixer_tokens(x) * (conv_in + qkv + gate_beta + solve + norm + out_proj_in) / x.tp;
+}
+
+BlockShares megatron_block_shares(const memest_model& m, const ActivationCoefficients& k,
+                                  const ActivationLayout& x) {
+  BlockShares s;
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) return s;
+  const double sbh_c = x.seq_len * x.micro_batch * static_cast<double>(m.hidden_size) / x.cp;
+  const double sp_div = x.sequence_parallel ? x.tp : 1.0;
+  s.mlp = mlp_activation_bytes(m, k, x);
+  s.attention = sbh_c * (k.sharded - k.mlp * static_cast<double>(m.intermediate_size) /
+                                         static_cast<double>(m.hidden_size)) / x.tp;
+  if (!x.flash_attention && x.recompute == MEMEST_RECOMPUTE_NONE) {
+    s.attention += k.scores * static_cast<double>(m.num_attention_heads) * x.seq_len * x.seq_len *
+                   x.micro_batch / (x.tp * x.cp);
+  }
+  s.norm = sbh_c * k.replicated / 2 / sp_div;
+  return s;
+}
+
+double hybrid_activation_delta(const memest_model& m, const ActivationLayout& x,
+                               const LayerMix& mix, const BlockShares& shares) {
+  if (!mix.any() || x.recompute == MEMEST_RECOMPUTE_FULL) return 0;  // every block: its input
+  const double mamba = mix.mamba + mix.parallel > 0 ? mamba_saved_bytes(m, x) : 0.0;
+  const double deltanet = mix.deltanet > 0 ? deltanet_saved_bytes(m, x) : 0.0;
+  const double a = shares.attention;
+  return static_cast<double>(mix.mamba) * (mamba - a) +
+         static_cast<double>(mix.deltanet) * (deltanet - a) +
+         static_cast<double>(mix.parallel) * mamba -
+         static_cast<double>(mix.no_mixer) * (a + shares.norm) -
+         static_cast<double>(mix.no_mlp) * (shares.mlp + shares.norm);
+}
+
+}  // namespace memest

@@ -1,0 +1,64 @@
+// Hybrid models: decoder layers whose token mixer is not self-attention (Mamba-2, gated
+// DeltaNet), or that hold only a mixer or only an MLP (Nemotron-H's one-block layers). A model
+// says so per layer (memest_model.mixer_pattern, mlp_pattern); every other module counts a
+// layer as self-attention + MLP and adds what a hybrid layer differs by (the LayerMix of the
+// layers it holds), so a model without patterns is modelled exactly as before.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/model.hpp"
+
+namespace memest {
+
+// Mixer characters of memest_model.mixer_pattern, MLP characters of mlp_pattern.
+constexpr char kMixerAttention = 'A', kMixerMamba2 = 'M', kMixerDeltaNet = 'G',
+               kMixerParallel = 'P', kMixerNone = '-';
+constexpr char kMlpDense = 'D', kMlpMoe = 'E', kMlpNone = '-';
+
+inline bool has_mixer_pattern(const memest_model& m) { return m.mixer_pattern[0] != '\0'; }
+inline bool has_mlp_pattern(const memest_model& m) { return m.mlp_pattern[0] != '\0'; }
+// A model with a per-layer pattern whose layers are not all self-attention with an MLP.
+bool is_hybrid(const memest_model& m);
+
+// The mixer of layer i: its pattern character, 'A' without a pattern or past it (the
+// multi-token-prediction modules).
+char mixer_of(const memest_model& m, int64_t i);
+
+// How layers [begin, end) differ from self-attention + MLP layers.
+struct LayerMix {
+  int64_t mamba = 0;      // 'M': Mamba-2 instead of attention
+  int64_t deltanet = 0;   // 'G': gated DeltaNet instead of attention
+  int64_t parallel = 0;   // 'P': Mamba-2 beside the attention
+  int64_t no_mixer = 0;   // '-' mixers: MLP-only layers
+  int64_t no_mlp = 0;     // '-' MLPs: mixer-only layers (their MLP is a dense one's, not MoE)
+  bool any() const { return mamba + deltanet + parallel + no_mixer + no_mlp > 0; }
+};
+LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end);
+
+// One Mamba-2 mixer's parameters (mamba_ssm/modules/mamba2.py Mamba2.__init__; Hugging Face
+// Mamba2Mixer, NemotronHMamba2Mixer): in_proj, conv1d, dt_bias, A_log, D, the gated norm,
+// out_proj. Megatron-Core splits every one by heads over tensor parallelism
+// (megatron/core/ssm/mamba_mixer.py: in_proj column-parallel, conv1d/dt_bias/A_log/D/norm on
+// the rank's heads, out_proj row-parallel): all sharded but out_proj's bias.
+LayerParams mamba_params(const memest_model& m);
+// One gated DeltaNet's parameters (models/qwen3_next/modeling_qwen3_next.py
+// Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba, conv1d (no bias), dt_bias, A_log, the
+// head_v_dim-wide gated norm (shared by the heads: replicated), out_proj.
+LayerParams deltanet_params(const memest_model& m);
+
+// What the layers of `mix` add to the same number of self-attention + MLP layers (negative
+// where they hold less): the mixers they have instead of attention, minus the attention,
+// the dense MLP and the norm of an absent block. The MLP of a '-' MLP layer is subtracted
+// as a dense one (layer_mix counts it among the dense layers).
+LayerParams hybrid_params_delta(const memest_model& m, const LayerMix& mix);
+
+// Checks the patterns and the mixer dimensions they need (names "<prefix>.<field>").
+void validate_hybrid(const memest_model& m, const std::string& prefix);
+
+// Fine-tuning estimates (LLMem) and adapters model self-attention layers only: a hybrid model
+// is refused there naming `field`.
+void require_attention_layers(const memest_model& m, const std::string& field, const char* what);
+
+}  // namespace memest

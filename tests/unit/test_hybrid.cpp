@@ -1,0 +1,307 @@
+// Hybrid models (model/hybrid.hpp): Mamba-2 and gated DeltaNet layers beside attention,
+// Nemotron-H's one-block layers, Falcon-H1's parallel attention + Mamba-2. Every expected
+// value is derived by hand in the comments, from the tensors the cited modules create and
+// the tensors the cited kernels save.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "helpers.hpp"
+#include "requests.hpp"
+#include "activations/mixer_activations.hpp"
+#include "model/flops.hpp"
+#include "model/hybrid.hpp"
+#include "plan/plan.hpp"
+
+namespace {
+
+using test::json;
+using test::ok;
+using test::refused_field;
+
+memest_model from_config(const json& config) {
+  memest_model m = memest_test::sized<memest_model>();
+  const std::string text = config.dump();
+  const memest_status st = memest_model_from_config_json(text.c_str(), &m);
+  INFO(memest_last_error());
+  REQUIRE(st == MEMEST_OK);
+  return m;
+}
+
+double total_of(const memest_model& m) {
+  memest_param_count c = memest_test::sized<memest_param_count>();
+  REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
+  return c.total;
+}
+
+// A tiny Nemotron-H (configuration_nemotron_h.py names): h = 64, blocks "M-*-", attention
+// 4 heads of 16 with 2 KV heads, a relu^2 MLP of 128, Mamba-2 with 8 heads of 16, state 16,
+// 2 groups, conv 4, no projection biases, a conv bias; vocab 100, untied.
+json tiny_nemotron_h(const std::string& pattern = "M-*-") {
+  return {{"model_type", "nemotron_h"}, {"hidden_size", 64},
+          {"num_hidden_layers", static_cast<int>(pattern.size())},
+          {"hybrid_override_pattern", pattern}, {"num_attention_heads", 4},
+          {"num_key_value_heads", 2}, {"head_dim", 16}, {"intermediate_size", 128},
+          {"vocab_size", 100}, {"mamba_num_heads", 8}, {"mamba_head_dim", 16},
+          {"ssm_state_size", 16}, {"n_groups", 2}, {"conv_kernel", 4}, {"use_bias", false},
+          {"use_conv_bias", true}, {"mlp_bias", false}, {"attention_bias", false},
+          {"tie_word_embeddings", false}, {"time_step_limit", {0.0, 1e300}}};
+}
+
+json pretrain(const json& model, const json& parallel, const json& training) {
+  json t = {{"seq_len", 256}, {"micro_batch", 1}};
+  for (const auto& [k, v] : training.items()) t[k] = v;
+  return {{"mode", "pretrain"}, {"model", model}, {"gpu", "h100-80gb"}, {"parallel", parallel},
+          {"training", t}};
+}
+
+}  // namespace
+
+TEST_CASE("Nemotron-H: one block per pattern character, each a norm and one mixer or MLP") {
+  const memest_model m = from_config(tiny_nemotron_h());
+  CHECK(std::string(m.mixer_pattern) == "M-A-");
+  CHECK(std::string(m.mlp_pattern) == "-D-D");
+  // 'M' (NemotronHMamba2Mixer): d_inner = 8 * 16 = 128; in_proj 64 x (2*128 + 2*2*16 + 8) =
+  // 64 x 328 = 20992; conv1d over 128 + 64 = 192 channels x 4 = 768 + bias 192; dt_bias, A_log,
+  // D 3 x 8 = 24; gated norm 128; out_proj 128 x 64 = 8192: 30296, + the block norm 64 = 30360.
+  CHECK(memest::mamba_params(m).total() == 30296);
+  // '-' (NemotronHMLP): up 64 x 128 + down 128 x 64 = 16384, + norm 64 = 16448.
+  // '*': q 64 x 64 + k, v 64 x 32 each + o 64 x 64 = 12288, + norm 64 = 12352.
+  // Layers 30360 + 16448 + 12352 + 16448 = 75608; embedding 6400, lm_head 6400, norm_f 64.
+  CHECK(total_of(m) == 88472);
+  // every block is active (no experts)
+  const test::Answer a = test::request(json{{"mode", "model_states"}, {"gpu", "h100-80gb"},
+                                            {"model", tiny_nemotron_h()}});
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["model"]["num_parameters"] == 88472);
+  CHECK(a.body["model"]["active_parameters"] == 88472);
+  CHECK(a.body["model"]["mixer_pattern"] == "M-A-");
+}
+
+TEST_CASE("Nemotron-H with experts: 'E' blocks are MoE-only layers") {
+  json c = tiny_nemotron_h("ME*E");
+  c["n_routed_experts"] = 4;
+  c["num_experts_per_tok"] = 2;
+  c["moe_intermediate_size"] = 32;
+  c["moe_shared_expert_intermediate_size"] = 48;
+  c["n_shared_experts"] = 1;
+  const memest_model m = from_config(c);
+  CHECK(std::string(m.mlp_pattern) == "-E-E");
+  // 'E' (NemotronHMOE): 4 experts of up 64x32 + down 32x64 = 4096 each = 16384; a shared
+  // expert 64x48 + 48x64 = 6144; router 64 x 4 = 256; norm 64: 22848 (active: 2 experts,
+  // 8192 + 6144 + 256 + 64 = 14656). 'M' 30360, '*' 12352.
+  // total 30360 + 22848 + 12352 + 22848 + 12864 = 101272; active 30360 + 14656 + 12352 +
+  // 14656 + 12864 = 84888.
+  memest_param_count cnt = memest_test::sized<memest_param_count>();
+  REQUIRE(memest_model_parameter_count(&m, &cnt) == MEMEST_OK);
+  CHECK(cnt.total == 101272);
+  CHECK(cnt.active == 84888);
+  CHECK(cnt.moe_layers == 2);
+}
+
+TEST_CASE("Qwen3-Next: gated DeltaNet layers and gated attention every 4th layer") {
+  // h = 64, 4 layers (full_attention_interval 4: layer 3 attention), attention 4 heads of 16,
+  // 2 KV heads, q_proj twice the query width (the output gate); DeltaNet 2 key heads of 16,
+  // 4 value heads of 16, conv 4; 4 experts of 32, top 2, a gated shared expert of 32.
+  const json c = {{"model_type", "qwen3_next"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+                  {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+                  {"intermediate_size", 96}, {"vocab_size", 100}, {"num_experts", 4},
+                  {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32},
+                  {"shared_expert_intermediate_size", 32}, {"decoder_sparse_step", 1},
+                  {"mlp_only_layers", json::array()}, {"full_attention_interval", 4},
+                  {"linear_num_key_heads", 2}, {"linear_num_value_heads", 4},
+                  {"linear_key_head_dim", 16}, {"linear_value_head_dim", 16},
+                  {"linear_conv_kernel_dim", 4}, {"tie_word_embeddings", false}};
+  const memest_model m = from_config(c);
+  CHECK(std::string(m.mixer_pattern) == "GGGA");
+  CHECK(m.attention_output_gate == 1);
+  // Qwen3NextGatedDeltaNet: keys 32, values 64; in_proj_qkvz 64 x (64 + 128) = 12288,
+  // in_proj_ba 64 x 8 = 512, conv1d (64 + 64) x 4 = 512, dt_bias + A_log 8, norm 16,
+  // out_proj 64 x 64 = 4096: 17432.
+  CHECK(memest::deltanet_params(m).total() == 17432);
+  // Qwen3NextAttention: q_proj 64 x 128 = 8192, k, v 64 x 32 = 2048 each, o 64 x 64 = 4096,
+  // q_norm, k_norm 16 each: 16416.
+  CHECK(memest::attention_params(m).total() == 16416);
+  // MoE MLP: 4 experts x 3 x 64 x 32 = 24576, shared 3 x 64 x 32 = 6144, its gate 64, router
+  // 256: 31040; two norms 128. DeltaNet layer 17432 + 31040 + 128 = 48600, attention layer
+  // 16416 + 31040 + 128 = 47584. 3 x 48600 + 47584 + embedding 6400 + head 6400 + norm 64.
+  CHECK(total_of(m) == 3 * 48600 + 47584 + 12864);
+}
+
+TEST_CASE("Falcon-H1, Bamba, GraniteMoeHybrid and Mamba2 read their layer patterns") {
+  SUBCASE("falcon_h1: every layer attention beside Mamba-2") {
+    const memest_model m = from_config(
+        {{"model_type", "falcon_h1"}, {"hidden_size", 64}, {"num_hidden_layers", 3},
+         {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+         {"intermediate_size", 96}, {"vocab_size", 100}, {"mamba_d_ssm", 128},
+         {"mamba_n_heads", 8}, {"mamba_d_head", 16}, {"mamba_d_state", 16},
+         {"mamba_n_groups", 1}, {"mamba_d_conv", 4}, {"mamba_expand", 2},
+         {"mamba_conv_bias", true}, {"mamba_proj_bias", false}, {"mamba_rms_norm", false},
+         {"tie_word_embeddings", false}});
+    CHECK(std::string(m.mixer_pattern) == "PPP");
+    CHECK(m.mamba_norm == 0);
+    // Mamba-2 mixer without its norm: in_proj 64 x (256 + 32 + 8) = 18944, conv (128 + 32) x 4
+    // + 160 = 800, 24, out_proj 8192: 27960. Attention 12288, MLP 3 x 64 x 96 = 18432, norms 128:
+    // a layer 58808; 3 layers + 12864.
+    CHECK(memest::mamba_params(m).total() == 27960);
+    CHECK(total_of(m) == 3 * 58808 + 12864);
+  }
+  SUBCASE("bamba: attn_layer_indices") {
+    const memest_model m = from_config(
+        {{"model_type", "bamba"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+         {"attn_layer_indices", {1}}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+         {"intermediate_size", 96}, {"vocab_size", 100}, {"mamba_n_heads", 8},
+         {"mamba_d_head", "auto"}, {"mamba_d_state", 16}, {"mamba_n_groups", 1},
+         {"mamba_d_conv", 4}, {"mamba_expand", 2}, {"tie_word_embeddings", false}});
+    CHECK(std::string(m.mixer_pattern) == "MAMM");
+    CHECK(m.mamba_head_dim == 16);  // "auto": 2 x 64 / 8
+  }
+  SUBCASE("granitemoehybrid without experts: the shared MLP is the dense MLP") {
+    const memest_model m = from_config(
+        {{"model_type", "granitemoehybrid"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+         {"layer_types", {"mamba", "attention"}}, {"num_attention_heads", 4},
+         {"num_key_value_heads", 2}, {"intermediate_size", 512}, {"shared_intermediate_size", 96},
+         {"num_local_experts", 0}, {"vocab_size", 100}, {"mamba_n_heads", 8},
+         {"mamba_d_head", 16}, {"mamba_d_state", 16}, {"mamba_n_groups", 1},
+         {"mamba_d_conv", 4}, {"mamba_expand", 2}, {"tie_word_embeddings", true}});
+    CHECK(std::string(m.mixer_pattern) == "MA");
+    CHECK(m.intermediate_size == 96);
+    CHECK(m.num_experts == 0);
+  }
+  SUBCASE("mamba2: Mamba-2 alone, no MLP") {
+    const memest_model m = from_config(
+        {{"model_type", "mamba2"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+         {"num_heads", 8}, {"head_dim", 16}, {"state_size", 16}, {"n_groups", 1},
+         {"conv_kernel", 4}, {"expand", 2}, {"use_bias", false}, {"use_conv_bias", true},
+         {"vocab_size", 100}, {"tie_word_embeddings", false}});
+    CHECK(std::string(m.mixer_pattern) == "MM");
+    CHECK(std::string(m.mlp_pattern) == "--");
+    // 2 x (mixer 27960 + norm 128 + 64 norm) ... per layer: mixer with its norm 128 = 28088,
+    // one block norm 64: 28152. 2 layers + 12864.
+    CHECK(total_of(m) == 2 * 28152 + 12864);
+  }
+}
+
+TEST_CASE("Hybrid patterns and mixer fields are checked by name") {
+  json base = tiny_nemotron_h();
+  auto refused = [&](json c, const std::string& field, const std::string& words) {
+    memest_model m = memest_test::sized<memest_model>();
+    CHECK(memest_model_from_config_json(c.dump().c_str(), &m) != MEMEST_OK);
+    CHECK(std::string(memest_last_error_field()) == field);
+    CHECK(std::string(memest_last_error()).find(words) != std::string::npos);
+  };
+  json c = base;
+  c["hybrid_override_pattern"] = "M-x-";
+  refused(c, "model.hybrid_override_pattern", "layer 2 is not one of");
+  c = base;
+  c["num_hidden_layers"] = 5;
+  refused(c, "model.mixer_pattern", "has 4 characters but num_hidden_layers is 5");
+  c = base;
+  c.erase("ssm_state_size");
+  refused(c, "model.ssm_state_size", "missing");
+  c = base;
+  c["n_groups"] = 3;
+  refused(c, "model.mamba_groups", "does not divide mamba_num_heads=8");
+  // memest's own names, in a plain model object
+  const json plain = {{"hidden_size", 64}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                      {"intermediate_size", 128}, {"vocab_size", 100}, {"mixer_pattern", "AG"}};
+  const json req = {{"mode", "model_states"}, {"gpu", "h100-80gb"}, {"model", plain}};
+  CHECK(refused_field(req) == "model.linear_key_heads");
+  json mamba_without = plain;
+  mamba_without["mixer_pattern"] = "AA";
+  mamba_without["mamba_num_heads"] = 8;
+  CHECK(refused_field({{"mode", "model_states"}, {"gpu", "h100-80gb"}, {"model", mamba_without}}) ==
+        "model.mamba_num_heads");
+}
+
+TEST_CASE("A hybrid model given back as memest's own model object counts the same") {
+  const json first = ok({{"mode", "model_states"}, {"gpu", "h100-80gb"}, {"model", tiny_nemotron_h()}});
+  json echoed = first["model"];
+  const json again = ok({{"mode", "model_states"}, {"gpu", "h100-80gb"}, {"model", echoed}});
+  CHECK(again["model"]["num_parameters"] == 88472);
+  CHECK(again["model"]["mlp_pattern"] == "-D-D");
+  // and the typed C API from the config
+  const memest_model m = from_config(tiny_nemotron_h());
+  CHECK(m.mamba_num_heads == 8);
+  CHECK(m.mamba_conv_bias == 1);
+  CHECK(m.mamba_proj_bias == 0);
+}
+
+TEST_CASE("Mamba-2 and DeltaNet activations: what their kernels save, per token") {
+  const memest_model m = from_config(tiny_nemotron_h());
+  memest::ActivationLayout x;
+  x.seq_len = 256;
+  x.micro_batch = 2;
+  x.tp = 2;
+  // zxbcdt 2 x 328 = 656, scan output 2 x 128 = 256, rstd 4 x 2 = 8, out_proj input 256:
+  // 1176 bytes per token, 512 tokens, / tp 2 = 301056.
+  CHECK(memest::mamba_saved_bytes(m, x) == doctest::Approx(301056));
+  // full recomputation: every block keeps its input, whatever its kind
+  x.recompute = MEMEST_RECOMPUTE_FULL;
+  memest::LayerMix mix;
+  mix.mamba = 1;
+  CHECK(memest::hybrid_activation_delta(m, x, mix, {}) == 0);
+}
+
+TEST_CASE("Pretraining a hybrid under Megatron: the stage's Mamba layers instead of attention") {
+  // The same tiny Nemotron-H against an all-attention twin: the activations differ by the
+  // Mamba-2 block's saved bytes less the attention core, per Mamba layer.
+  const json hybrid = tiny_nemotron_h("MMMM");
+  json twin = tiny_nemotron_h("****");
+  const json parallel = {{"gpus", 1}, {"tp", 1}, {"pp", 1}};
+  const json training = {{"recompute", "none"}, {"global_batch", 1}};
+  const json a = ok(pretrain(hybrid, parallel, training));
+  const json b = ok(pretrain(twin, parallel, training));
+  const memest_model mh = from_config(hybrid);
+  memest::ActivationLayout x;
+  x.seq_len = 256;
+  x.micro_batch = 1;
+  x.sequence_parallel = false;
+  // the 4D paper's Llama coefficients, attention terms: 2q + 4kv + 2q in sbh units with
+  // q = 64/64 = 1 and kv = 32/64 = 0.5: 6 sbh = 6 x 256 x 64 = 98304 bytes per layer.
+  const double attention = 6.0 * 256 * 64;
+  const double mamba = memest::mamba_saved_bytes(mh, x);  // 1176 x 256 = 301056
+  CHECK(mamba == 301056);
+  // Both blocks have no MLP ('M' and '*' blocks): 4 layers each differ by mamba - attention.
+  CHECK(a["stages"][0]["activations_bytes"].get<double>() -
+            b["stages"][0]["activations_bytes"].get<double>() ==
+        doctest::Approx(4 * (mamba - attention)));
+  // parameters: 4 x (30360 - 12352) more
+  CHECK(a["model"]["num_parameters"].get<double>() - b["model"]["num_parameters"].get<double>() ==
+        4 * (30360 - 12352));
+  // the step time has the mixers' parts and adds up
+  const json& t = a["throughput"];
+  REQUIRE(t.is_object());
+  CHECK(t["step_seconds"].get<double>() > 0);
+}
+
+TEST_CASE("Hybrid layouts: pipeline stages count their own layer kinds; tp and cp checked") {
+  // "MMMM****" over pp 2: stage 0 all Mamba, stage 1 all attention; stage 0 holds more
+  // parameters by 4 x (30360 - 12352) (embedding on stage 0, head on stage 1 aside).
+  const json c = tiny_nemotron_h("MMMM****");
+  const json r = ok(pretrain(c, {{"gpus", 2}, {"tp", 1}, {"pp", 2}},
+                             {{"global_batch", 4}, {"recompute", "none"}}));
+  const double p0 = r["stages"][0]["parameters"].get<double>();
+  const double p1 = r["stages"][1]["parameters"].get<double>();
+  // stage 0: 4 x 30360 + embedding 6400 = 127840; stage 1: 4 x 12352 + head 6400 + norm 64
+  CHECK(p0 == 4 * 30360 + 6400);
+  CHECK(p1 == 4 * 12352 + 6400 + 64);
+  // tp must divide the Mamba heads (8) and groups (2)
+  CHECK(refused_field(pretrain(c, {{"gpus", 4}, {"tp", 4}}, {})) == "parallel.tp");
+  // no context parallelism over a scan
+  CHECK(refused_field(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {})) == "parallel.cp");
+  // adapters and fine-tuning estimates are refused by name
+  CHECK(refused_field(pretrain(c, {{"gpus", 1}},
+                               {{"framework", "pytorch"},
+                                {"adapter", {{"type", "lora"}, {"rank", 8}}}})) == "model");
+}
+
+TEST_CASE("Hybrid model FLOPs: the scans instead of the attention scores") {
+  const memest_model m = from_config(tiny_nemotron_h("MM**"));
+  const memest::ModelFlops f = memest::model_flops(m);
+  // two of four layers attention: score width 64 x 2/4 = 32
+  CHECK(f.score_width == 32);
+  // Mamba-2 scan per token and layer: 8 heads x (2 x 256 x (16 + 16) + 4 x 16 x 16) =
+  // 8 x (16384 + 1024) = 139264, over 2 of 4 layers: 69632 per layer on average
+  CHECK(f.scan_flops == 69632);
+}
