@@ -140,7 +140,7 @@ void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count) {
 }
 
 ojson model_value(const ModelChoice& choice) {
-  if (!choice.config_path.empty()) return read_json_file("--config", choice.config_path);
+  if (!choice.config_path.empty()) return read_config_file(choice.config_path);
   if (choice.num_parameters > 0) return {{"num_parameters", choice.num_parameters}};
   return choice.preset;
 }
@@ -478,6 +478,70 @@ void check_json_text(const std::string& what, const std::string& text) {
     throw InputError(fmt::format("{} is not valid JSON: {}", what,
                                  sax.problem.empty() ? "parse error" : sax.problem));
   }
+}
+
+namespace {
+
+// A Hugging Face config.json may hold Python's bare Infinity, -Infinity and NaN (Nemotron-H's
+// time_step_limit). The library reads them (memest_model_from_config_json refuses them, by
+// name, only where it needs a finite number); once it has accepted the file, the CLI's own
+// reader takes each such token outside a string as null: a value the library does not read.
+std::string non_finite_as_null(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-'; };
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '"') {  // copy a string whole, escapes respected
+      std::size_t j = i + 1;
+      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, text.size());
+      out.append(text, i, j - i);
+      i = j;
+      continue;
+    }
+    bool replaced = false;
+    if (i == 0 || !word(text[i - 1])) {
+      for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
+        const std::size_t len = std::strlen(token);
+        if (text.compare(i, len, token) == 0 && (i + len >= text.size() || !word(text[i + len]))) {
+          out += "null";
+          i += len;
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) out += text[i++];
+  }
+  return out;
+}
+
+}  // namespace
+
+ojson read_config_file(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) {
+    throw InputError(fmt::format("--config: cannot read \"{}\" ({})", path, std::strerror(errno)));
+  }
+  std::string text;
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(file);
+  std::fclose(file);
+  if (failed) throw InputError(fmt::format("--config: cannot read \"{}\"", path));
+  if (text.find('\0') == std::string::npos) {
+    memest_model model;
+    if (memest_model_init(&model, sizeof model) == MEMEST_OK &&
+        memest_model_from_config_json(text.c_str(), &model) != MEMEST_OK &&
+        std::string(memest_last_error()).find("not valid JSON") == std::string::npos) {
+      // the library's own reading names the field (a needed value that is not finite, ...)
+      throw InputError(fmt::format("--config: \"{}\": {}", path, memest_last_error()));
+    }
+  }
+  const std::string cleaned = non_finite_as_null(text);
+  check_json_text(fmt::format("--config: \"{}\"", path), cleaned);
+  return ojson::parse(cleaned);
 }
 
 ojson read_json_file(const std::string& flag, const std::string& path) {

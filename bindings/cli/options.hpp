@@ -184,5 +184,9 @@ void check_json_text(const std::string& what, const std::string& text);
 // The JSON document in `path`; InputError naming `flag` when unreadable or not JSON (including
 // what check_json_text refuses).
 ojson read_json_file(const std::string& flag, const std::string& path);
+// A Hugging Face config.json for --config: read_json_file's checks, the library's own reading
+// first (its field-named errors), Python's bare Infinity/NaN tokens accepted where the library
+// does not need the value.
+ojson read_config_file(const std::string& path);
 
 }  // namespace memest_cli

@@ -162,6 +162,33 @@ TEST_CASE("--config reads a real Hugging Face config.json") {
   CHECK(a["estimate_bytes"] == b["estimate_bytes"]);
 }
 
+TEST_CASE("--config takes Python's bare Infinity where the library does not need the value") {
+  // A hybrid Nemotron-H config (blocks "M-*-") with time_step_limit [0.0, Infinity], as
+  // Nemotron-H's released config.json writes it: 88472 parameters, derived by hand in
+  // tests/unit/test_hybrid.cpp.
+  const std::string path = temp_path("nemotron_h.json");
+  std::ofstream(path) << R"({"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4,
+    "hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8,
+    "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4,
+    "use_bias": false, "use_conv_bias": true, "mlp_bias": false, "attention_bias": false,
+    "tie_word_embeddings": false, "time_step_limit": [0.0, Infinity], "rescale": NaN})";
+  const Run r = run("model-states --config '" + path + "' --format json");
+  REQUIRE(r.rc == 0);
+  const json a = json::parse(r.out);
+  CHECK(a["model"]["num_parameters"].get<double>() == 88472.0);
+  CHECK(a["model"]["mixer_pattern"] == "M-A-");
+  // a value the library needs, non-finite: its error, naming the field, exit 2, no output
+  const std::string bad = temp_path("bad_infinity.json");
+  std::ofstream(bad) << R"({"model_type": "llama", "hidden_size": Infinity, "intermediate_size": 256,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100})";
+  const Run e = run("model-states --config '" + bad + "'");
+  CHECK(e.rc == 2);
+  CHECK(e.out.empty());
+  CHECK(e.err.find("model.hidden_size") != std::string::npos);
+  CHECK(e.err.find("not finite") != std::string::npos);
+}
+
 TEST_CASE("--help on every subcommand, --version, exit 0") {
   for (const char* cmd : {"--help", "pretrain --help", "finetune --help", "model-states --help", "search --help",
                           "request --help", "models --help", "gpus --help"}) {
