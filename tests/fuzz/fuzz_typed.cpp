@@ -261,8 +261,9 @@ struct State {
 
 // Fields 0-63 are the 1.0 layout's (the corpus's seeds use them); 64 on reach the fields
 // appended since: the training stack (1.2), MoE, adapters (1.3), the step-time model (1.5),
-// the precision policy (1.6), pipeline layouts and DDP (1.7).
-constexpr int kFieldCount = 80;
+// the precision policy (1.6), pipeline layouts and DDP (1.7), hybrid layer patterns and mixers
+// (1.8: fields 80-82).
+constexpr int kFieldCount = 83;
 
 // Layout strings for pretrain.pipeline_layout: valid ones for the presets' depths, Megatron's
 // documented DeepSeek-V3 example, and malformed ones (the parser's refusals).
@@ -270,6 +271,11 @@ const char* const kLayouts[] = {
     "Et*3|(tt|)*29,m|L", "Et|t|t|tL", "E(t|)*31,tL", "Et*15|t*16L", "Et*40|t*40L", "E|L",
     "", "Et*|L", "E(tt|L", "E((t)*2)*2|L", "tE|L", "Et|xL", "Et*99999999999|L", "Em|t|L",
     "(|)*99999", "Et*0|L", "E,,,|,L", "(E)*1|(t)*2|L", "Et|m|t|L", "EtL|"};
+
+// Hybrid layer patterns (memest_model.mixer_pattern / mlp_pattern), valid and malformed.
+const char* const kPatterns[] = {"MAMA", "M-A-", "GGGA", "PPPP", "MMMM", "----", "-D-D", "EEEE",
+                                 "DE-D", "AAAA", "DDDD", "M", "MMMMMMMM", "MxMA", "E-E-", "G-G-",
+                                 ""};
 
 void apply(State& s, uint8_t field, Reader& in) {
   memest_pretrain_request& p = s.pretrain;
@@ -485,6 +491,43 @@ void apply(State& s, uint8_t field, Reader& in) {
       break;
     }
     case 79: s.model.final_logit_softcapping = in.number(); break;
+    case 80: {  // a hybrid pattern: the table's, the input's bytes, or unterminated
+      char* dst = in.byte() % 2 ? s.model.mixer_pattern : s.model.mlp_pattern;
+      const size_t size = sizeof s.model.mixer_pattern;
+      const uint8_t which = in.byte();
+      if (which < 200) {
+        const char* src = kPatterns[which % (sizeof kPatterns / sizeof kPatterns[0])];
+        std::memcpy(dst, src, std::strlen(src) + 1);
+      } else if (which < 250) {
+        size_t n = in.byte();
+        n = std::min(n * 5, size - 1);  // up to 1020 characters
+        size_t i = 0;
+        for (; i < n && !in.done(); ++i) dst[i] = static_cast<char>(in.byte());
+        dst[i] = '\0';
+      } else {
+        std::memset(dst, 'M', size);  // no NUL within the array
+      }
+      break;
+    }
+    case 81: {  // the hybrid mixers' dimensions
+      const uint8_t which = in.byte();
+      const int64_t v = in.integer();
+      int64_t* fields[] = {&s.model.mamba_num_heads, &s.model.mamba_head_dim,
+                           &s.model.mamba_state_size, &s.model.mamba_groups,
+                           &s.model.mamba_conv_kernel, &s.model.linear_key_heads,
+                           &s.model.linear_value_heads, &s.model.linear_key_head_dim,
+                           &s.model.linear_value_head_dim, &s.model.linear_conv_kernel};
+      *fields[which % (sizeof fields / sizeof fields[0])] = v;
+      break;
+    }
+    case 82: {  // the hybrid mixers' switches
+      const uint8_t which = in.byte();
+      const int32_t v = static_cast<int32_t>(in.integer());
+      int32_t* flags[] = {&s.model.mamba_proj_bias, &s.model.mamba_conv_bias, &s.model.mamba_norm,
+                          &s.model.attention_output_gate};
+      *flags[which % (sizeof flags / sizeof flags[0])] = v;
+      break;
+    }
     default: {  // a wrong struct size for the output (relative to sizeof)
       s.result_size_set = true;
       s.result_size = 0;  // resolved per mode: marker for "size_for(sizeof result)"

@@ -305,3 +305,30 @@ TEST_CASE("Hybrid model FLOPs: the scans instead of the attention scores") {
   // 8 x (16384 + 1024) = 139264, over 2 of 4 layers: 69632 per layer on average
   CHECK(f.scan_flops == 69632);
 }
+
+TEST_CASE("Searching a hybrid: each ranked layout's step and peak are its single estimate's") {
+  // The search caches block times per shape and skips layouts by a bound on their TFLOP/s;
+  // both must count the hybrid layers as the single estimate does.
+  const json model = tiny_nemotron_h("MMM-***-");
+  const json search = ok({{"mode", "search"}, {"model", model}, {"gpu", "h100-80gb"},
+                          {"parallel", {{"gpus", 8}}},
+                          {"training", {{"seq_len", 256}, {"global_batch", 16}}},
+                          {"search", {{"top", 5}}}});
+  REQUIRE(search["results"].size() == 5);
+  for (const json& e : search["results"]) {
+    const json& l = e["layout"];
+    CAPTURE(l.dump());
+    json parallel = {{"gpus", 8}, {"tp", l["tp"]}, {"cp", l["cp"]}, {"pp", l["pp"]},
+                     {"vpp", l["vpp"]}, {"zero", l["zero"]}};
+    if (l["pp"].get<int>() > 1) {
+      parallel["first_stage_layers"] = l["first_stage_layers"];
+      parallel["last_stage_layers"] = l["last_stage_layers"];
+    }
+    const json single = ok(pretrain(model, parallel,
+                                    {{"global_batch", 16}, {"micro_batch", l["micro_batch"]},
+                                     {"recompute", l["recompute"]}}));
+    CHECK(single["peak_bytes"].get<double>() == doctest::Approx(e["peak_bytes"].get<double>()));
+    CHECK(single["throughput"]["step_seconds"].get<double>() ==
+          doctest::Approx(e["step_seconds"].get<double>()));
+  }
+}

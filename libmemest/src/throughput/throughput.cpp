@@ -774,6 +774,14 @@ double tflops_upper_bound(const Plan& plan, const LayerTimes& times) {
     const int64_t moe_layers = stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i);
     double k = static_cast<double>(plan.layers.of(i, plan.pp) - moe_layers) * kernels(times.dense) +
                static_cast<double>(moe_layers) * kernels(times.moe);
+    const LayerMix mix = stage_layer_mix(m, plan.layers, plan.pp, plan.vpp, i);
+    if (mix.any()) {  // a hybrid model's layers, as estimate_throughput adds them
+      k += static_cast<double>(mix.mamba) * kernels(times.mamba_delta) +
+           static_cast<double>(mix.deltanet) * kernels(times.deltanet_delta) +
+           static_cast<double>(mix.parallel) * kernels(times.parallel_delta) +
+           static_cast<double>(mix.no_mixer) * kernels(times.no_mixer_delta) +
+           static_cast<double>(mix.no_mlp) * kernels(times.no_mlp_delta);
+    }
     if (i == 0) k += kernels(times.embed);
     if (i == plan.pp - 1) k += kernels(times.head);
     return k;
