@@ -176,6 +176,17 @@ TEST_CASE("Expert-parallel layout checks name the field and the reason") {
   dense["parallel"] = {{"gpus", 8}};
   dense["training"] = {{"moe_capacity_factor", 1.25}};
   CHECK(ask(dense).body["error"]["field"] == "training.moe_capacity_factor");
+  // A capacity factor so small no expert keeps a token is refused, not estimated (a subnormal
+  // factor gave the search a NaN step time; fuzzer finding)
+  for (const double cf : {4.9406564584124654e-324, 1e-9, 0.009}) {
+    CAPTURE(cf);
+    const json moe = {{"mode", "search"}, {"model", "mixtral-8x7b"}, {"gpu", "h100-80gb"},
+                      {"parallel", {{"gpus", 8}}},
+                      {"training", {{"global_batch", 64}, {"moe_capacity_factor", cf}}}};
+    const test::Answer r = ask(moe);
+    CHECK(r.status == MEMEST_ERR_INVALID_ARGUMENT);
+    CHECK(r.body["error"]["field"] == "training.moe_capacity_factor");
+  }
 }
 
 TEST_CASE("Dense models: ep = etp = 1 and no expert part; the search enumerates no ep") {

@@ -26,6 +26,7 @@ constexpr int64_t kMaxVpp = kMaxLayers;               // virtual stages: at most
 constexpr int64_t kMaxSeq = int64_t{1} << 24;         // tokens per sequence
 constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;  // sequences per micro-batch
 constexpr double kMaxCapacityFactor = 1024;         // MoE expert capacity factor
+constexpr double kMinCapacityFactor = 0.01;         // below it an expert keeps (almost) no token
 constexpr int64_t kMaxGlobalBatch = int64_t{1} << 40; // sequences per iteration
 // Fine-tuning (LLMem)
 constexpr int64_t kMaxFinetuneGpus = int64_t{1} << 20;

@@ -768,10 +768,13 @@ void validate_fields(const PretrainRequest& r) {
       fail("parallel.pipeline_layout", "is longer than 65536 characters");
     }
   }
+  // (a subnormal factor made the experts' rows vanish: a NaN step time in the search)
   if (!std::isfinite(r.moe_capacity_factor) || r.moe_capacity_factor < 0 ||
-      r.moe_capacity_factor > kMaxCapacityFactor) {
-    fail("training.moe_capacity_factor",
-         "must be 0 (drop-less) or a capacity factor up to " + json_number(kMaxCapacityFactor));
+      r.moe_capacity_factor > kMaxCapacityFactor ||
+      (r.moe_capacity_factor > 0 && r.moe_capacity_factor < kMinCapacityFactor)) {
+    fail("training.moe_capacity_factor", "must be 0 (drop-less) or a capacity factor from " +
+                                             json_number(kMinCapacityFactor) + " up to " +
+                                             json_number(kMaxCapacityFactor));
   }
   if (r.moe_capacity_factor > 0 && !is_moe(r.model)) {
     fail("training.moe_capacity_factor", "is set but the model has no experts (a dense model)");
