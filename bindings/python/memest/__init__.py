@@ -514,10 +514,24 @@ def _strict_loads(text: str, field: str, what: str) -> Any:
         raise ParseError(f"{field}: the {what} is nested too deeply to read", field=field) from e
 
 
+def _non_finite_as_none(value: Any) -> Any:
+    """`value` with every NaN and infinity (anywhere inside) replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _non_finite_as_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_non_finite_as_none(v) for v in value]
+    return value
+
+
 def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     """Reads a Hugging Face config.json into a dict usable as `model=`. The file is checked
     by the C library (memest_model_from_config_json); a bad one raises a MemestError (an
-    unreadable one InvalidArgumentError with field "model")."""
+    unreadable one InvalidArgumentError with field "model"). Python's bare Infinity, -Infinity
+    and NaN (Nemotron-H's "time_step_limit": [0.0, Infinity]) are read where the library does
+    not need the value, and come back as None (JSON null, which a request can carry); a value
+    the library needs that is not finite is its error, naming the field."""
     text = _read_text(path, "model", "config")
     try:
         _native.model_from_config_json(text)
@@ -530,7 +544,7 @@ def load_config(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
     if not isinstance(config, dict):
         raise FieldTypeError("config: expected a JSON object", field="model",
                              code=FieldTypeError.code, status=FieldTypeError.status)
-    return config
+    return _non_finite_as_none(config)
 
 
 def load_gpu_profile(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:

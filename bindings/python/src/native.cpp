@@ -91,6 +91,25 @@ py::dict model_dict(const memest_model &m) {
   d["max_position_embeddings"] = m.max_position_embeddings;
   d["tie_word_embeddings"] = m.tie_word_embeddings == 1;
   d["final_logit_softcapping"] = m.final_logit_softcapping;  // 1.6: 0 = none (Gemma 2: 30)
+  // 1.8: hybrid models, one character per layer ("" for a model of attention layers only):
+  // mixers 'A' attention, 'M' Mamba-2, 'G' gated DeltaNet, 'P' attention beside Mamba-2, '-'
+  // none; MLPs 'D' dense, 'E' experts, '-' none. The mixers' dimensions are 0 without them.
+  d["mixer_pattern"] = std::string(m.mixer_pattern);
+  d["mlp_pattern"] = std::string(m.mlp_pattern);
+  d["mamba_num_heads"] = m.mamba_num_heads;
+  d["mamba_head_dim"] = m.mamba_head_dim;
+  d["mamba_state_size"] = m.mamba_state_size;
+  d["mamba_groups"] = m.mamba_groups;
+  d["mamba_conv_kernel"] = m.mamba_conv_kernel;
+  d["mamba_proj_bias"] = m.mamba_proj_bias == 1;
+  d["mamba_conv_bias"] = m.mamba_conv_bias == 1;
+  d["mamba_norm"] = m.mamba_norm == 1;
+  d["linear_key_heads"] = m.linear_key_heads;
+  d["linear_value_heads"] = m.linear_value_heads;
+  d["linear_key_head_dim"] = m.linear_key_head_dim;
+  d["linear_value_head_dim"] = m.linear_value_head_dim;
+  d["linear_conv_kernel"] = m.linear_conv_kernel;
+  d["attention_output_gate"] = m.attention_output_gate == 1;
   memest_param_count c;
   c.struct_size = sizeof c;
   if (m.hidden_size > 0) {

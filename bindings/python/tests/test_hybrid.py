@@ -1,0 +1,87 @@
+"""ABI 1.8 through the Python binding: hybrid models (Mamba-2 / gated DeltaNet layers beside
+attention, read from a Hugging Face config.json). The tiny Nemotron-H below is the one derived
+by hand in tests/unit/test_hybrid.cpp: 88472 parameters (all active), mixers "M-A-", MLPs "-D-D".
+Its config.json carries Python's bare Infinity, as Nemotron-H's released config does. Run
+against the installed package (scripts/test.d/20-bindings.sh)."""
+import json
+
+import pytest
+
+import memest
+
+TINY_NEMOTRON_H = (
+    '{"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4, '
+    '"hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2, '
+    '"head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8, '
+    '"mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, '
+    '"use_bias": false, "use_conv_bias": true, "mlp_bias": false, "attention_bias": false, '
+    '"tie_word_embeddings": false, "time_step_limit": [0.0, Infinity]}')
+PARAMETERS = 88472
+
+
+@pytest.fixture()
+def config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(TINY_NEMOTRON_H)
+    return memest.load_config(path)
+
+
+def test_load_config_reads_infinity_and_the_library_counts_88472(config):
+    # the Infinity the library does not need comes back as None (a request can carry it)
+    assert config["time_step_limit"] == [0.0, None]
+    assert config["hybrid_override_pattern"] == "M-*-"
+    for described in (memest.describe_config(config), memest.describe_config(TINY_NEMOTRON_H)):
+        assert described.num_parameters == PARAMETERS
+        assert described.mixer_pattern == "M-A-"
+        assert described.mlp_pattern == "-D-D"
+        assert (described.mamba_num_heads, described.mamba_head_dim, described.mamba_state_size,
+                described.mamba_groups, described.mamba_conv_kernel) == (8, 16, 16, 2, 4)
+        assert (described.mamba_proj_bias, described.mamba_conv_bias, described.mamba_norm) == (
+            False, True, True)
+        assert described.linear_key_heads == 0 and described.attention_output_gate is False
+
+
+def test_model_states_and_pretrain_with_the_loaded_config(config):
+    states = memest.model_states(config, "h100-80gb")
+    assert states.model.num_parameters == PARAMETERS
+    assert states.model.active_parameters == PARAMETERS
+    assert states.model.mixer_pattern == "M-A-" and states.model.mlp_pattern == "-D-D"
+
+    r = memest.pretrain(config, "h100-80gb", gpus=1, seq_len=256, global_batch=4)
+    assert r.model.num_parameters == PARAMETERS
+    assert r.model.mixer_pattern == "M-A-" and r.model.mlp_pattern == "-D-D"
+    assert r.model.mamba_num_heads == 8
+    # the same request as JSON text with the file's own Infinity: the library's answer
+    raw = json.loads(memest.request_json(
+        '{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
+        '"parallel": {"gpus": 1}, "training": {"seq_len": 256, "global_batch": 4}}'))
+    assert raw["ok"] and raw["peak_bytes"] == r.peak_bytes and raw["stages"] == r.to_dict()["stages"]
+    # the response's model object, given back as the model, is the same model
+    again = memest.pretrain(r.model.to_dict(), "h100-80gb", gpus=1, seq_len=256, global_batch=4)
+    assert again.peak_bytes == r.peak_bytes and again.model.num_parameters == PARAMETERS
+
+
+def test_hybrid_refusals_name_the_field(config):
+    with pytest.raises(memest.UnsupportedError) as info:
+        memest.pretrain(config, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4)
+    assert info.value.field == "parallel.cp" and info.value.code == "unsupported"
+    assert "parallel.cp" in str(info.value)
+    with pytest.raises(memest.UnsupportedError) as info:
+        memest.pretrain(config, "h100-80gb", gpus=1, framework="pytorch", adapter={"type": "lora"})
+    assert info.value.field == "model"
+    with pytest.raises(memest.UnsupportedError) as info:
+        memest.finetune(config, "h100-80gb", gpus=1, method="zero3")
+    assert info.value.field == "model"
+
+
+def test_a_needed_value_that_is_not_finite_is_the_library_error(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(TINY_NEMOTRON_H.replace('"hidden_size": 64', '"hidden_size": Infinity'))
+    with pytest.raises(memest.MemestError) as info:
+        memest.load_config(path)
+    assert info.value.field == "model.hidden_size"
+
+
+def test_presets_carry_empty_patterns():
+    llama = {m.id: m for m in memest.models()}["llama-3.1-8b"]
+    assert llama.mixer_pattern == "" and llama.mlp_pattern == "" and llama.mamba_num_heads == 0
