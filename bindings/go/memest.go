@@ -281,6 +281,20 @@ func (m *Model) NumLayers() int64  { return int64(m.c.num_hidden_layers) }
 // 30), 0 when the model has none (1.6; memest_model.final_logit_softcapping).
 func (m *Model) FinalLogitSoftcapping() float64 { return float64(m.c.final_logit_softcapping) }
 
+// MixerPattern and MLPPattern are a hybrid model's layers, one character each (1.8;
+// memest_model.mixer_pattern, mlp_pattern): mixers 'A' attention, 'M' Mamba-2, 'G' gated
+// DeltaNet, 'P' attention beside Mamba-2, '-' none; MLPs 'D' dense, 'E' experts, '-' none.
+// Both "" for a model of attention layers only.
+func (m *Model) MixerPattern() string { return C.GoString(&m.c.mixer_pattern[0]) }
+func (m *Model) MLPPattern() string   { return C.GoString(&m.c.mlp_pattern[0]) }
+
+// MambaHeads and MambaHeadDim are the Mamba-2 mixer's heads and head width (1.8;
+// memest_model.mamba_num_heads, mamba_head_dim), LinearValueHeads the gated DeltaNet's value
+// heads (linear_value_heads): 0 without such layers.
+func (m *Model) MambaHeads() int64       { return int64(m.c.mamba_num_heads) }
+func (m *Model) MambaHeadDim() int64     { return int64(m.c.mamba_head_dim) }
+func (m *Model) LinearValueHeads() int64 { return int64(m.c.linear_value_heads) }
+
 // NumParameters counts the model's parameters (memest_model_parameter_count).
 func (m *Model) NumParameters() (float64, error) {
 	if m.c.hidden_size == 0 {

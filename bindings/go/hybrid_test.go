@@ -1,0 +1,107 @@
+package memest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	memest "memest/bindings/go"
+)
+
+// ABI 1.8 through the Go binding: hybrid models. The tiny Nemotron-H is the one derived by hand
+// in tests/unit/test_hybrid.cpp: 88472 parameters (all active), mixers "M-A-", MLPs "-D-D".
+// Its config.json carries Python's bare Infinity, as Nemotron-H's released config does.
+const tinyNemotronH = `{"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4,
+ "hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2,
+ "head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8,
+ "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, "use_bias": false,
+ "use_conv_bias": true, "mlp_bias": false, "attention_bias": false,
+ "tie_word_embeddings": false, "time_step_limit": [0.0, Infinity]}`
+
+const tinyNemotronHParameters = 88472
+
+func tinyHybridRequest(m *memest.Model, t *testing.T) *memest.PretrainRequest {
+	r := memest.NewPretrainRequest(m, mustGPU(t, "h100-80gb"))
+	r.GPUs, r.TP, r.CP, r.PP, r.VPP, r.SeqLen, r.MicroBatch, r.GlobalBatch = 1, 1, 1, 1, 1, 256, 1, 4
+	return r
+}
+
+func TestHybridConfigTyped(t *testing.T) {
+	m, err := memest.ModelFromConfigJSON([]byte(tinyNemotronH))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.NumParameters(); err != nil || n != tinyNemotronHParameters {
+		t.Fatalf("parameters %v (%v), want %d", n, err, tinyNemotronHParameters)
+	}
+	if m.MixerPattern() != "M-A-" || m.MLPPattern() != "-D-D" {
+		t.Fatalf("patterns %q %q", m.MixerPattern(), m.MLPPattern())
+	}
+	if m.MambaHeads() != 8 || m.MambaHeadDim() != 16 || m.LinearValueHeads() != 0 || m.NumLayers() != 4 {
+		t.Fatalf("mixer dimensions %d %d %d", m.MambaHeads(), m.MambaHeadDim(), m.LinearValueHeads())
+	}
+	// a preset has no patterns
+	if l := mustModel(t, "llama-3.1-8b"); l.MixerPattern() != "" || l.MLPPattern() != "" {
+		t.Fatalf("llama patterns %q %q", l.MixerPattern(), l.MLPPattern())
+	}
+
+	states, err := memest.ModelStates(memest.NewModelStatesRequest(m))
+	if err != nil || states.NumParameters != tinyNemotronHParameters {
+		t.Fatalf("model states %+v (%v)", states, err)
+	}
+	typed, err := memest.Pretrain(tinyHybridRequest(m, t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typed.NumParameters != tinyNemotronHParameters || len(typed.Stages) != 1 || typed.Stages[0].Layers != 4 {
+		t.Fatalf("pretrain %+v", typed)
+	}
+	// the same request as JSON, the config's text (with its Infinity) as the model
+	resp, err := memest.RequestJSON([]byte(`{"mode": "pretrain", "model": ` + tinyNemotronH +
+		`, "gpu": "h100-80gb", "parallel": {"gpus": 1, "tp": 1, "cp": 1, "pp": 1, "vpp": 1},
+		 "training": {"seq_len": 256, "micro_batch": 1, "global_batch": 4}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(resp, &doc); err != nil {
+		t.Fatal(err)
+	}
+	model := doc["model"].(map[string]any)
+	if model["num_parameters"].(float64) != tinyNemotronHParameters || model["mixer_pattern"] != "M-A-" ||
+		model["mlp_pattern"] != "-D-D" {
+		t.Fatalf("JSON model %v", model)
+	}
+	if doc["peak_bytes"].(float64) != typed.PeakBytes || doc["estimate_bytes"].(float64) != typed.EstimateBytes {
+		t.Fatalf("typed peak %v estimate %v vs JSON %v %v", typed.PeakBytes, typed.EstimateBytes,
+			doc["peak_bytes"], doc["estimate_bytes"])
+	}
+	// the response's model object, given back as the request's model: the same answer
+	again, err := memest.Request(map[string]any{"mode": "pretrain", "model": model, "gpu": "h100-80gb",
+		"parallel": map[string]any{"gpus": 1}, "training": map[string]any{"seq_len": 256, "global_batch": 4}})
+	if err != nil || again["peak_bytes"].(float64) != typed.PeakBytes {
+		t.Fatalf("model echo given back: %v (%v)", again["peak_bytes"], err)
+	}
+}
+
+func TestHybridRefusesContextParallel(t *testing.T) {
+	m, err := memest.ModelFromConfigJSON([]byte(tinyNemotronH))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tinyHybridRequest(m, t)
+	r.GPUs, r.CP = 2, 2
+	_, err = memest.Pretrain(r)
+	var e *memest.Error
+	if !errors.As(err, &e) || e.Field != "parallel.cp" || e.Code != "unsupported" || !errors.Is(err, memest.ErrUnsupported) {
+		t.Fatalf("cp 2 on a hybrid model: got %v", err)
+	}
+	_, err = memest.Request(map[string]any{"mode": "finetune", "model": map[string]any{
+		"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4, "hybrid_override_pattern": "M-*-",
+		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
+		"vocab_size": 100, "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
+		"conv_kernel": 4}, "gpu": "h100-80gb", "finetune": map[string]any{"method": "zero3"}})
+	if !errors.As(err, &e) || e.Field != "model" || !errors.Is(err, memest.ErrUnsupported) {
+		t.Fatalf("fine-tuning a hybrid model: got %v", err)
+	}
+}
