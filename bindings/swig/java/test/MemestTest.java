@@ -278,6 +278,7 @@ public class MemestTest {
     compileChecks();
     throughputChecks();
     oomChecks();
+    hybridChecks();
     System.out.println("java MemestTest: " + checks + " checks passed");
   }
 
@@ -659,5 +660,58 @@ public class MemestTest {
     bad.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
     bad.setCompile(memest_compile.MEMEST_COMPILE_MODEL);
     expectError(() -> Memest.pretrain(bad), "invalid_argument", "training.compile");
+  }
+
+  /** 1.8: a hybrid model through the typed structs. The tiny Nemotron-H derived by hand in
+   *  tests/unit/test_hybrid.cpp (88472 parameters, mixers "M-A-", MLPs "-D-D"), its config.json
+   *  with Python's bare Infinity as Nemotron-H's released config writes time_step_limit. */
+  static final String TINY_NEMOTRON_H = "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64,"
+      + " \"num_hidden_layers\": 4, \"hybrid_override_pattern\": \"M-*-\", \"num_attention_heads\": 4,"
+      + " \"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 128, \"vocab_size\": 100,"
+      + " \"mamba_num_heads\": 8, \"mamba_head_dim\": 16, \"ssm_state_size\": 16, \"n_groups\": 2,"
+      + " \"conv_kernel\": 4, \"use_bias\": false, \"use_conv_bias\": true, \"mlp_bias\": false,"
+      + " \"attention_bias\": false, \"tie_word_embeddings\": false, \"time_step_limit\": [0.0, Infinity]}";
+
+  static void hybridChecks() throws Exception {
+    Model m = Memest.modelFromConfig(TINY_NEMOTRON_H);
+    // the char[MEMEST_MAX_PATTERN_LAYERS + 1] arrays as Java strings
+    check(m.getMixer_pattern().equals("M-A-"), "mixer_pattern " + m.getMixer_pattern());
+    check(m.getMlp_pattern().equals("-D-D"), "mlp_pattern " + m.getMlp_pattern());
+    check(m.getMamba_num_heads() == 8 && m.getMamba_head_dim() == 16 && m.getMamba_state_size() == 16
+        && m.getMamba_groups() == 2 && m.getMamba_conv_kernel() == 4, "Mamba-2 dimensions");
+    check(m.getMamba_proj_bias() == 0 && m.getMamba_conv_bias() == 1 && m.getMamba_norm() == 1, "Mamba-2 switches");
+    check(m.getLinear_value_heads() == 0 && m.getAttention_output_gate() == 0, "no gated DeltaNet");
+    check(Memest.model("llama-3.1-8b").getMixer_pattern().isEmpty(), "a preset has no pattern");
+    ParamCount count = new ParamCount();
+    check(MemestNative.model_parameter_count(m, count) == memest_status.MEMEST_OK, "parameter count");
+    check(count.getTotal() == 88472.0 && count.getActive() == 88472.0, "88472 parameters, got " + count.getTotal());
+
+    PretrainRequest r = new PretrainRequest();
+    r.setModel(m);
+    r.setGpu(Memest.gpu("h100-80gb"));
+    r.setGpus(1); r.setTp(1); r.setCp(1); r.setPp(1); r.setVpp(1);
+    r.setSeq_len(256); r.setMicro_batch(1); r.setGlobal_batch(4);
+    Memest.Pretrain p = Memest.pretrain(r);
+    check(p.result().getNum_parameters() == 88472.0, "pretrain parameters " + p.result().getNum_parameters());
+    check(p.stages().size() == 1 && p.stages().get(0).getLayers() == 4, "one stage of 4 layers");
+    String json = Memest.request("{\"mode\": \"pretrain\", \"model\": " + TINY_NEMOTRON_H
+        + ", \"gpu\": \"h100-80gb\", \"parallel\": {\"gpus\": 1, \"tp\": 1, \"cp\": 1, \"pp\": 1, \"vpp\": 1},"
+        + " \"training\": {\"seq_len\": 256, \"micro_batch\": 1, \"global_batch\": 4}}");
+    check(json.contains("\"mixer_pattern\": \"M-A-\"") && json.contains("\"mlp_pattern\": \"-D-D\""),
+        "the JSON model echoes the patterns");
+    check(jsonNumber(json, "num_parameters") == 88472.0, "JSON parameters");
+    check(jsonNumber(json, "estimate_bytes") == p.result().getEstimate_bytes(), "typed == JSON estimate (hybrid)");
+    check(jsonNumber(json, "peak_bytes") == p.result().getPeak_bytes(), "typed == JSON peak (hybrid)");
+    r.setGpus(2); r.setCp(2);
+    expectError(() -> Memest.pretrain(r), "unsupported", "parallel.cp");
+
+    // the setter copies at most MEMEST_MAX_PATTERN_LAYERS characters and ends the array
+    Model hand = new Model();
+    hand.setMixer_pattern("MA");
+    check(hand.getMixer_pattern().equals("MA"), "mixer_pattern set and read back");
+    String longest = "A".repeat(MemestNativeConstants.MEMEST_MAX_PATTERN_LAYERS);
+    hand.setMlp_pattern(longest + "DDD");
+    check(hand.getMlp_pattern().equals(longest), "a pattern past the array is cut at its end");
+    check(hand.getMixer_pattern().equals("MA"), "the arrays do not overlap");
   }
 }
