@@ -14,7 +14,10 @@ with 1.6, training.reduce_dtype / loss_parallel / autocast / fp8_all_gather / no
 logits_held / adapter.quantize_lm_head, framework "fsdp1", optimizers "adamw_foreach" and
 "paged_adamw_32bit", search.max_oom_probability, and the results' torch_max_memory_*_bytes,
 nvidia_smi_bytes, peak_band_bytes, oom_probability and margin_bytes (names from `enums()`); with 1.7,
-training.ddp (DDP around one GPU: true counts its buckets).
+training.ddp (DDP around one GPU: true counts its buckets); with 1.8, hybrid models (a nemotron_h,
+qwen3_next, falcon_h1, bamba, granitemoehybrid or mamba2 config.json as the request's model, its
+text as it is, Python's bare Infinity included) and the response model's mixer_pattern and
+mlp_pattern.
 
 Set `ENV["MEMEST_LIBRARY"]` to the path of libmemest.so before loading when it is not on the
 loader's path. (Julia is not installed on memest's CI: bindings/julia/test/ drives exactly these

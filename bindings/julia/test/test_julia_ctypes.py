@@ -190,3 +190,30 @@ def test_1_6_search_max_oom_probability(m):
         assert resp["max_oom_probability"] == limit
         assert all(0 <= e["oom_probability"] <= limit for e in resp["results"])
         assert all(e["peak_high_bytes"] > e["peak_bytes"] for e in resp["results"])
+
+
+# The tiny Nemotron-H derived by hand in tests/unit/test_hybrid.cpp, as a config.json text with
+# Python's bare Infinity (Nemotron-H's released config writes time_step_limit so): 88472
+# parameters, all active; mixers "M-A-", MLPs "-D-D".
+TINY_NEMOTRON_H = (
+    '{"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4, '
+    '"hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2, '
+    '"head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8, '
+    '"mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, '
+    '"use_bias": false, "use_conv_bias": true, "mlp_bias": false, "attention_bias": false, '
+    '"tie_word_embeddings": false, "time_step_limit": [0.0, Infinity]}')
+
+
+def test_1_8_hybrid_config_through_request(m):
+    """A pasted config.json text goes into Memest.request as it is: the library reads the
+    hybrid model (and the bare Infinity it does not need); cp 2 over its scans is refused."""
+    resp = json.loads(m.request(
+        '{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
+        '"parallel": {"gpus": 1}, "training": {"seq_len": 256, "global_batch": 4}}'))
+    assert resp["ok"] and resp["model"]["num_parameters"] == 88472
+    assert resp["model"]["active_parameters"] == 88472
+    assert (resp["model"]["mixer_pattern"], resp["model"]["mlp_pattern"]) == ("M-A-", "-D-D")
+    with pytest.raises(twin.MemestError) as info:
+        m.request('{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
+                  '"parallel": {"gpus": 2, "cp": 2}, "training": {"seq_len": 256, "global_batch": 4}}')
+    assert info.value.code == "unsupported" and info.value.field == "parallel.cp"
