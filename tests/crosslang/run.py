@@ -120,7 +120,7 @@ def main():
             # further expectations: response fields with their values ("peak_verdict": "oom")
             # "stage_layers": each stage's layers; "layout_has": fields of the layout (a search's:
             # its first result's) with their values; "training_has": of the training echo;
-            # "stack_has": of the first stage's stack
+            # "stack_has": of the first stage's stack; "model_has": of the response's model echo
             for key, value in exp.items():
                 if key == "stage_layers":
                     got = [s.get("layers") for s in ref.get("stages") or []]
@@ -132,6 +132,8 @@ def main():
                 elif key == "stack_has":  # fields of the first stage's training-stack parts
                     st = ((ref.get("stages") or [{}])[0]).get("stack") or {}
                     got = {k: st.get(k) for k in value}
+                elif key == "model_has":  # fields of the response's model echo
+                    got = {k: (ref.get("model") or {}).get(k) for k in value}
                 else:
                     got = ref.get(key)
                 if key != "ok" and got != value:
