@@ -377,13 +377,15 @@ function normalTail(z) {
   return z >= 0 ? erfc / 2 : 1 - erfc / 2;
 }
 
-/** The CLI's JSON answer to a request (`memest request`), or null without MEMEST_CLI. */
+/** The CLI's JSON answer to a request (`memest request`; JSON text is sent as it is), or null
+ *  without MEMEST_CLI. */
 async function cliAnswer(request) {
   const cli = process.env.MEMEST_CLI;
   if (!cli) return null;
   const { execFileSync } = await import('node:child_process');
   try {
-    return JSON.parse(execFileSync(cli, ['request'], { input: JSON.stringify(request), encoding: 'utf8',
+    return JSON.parse(execFileSync(cli, ['request'], {
+      input: typeof request === 'string' ? request : JSON.stringify(request), encoding: 'utf8',
       stdio: ['pipe', 'pipe', 'pipe'] }));
   } catch (e) {
     if (e.stdout) return JSON.parse(e.stdout);
@@ -597,4 +599,45 @@ test('1.7 training.ddp: one GPU wrapped in DDP counts its buckets, a bucket size
   const refused = memest.answer({ ...one, parallel: { gpus: 2, tp: 1, pp: 1 }, training: { ...one.training, ddp: false } });
   assert.equal(refused.ok, false);
   assert.equal(refused.error.field, 'training.ddp');
+});
+
+// The tiny Nemotron-H derived by hand in tests/unit/test_hybrid.cpp (88472 parameters, all
+// active; mixers "M-A-", MLPs "-D-D"), as its config.json text holds it: Python's bare Infinity
+// in time_step_limit, as Nemotron-H's released config writes it.
+const tinyNemotronH = '{"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4, '
+  + '"hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2, '
+  + '"head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8, '
+  + '"mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, '
+  + '"use_bias": false, "use_conv_bias": true, "mlp_bias": false, "attention_bias": false, '
+  + '"tie_word_embeddings": false, "time_step_limit": [0.0, Infinity]}';
+const hybridText = `{"mode": "pretrain", "model": ${tinyNemotronH}, "gpu": "h100-80gb", `
+  + '"parallel": {"gpus": 1, "tp": 1, "cp": 1, "pp": 1}, "training": {"seq_len": 256, "micro_batch": 1, "global_batch": 4}}';
+
+test('1.8 a hybrid config.json (Nemotron-H, a bare Infinity in it): 88472 parameters and its layer patterns; the CLI\'s answer (when MEMEST_CLI is set)', async () => {
+  const r = memest.request(hybridText);
+  assert.equal(r.model.num_parameters, 88472);
+  assert.equal(r.model.active_parameters, 88472);
+  assert.equal(r.model.mixer_pattern, 'M-A-');
+  assert.equal(r.model.mlp_pattern, '-D-D');
+  assert.equal(r.model.mamba_num_heads, 8);
+  assert.equal(r.stages.length, 1);
+  assert.equal(r.stages[0].layers, 4);
+  // the page's route: the config as an object (its Infinity read as null), and the model echo
+  // given back as the model, are the same model
+  const asObject = JSON.parse(hybridText.replace('Infinity', 'null'));
+  assert.deepEqual(memest.request(asObject), r);
+  assert.equal(memest.request({ ...asObject, model: r.model }).peak_bytes, r.peak_bytes);
+  // one table cell per layout, as the page's layouts table asks; cp 2 over the Mamba-2 scan is
+  // the library's refusal, naming parallel.cp
+  const [one, cp2] = memest.pretrainTable(asObject, [[1, 1, 1, 1, 1], [2, 1, 2, 1, 1]]);
+  assert.equal(one.ok, true);
+  assert.equal(one.peak_bytes, r.peak_bytes);
+  assert.equal(cp2.ok, false);
+  assert.equal(cp2.error.field, 'parallel.cp');
+  assert.equal(cp2.error.code, 'unsupported');
+  const refused = memest.answer({ ...asObject, parallel: { gpus: 2, cp: 2 } });
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.field, 'parallel.cp');
+  const want = await cliAnswer(hybridText);
+  if (want) assert.deepEqual(r, want, 'the CLI\'s whole answer');
 });
