@@ -20,6 +20,9 @@ const $ = (id) => document.getElementById(id);
 const gib = (bytes) => (bytes / GiB).toFixed(2);
 const fmtGiB = (bytes) => `${gib(bytes)} GiB`;
 const percent = (fraction) => `${Math.round(fraction * 1000) / 10} %`;
+/** A parameter count: billions to two decimals ("8.03 B"); under 0.1 B (a small test model,
+ *  which would read "0.00 B") the exact count ("88,472"). */
+const paramsText = (n) => (n >= 1e8 ? `${(n / 1e9).toFixed(2)} B` : Math.round(n).toLocaleString('en-US'));
 /** A probability as a percentage (one decimal, as percent()); the ends say so rather than
  *  round to 0 % or 100 % when the library's value is not exactly that. */
 const probability = (p) => {
@@ -413,8 +416,9 @@ function renderPretrain(r) {
     : '';
   const m = r.model;
   const moe = m.active_parameters != null && m.active_parameters !== m.num_parameters;
-  $('model-line').textContent = `${m.name} · ${(m.num_parameters / 1e9).toFixed(2)} B parameters` +
-    (moe ? ` (${(m.active_parameters / 1e9).toFixed(2)} B active per token)` : '') + ' · ' +
+  $('model-line').textContent = `${m.name} · ${paramsText(m.num_parameters)} parameters` +
+    (moe ? ` (${paramsText(m.active_parameters)} active per token)` : '') +
+    (m.mixer_pattern ? ` · hybrid layers: mixers ${m.mixer_pattern}, MLPs ${m.mlp_pattern}` : '') + ' · ' +
     `dp ${r.layout.dp}` + (moe ? ` · ep ${r.layout.ep}, etp ${r.layout.etp}, edp ${r.layout.edp}` : '') +
     ` · ${r.training.activation_model} activation model` +
     (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : '');

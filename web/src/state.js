@@ -152,6 +152,51 @@ function profileProblem(state) {
   return null;
 }
 
+/** Python's bare Infinity, -Infinity and NaN outside strings, as null: Hugging Face writes
+ *  them into config.json (Nemotron-H's "time_step_limit": [0.0, Infinity]) and JSON.parse
+ *  refuses them. As the CLI's --config does: a value the library does not read. */
+function nonFiniteAsNull(text) {
+  const word = /[A-Za-z0-9_.+-]/;
+  let out = '';
+  for (let i = 0; i < text.length;) {
+    if (text[i] === '"') {  // a string, whole, escapes respected
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      j = Math.min(j + 1, text.length);
+      out += text.slice(i, j);
+      i = j;
+      continue;
+    }
+    const token = (i === 0 || !word.test(text[i - 1]))
+      && ['-Infinity', 'Infinity', 'NaN'].find((t) => text.startsWith(t, i)
+        && (i + t.length >= text.length || !word.test(text[i + t.length])));
+    if (token) {
+      out += 'null';
+      i += token.length;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+/** A pasted config.json as a value: its JSON, where Python's bare Infinity / NaN read as null
+ *  (nonFiniteAsNull). Throws JSON.parse's own error for the text as pasted when it is not
+ *  JSON either way. */
+export function parseConfig(text) {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    const cleaned = nonFiniteAsNull(text);
+    if (cleaned === text) throw e;
+    try {
+      return JSON.parse(cleaned);
+    } catch {
+      throw e;
+    }
+  }
+}
+
 function configProblem(state) {
   if (state.m !== 'custom') return null;
   const text = String(state.cfg ?? '');
@@ -161,7 +206,7 @@ function configProblem(state) {
   }
   let value;
   try {
-    value = JSON.parse(text);
+    value = parseConfig(text);
   } catch (e) {
     return { code: 'parse_error', field: 'model',
       message: `model: the pasted config.json is not valid JSON (${e.message})` };
@@ -178,7 +223,7 @@ function configProblem(state) {
 export function modelOf(state) {
   if (state.m !== 'custom') return state.m;
   try {
-    return JSON.parse(state.cfg);
+    return parseConfig(state.cfg);
   } catch {
     return state.cfg;
   }

@@ -9,9 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, copyFileSync } from 'node:fs';
+import { readFileSync, copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI, RESULTS, GiB, g2, cli, usePage, page, browser, server, pageErrors, probe,
+import { CLI, RESULTS, GiB, g2, cli, cliPretrain, usePage, page, browser, server, pageErrors, probe,
   expectResult } from './harness.mjs';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -1157,4 +1159,58 @@ test('1.6 search: "max probability of OOM" sent as search.max_oom_probability; e
   await expectResult('limit cleared');
   assert.ok(!page.url().includes('moop='), page.url());
   await show('#');
+});
+
+/** The tiny Nemotron-H derived by hand in tests/unit/test_hybrid.cpp, as its config.json text
+ *  holds it: Python's bare Infinity in time_step_limit, as Nemotron-H's released config. */
+const TINY_NEMOTRON_H = `{
+  "model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4,
+  "hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2,
+  "head_dim": 16, "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8,
+  "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4,
+  "use_bias": false, "use_conv_bias": true, "mlp_bias": false, "attention_bias": false,
+  "tie_word_embeddings": false, "time_step_limit": [0.0, Infinity]
+}`;
+
+test('1.8 a pasted hybrid config.json (Nemotron-H, a bare Infinity in it): the CLI\'s parameter count, estimate and layer patterns, no error', async () => {
+  // a layout the tiny model takes: one H100, tp 1, 256 tokens, global batch 4
+  await show('#g=h100-80gb&gpus=1&tp=1&cp=1&pp=1&vpp=1&seq=256&mbs=1&gbs=4');
+  await page.selectOption('#model-preset', 'custom');
+  let before = await probe();
+  await page.fill('#model-config', TINY_NEMOTRON_H);
+  await settle(before);
+  await expectResult('pasted Nemotron-H config');
+  // the CLI reads the same file with --config
+  const file = join(mkdtempSync(join(tmpdir(), 'memest-e2e-')), 'config.json');
+  writeFileSync(file, TINY_NEMOTRON_H);
+  const want = cliPretrain(['--config', file, '-g', 'h100-80gb', '--gpus', '1', '--tp', '1', '--cp', '1',
+    '--pp', '1', '--seq-len', '256', '--micro-batch', '1', '--global-batch', '4']);
+  assert.equal(want.model.num_parameters, 88472, 'the count derived by hand in tests/unit/test_hybrid.cpp');
+  const line = await page.textContent('#model-line');
+  assert.ok(line.includes(`${want.model.num_parameters.toLocaleString('en-US')} parameters`), line);
+  assert.ok(line.includes(`mixers ${want.model.mixer_pattern}, MLPs ${want.model.mlp_pattern}`), line);
+  assert.equal(await page.textContent('#estimate'), `${g2(want.estimate_bytes)} GiB`);
+  assert.equal(await page.getAttribute('#verdict', 'data-verdict'), want.peak_verdict);
+  assert.equal(await page.locator('#stages-table tbody tr').count(), 1);
+  assert.equal(await page.getAttribute('#model-config', 'aria-invalid'), null);
+  await page.screenshot({ path: `${RESULTS}hybrid-config.png`, fullPage: true });
+  // shared by URL: a fresh page reads the pasted text (Infinity and all) back
+  const other = await browser.context.newPage();
+  await other.goto(page.url());
+  await other.waitForSelector('body[data-ready="1"]');
+  assert.equal(await other.getAttribute('#status', 'data-state'), 'result');
+  assert.equal(await other.textContent('#model-line'), line);
+  await other.close();
+  // context parallelism over the Mamba-2 scan: the library's refusal next to cp
+  before = await probe();
+  await page.fill('#gpus', '2');
+  await page.fill('#cp', '2');
+  await page.waitForFunction(() => document.querySelector('#err-cp').textContent !== '');
+  const refused = cli({ mode: 'pretrain', model: JSON.parse(TINY_NEMOTRON_H.replace('Infinity', 'null')),
+    gpu: 'h100-80gb', parallel: { gpus: 2, tp: 1, cp: 2, pp: 1, vpp: 1, sp: true, zero: 1 },
+    training: { seq_len: 256, micro_batch: 1, global_batch: 4, recompute: 'none', flash_attention: true } });
+  assert.equal(refused.error.field, 'parallel.cp');
+  assert.equal(await page.textContent('#err-cp'), refused.error.message);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.deepEqual(pageErrors, [], 'console errors');
 });
