@@ -233,14 +233,26 @@ TEST_CASE("Mamba-2 and DeltaNet activations: what their kernels save, per token"
   x.seq_len = 256;
   x.micro_batch = 2;
   x.tp = 2;
-  // zxbcdt 2 x 328 = 656, scan output 2 x 128 = 256, rstd 4 x 2 = 8, out_proj input 256:
-  // 1176 bytes per token, 512 tokens, / tp 2 = 301056.
-  CHECK(memest::mamba_saved_bytes(m, x) == doctest::Approx(301056));
+  // Hugging Face (norm and out_proj inside the fused function): zxbcdt 2 x 328 = 656, scan
+  // output 2 x 128 = 256, rstd 4 x 2 = 8: 920 bytes per token, 512 tokens, / tp 2 = 235520.
+  CHECK(memest::mamba_saved_bytes(m, x, false) == 235520);
+  // Megatron (separate gated norm and out_proj: their inputs, 2 x 2 x 128 more): 1432 per
+  // token, 366592.
+  CHECK(memest::mamba_saved_bytes(m, x, true) == 366592);
   // full recomputation: every block keeps its input, whatever its kind
   x.recompute = MEMEST_RECOMPUTE_FULL;
   memest::LayerMix mix;
   mix.mamba = 1;
-  CHECK(memest::hybrid_activation_delta(m, x, mix, {}) == 0);
+  CHECK(memest::hybrid_activation_delta(m, x, mix, {}, true) == 0);
+  // gated DeltaNet (the tiny Qwen3-Next of the test above: keys 32, 4 value heads of 16 =
+  // values 64, key_head_dim 16): 4 x 32 + 4 x 64 + 10 x 64 + 26 x 4 + 128 x 4 = 128 + 256 +
+  // 640 + 104 + 512 = 1640 bytes per token
+  memest_model g = m;
+  g.linear_key_heads = 2, g.linear_value_heads = 4, g.linear_key_head_dim = 16;
+  g.linear_value_head_dim = 16, g.linear_conv_kernel = 4;
+  x.recompute = MEMEST_RECOMPUTE_NONE;
+  x.tp = 1;
+  CHECK(memest::deltanet_saved_bytes(g, x) == 1640.0 * 512);
 }
 
 TEST_CASE("Pretraining a hybrid under Megatron: the stage's Mamba layers instead of attention") {
@@ -260,8 +272,8 @@ TEST_CASE("Pretraining a hybrid under Megatron: the stage's Mamba layers instead
   // the 4D paper's Llama coefficients, attention terms: 2q + 4kv + 2q in sbh units with
   // q = 64/64 = 1 and kv = 32/64 = 0.5: 6 sbh = 6 x 256 x 64 = 98304 bytes per layer.
   const double attention = 6.0 * 256 * 64;
-  const double mamba = memest::mamba_saved_bytes(mh, x);  // 1176 x 256 = 301056
-  CHECK(mamba == 301056);
+  const double mamba = memest::mamba_saved_bytes(mh, x, true);  // 1432 x 256 = 366592
+  CHECK(mamba == 366592);
   // Both blocks have no MLP ('M' and '*' blocks): 4 layers each differ by mamba - attention.
   CHECK(a["stages"][0]["activations_bytes"].get<double>() -
             b["stages"][0]["activations_bytes"].get<double>() ==
@@ -301,9 +313,11 @@ TEST_CASE("Hybrid model FLOPs: the scans instead of the attention scores") {
   const memest::ModelFlops f = memest::model_flops(m);
   // two of four layers attention: score width 64 x 2/4 = 32
   CHECK(f.score_width == 32);
-  // Mamba-2 scan per token and layer: 8 heads x (2 x 256 x (16 + 16) + 4 x 16 x 16) =
-  // 8 x (16384 + 1024) = 139264, over 2 of 4 layers: 69632 per layer on average
-  CHECK(f.scan_flops == 69632);
+  // Mamba-2 scan per token and layer: C B^T 2 x 256 x 16 x 2 groups = 16384, times X
+  // 2 x 256 x 128 = 65536, states 4 x 16 x 128 = 8192: 90112; over 2 of 4 layers: 45056 per
+  // layer on average
+  CHECK(memest::mamba_scan_flops(m) == 90112);
+  CHECK(f.scan_flops == 45056);
 }
 
 TEST_CASE("Searching a hybrid: each ranked layout's step and peak are its single estimate's") {
@@ -331,4 +345,24 @@ TEST_CASE("Searching a hybrid: each ranked layout's step and peak are its single
     CHECK(single["throughput"]["step_seconds"].get<double>() ==
           doctest::Approx(e["step_seconds"].get<double>()));
   }
+}
+
+TEST_CASE("Hybrids outside Megatron: what the eager blocks model, and what they refuse") {
+  const json c = tiny_nemotron_h("M-*-");
+  const json parallel = {{"gpus", 2}, {"zero", 3}};
+  // FSDP with full recomputation: every block keeps its input, whatever its kind, so the
+  // hybrid and its all-attention twin keep the same activations.
+  const json a = ok(pretrain(c, parallel, {{"framework", "fsdp"}, {"recompute", "full"}, {"global_batch", 4}}));
+  const json b = ok(pretrain(tiny_nemotron_h("*-*-"), parallel,
+                             {{"framework", "fsdp"}, {"recompute", "full"}, {"global_batch", 4}}));
+  CHECK(a["stages"][0]["activations_bytes"] == b["stages"][0]["activations_bytes"]);
+  // without recomputation the Mamba block saves what its kernel keeps instead of the attention's
+  const json a2 = ok(pretrain(c, parallel, {{"framework", "fsdp"}, {"recompute", "none"}, {"global_batch", 4}}));
+  const json b2 = ok(pretrain(tiny_nemotron_h("*-*-"), parallel,
+                              {{"framework", "fsdp"}, {"recompute", "none"}, {"global_batch", 4}}));
+  CHECK(a2["stages"][0]["activations_bytes"] != b2["stages"][0]["activations_bytes"]);
+  CHECK(refused_field(pretrain(c, parallel, {{"framework", "fsdp"}, {"recompute", "op_selective"}})) ==
+        "training.recompute");
+  CHECK(refused_field(pretrain(c, parallel, {{"framework", "fsdp"}, {"recompute", "full"},
+                                             {"recompute_every", 2}})) == "training.recompute_every");
 }

@@ -9,28 +9,27 @@ double mixer_tokens(const ActivationLayout& x) { return x.seq_len * x.micro_batc
 constexpr double kDeltaRuleChunk = 64;  // fla chunk_gated_delta_rule's chunk size (BT)
 }  // namespace
 
-double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x) {
+double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool megatron) {
   const double heads = static_cast<double>(m.mamba_num_heads);
   const double inner = heads * static_cast<double>(m.mamba_head_dim);
   const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
   const double zxbcdt = 2 * (2 * inner + bc + heads);
   const double scan_out = 2 * inner;
   const double rstd = m.mamba_norm ? 4 * static_cast<double>(m.mamba_groups) : 0.0;
-  const double out_proj_in = 2 * inner;
-  return mixer_tokens(x) * (zxbcdt + scan_out + rstd + out_proj_in) / x.tp;
+  // Megatron: the separate gated norm's input (2 d_inner) and out_proj's input (2 d_inner)
+  const double separate = megatron ? 4 * inner : 0.0;
+  return mixer_tokens(x) * (zxbcdt + scan_out + rstd + separate) / x.tp;
 }
 
 double deltanet_saved_bytes(const memest_model& m, const ActivationLayout& x) {
   const double vh = static_cast<double>(m.linear_value_heads);
   const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
   const double values = vh * static_cast<double>(m.linear_value_head_dim);
-  const double conv_in = 2 * (2 * keys + values);
-  const double qkv = 2 * (2 * keys + values);
-  const double gate_beta = (4 + 2) * vh;
-  const double solve = 2 * kDeltaRuleChunk * vh;
-  const double norm = 2 * values + 2 * values;  // z and the core output
-  const double out_proj_in = 2 * values;
-  return mixer_tokens(x) * (conv_in + qkv + gate_beta + solve + norm + out_proj_in) / x.tp;
+  const double repeated_qk = vh * static_cast<double>(m.linear_key_head_dim);
+  const double conv_and_qkv = 4 * keys + 4 * repeated_qk;  // conv input's q,k; q,k repeated
+  const double value_side = 10 * values;  // conv input's v, v, the norm's x and z, out_proj in
+  const double per_head = 26 * vh + 2 * kDeltaRuleChunk * vh;  // gates, rstds; the chunk solve
+  return mixer_tokens(x) * (conv_and_qkv + value_side + per_head) / x.tp;
 }
 
 BlockShares megatron_block_shares(const memest_model& m, const ActivationCoefficients& k,
@@ -51,9 +50,9 @@ BlockShares megatron_block_shares(const memest_model& m, const ActivationCoeffic
 }
 
 double hybrid_activation_delta(const memest_model& m, const ActivationLayout& x,
-                               const LayerMix& mix, const BlockShares& shares) {
+                               const LayerMix& mix, const BlockShares& shares, bool megatron) {
   if (!mix.any() || x.recompute == MEMEST_RECOMPUTE_FULL) return 0;  // every block: its input
-  const double mamba = mix.mamba + mix.parallel > 0 ? mamba_saved_bytes(m, x) : 0.0;
+  const double mamba = mix.mamba + mix.parallel > 0 ? mamba_saved_bytes(m, x, megatron) : 0.0;
   const double deltanet = mix.deltanet > 0 ? deltanet_saved_bytes(m, x) : 0.0;
   const double a = shares.attention;
   return static_cast<double>(mix.mamba) * (mamba - a) +

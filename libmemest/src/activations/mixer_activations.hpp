@@ -11,22 +11,28 @@
 namespace memest {
 
 // Bytes one Mamba-2 mixer saves for backward per GPU per micro-batch, beyond its input (the
-// norm's output, which the block's norm share holds). mamba_ssm's fused path
-// (ops/triton/ssd_combined.py MambaSplitConv1dScanCombinedFn, which Megatron-Core's MambaMixer
-// and the Hugging Face Mamba-2 mixers run in training) saves in_proj's output zxbcdt
-// (2 d_inner + 2 groups*state + heads wide) and the scan's output before the gated norm
-// (d_inner), with the norm's rstd (fp32, one per group); the conv1d output and the chunk
-// states are recomputed in backward. out_proj saves its input (d_inner). Heads split over
-// tensor parallelism; bf16 (2 bytes) but rstd.
-double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x);
+// norm's output, which the block's norm share holds). mamba_ssm's fused split-conv1d-scan
+// (ops/triton/ssd_combined.py MambaSplitConv1dScanCombinedFn.forward save_for_backward) keeps
+// in_proj's output zxbcdt (2 d_inner + 2 groups*state + heads wide), the scan's output before
+// the gate and norm (d_inner) and the norm's rstd (fp32, one per group); the conv1d output and
+// the chunk states are rebuilt in backward. Hugging Face's mixers (Mamba2Mixer
+// cuda_kernels_forward, NemotronH, Bamba, GraniteMoeHybrid, Falcon-H1) pass the gated norm and
+// out_proj into it: the norm's output is recomputed for out_proj's weight gradient, nothing
+// more is saved. Megatron-Core's MambaMixer (megatron/core/ssm/mamba_mixer.py) passes neither:
+// its separate gated norm saves its input and rstd, its out_proj (TERowParallelLinear) its
+// input, 4 d_inner more. Heads split over tensor parallelism; bf16 but the rstd.
+double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool megatron);
 
 // Bytes one gated DeltaNet saves for backward per GPU per micro-batch beyond its input
 // (models/qwen3_next/modeling_qwen3_next.py Qwen3NextGatedDeltaNet with fla's
-// chunk_gated_delta_rule, fla/ops/gated_delta_rule/chunk.py, and causal_conv1d_fn): the
-// causal conv's input (q, k, v concatenated: 2 keys + values), the kernel's q, k, v after the
-// conv, its gate g (fp32) and beta per value head, the chunk's triangular solve A (64 entries
-// per token and value head, bf16), the z gate and the core output the gated norm saves
-// (values each), and out_proj's input (values). Heads split over tensor parallelism.
+// chunk_gated_delta_rule, fla/ops/gated_delta_rule/chunk.py, and causal_conv1d_fn): the causal
+// conv's input (q, k, v concatenated: 2 keys + values, bf16); the kernel's q and k after its l2
+// norm, repeated to the value heads (2 x value heads x key_head_dim, bf16, with fp32 rstds), v;
+// the gate g (fp32 cumulative within the chunk), beta, the sigmoid and softplus inputs; the
+// chunk's triangular solve A (64 per token and value head, bf16); the gated norm's x and z and
+// rstd (fla fused_norm_gate.py), and out_proj's input: 4 keys + 4 x value heads x key_head_dim
+// + 10 values + 26 x value heads + 2 x 64 x value heads bytes per token. Heads split over tensor
+// parallelism.
 double deltanet_saved_bytes(const memest_model& m, const ActivationLayout& x);
 
 // One layer's share of a stack's block model, per GPU per micro-batch (what a hybrid layer
@@ -44,8 +50,9 @@ BlockShares megatron_block_shares(const memest_model& m, const ActivationCoeffic
                                   const ActivationLayout& x);
 
 // Bytes the layers of `mix` save beyond the same number of attention + MLP layers under
-// `shares` (negative where they save less); mixers saved as the functions above.
+// `shares` (negative where they save less); mixers saved as the functions above (`megatron`:
+// Megatron-Core's MambaMixer, else the Hugging Face mixers).
 double hybrid_activation_delta(const memest_model& m, const ActivationLayout& x,
-                               const LayerMix& mix, const BlockShares& shares);
+                               const LayerMix& mix, const BlockShares& shares, bool megatron);
 
 }  // namespace memest

@@ -26,27 +26,34 @@ ModelFlops model_flops(const memest_model& m) {
                                                         m.v_head_dim) / 2
                               : q;
   if (hybrid) {
-    // attention scores on the attention layers only; the mixers' chunked scans instead, per
-    // token and pass: 2 Q (N + P) + 4 N P per head (Dao and Gu 2024, Sec. 6; Mamba-2 chunk 256,
-    // fla's delta rule chunk 64), spread over the layers like score_width.
+    // attention scores on the attention layers only; the mixers' chunked scans instead,
+    // spread over the layers like score_width.
     const double layers = static_cast<double>(m.num_hidden_layers);
     const LayerMix mix = layer_mix(m, 0, m.num_hidden_layers);
     const double attention_layers = layers - static_cast<double>(mix.mamba + mix.deltanet + mix.no_mixer);
     out.score_width *= attention_layers / layers;
-    auto scan = [](double heads, double state, double head, double chunk) {
-      return heads * (2 * chunk * (state + head) + 4 * state * head);
-    };
     const double mamba_layers = static_cast<double>(mix.mamba + mix.parallel);
     const double deltanet_layers = static_cast<double>(mix.deltanet);
-    out.scan_flops =
-        (mamba_layers * scan(static_cast<double>(m.mamba_num_heads), static_cast<double>(m.mamba_state_size),
-                             static_cast<double>(m.mamba_head_dim), 256) +
-         deltanet_layers * scan(static_cast<double>(m.linear_value_heads),
-                                static_cast<double>(m.linear_key_head_dim),
-                                static_cast<double>(m.linear_value_head_dim), 64)) /
-        layers;
+    out.scan_flops = (mamba_layers * (mamba_layers > 0 ? mamba_scan_flops(m) : 0.0) +
+                      deltanet_layers * (deltanet_layers > 0 ? deltanet_scan_flops(m) : 0.0)) /
+                     layers;
   }
   return out;
+}
+
+double mamba_scan_flops(const memest_model& m) {
+  constexpr double kChunk = 256;  // mamba_ssm's chunk_size default (Mamba2, MambaMixer)
+  const double inner = static_cast<double>(m.mamba_num_heads * m.mamba_head_dim);
+  const double state = static_cast<double>(m.mamba_state_size);
+  return 2 * kChunk * state * static_cast<double>(m.mamba_groups) + 2 * kChunk * inner +
+         4 * state * inner;
+}
+
+double deltanet_scan_flops(const memest_model& m) {
+  constexpr double kChunk = 64;  // fla chunk_gated_delta_rule's BT
+  const double dk = static_cast<double>(m.linear_key_head_dim);
+  const double dv = static_cast<double>(m.linear_value_head_dim);
+  return static_cast<double>(m.linear_value_heads) * (6 * dk * dv + 6 * kChunk * dk + 4 * kChunk * dv);
 }
 
 double model_flops_per_token(const memest_model& m, const ModelFlops& f, double seq_len) {

@@ -20,6 +20,14 @@ struct ModelFlops {
 };
 ModelFlops model_flops(const memest_model& m);
 
+// Forward FLOPs per token of one layer's chunked scan (tensor parallelism aside). Mamba-2's SSD
+// (mamba_ssm/ops/triton/ssd_*.py, chunk Q = 256): C B^T within a chunk per group
+// (2 Q N groups), its product with X (2 Q d_inner), the chunk states and their read-out
+// (4 N d_inner). fla's chunked gated delta rule (chunk C = 64) per value head: the state
+// updates and read-outs (6 d_k d_v) and the chunk products (6 C d_k + 4 C d_v).
+double mamba_scan_flops(const memest_model& m);
+double deltanet_scan_flops(const memest_model& m);
+
 // Model FLOPs per token (3 passes) at sequence length `seq_len`:
 // 6 N_active + 6vh + 12 s L score_width.
 double model_flops_per_token(const memest_model& m, const ModelFlops& f, double seq_len);

@@ -270,6 +270,20 @@ void validate_stack(const PretrainRequest& r) {
            "modelled: use recompute_every 1");
     }
   }
+  if (fw != MEMEST_FRAMEWORK_MEGATRON && is_hybrid(r.model)) {
+    // the eager blocks' checkpointing policies are modelled for attention + MLP blocks; a
+    // hybrid stage's Mamba/DeltaNet blocks differ (activations/mixer_activations.hpp counts
+    // them for blocks that keep everything or only their input)
+    if (r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
+      fail("training.recompute", "op_selective (torchtitan's per-op policy) is modelled for "
+                                 "attention blocks: with a hybrid model use none, selective or full");
+    }
+    if (st.recompute_every > 1) {
+      fail("training.recompute_every",
+           "checkpointing one block in N of a hybrid model depends on which kinds of blocks are "
+           "checkpointed, which is not modelled: use recompute_every 1");
+    }
+  }
   if (st.loss == MEMEST_LOSS_UNFUSED_16BIT) {
     // The 16-bit loss keeps the model's own fp16/bf16 logits (activations/stack_activations.hpp
     // Unfused16Bit): refused where the logits are not 16-bit or the loss upcasts them anyway.

@@ -349,7 +349,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     activations += mtp_activations;
     activations += in_flight * hybrid_activation_delta(
                                    m, plan.layout, mix,
-                                   megatron_block_shares(m, plan.coefficients, plan.layout));
+                                   megatron_block_shares(m, plan.coefficients, plan.layout),
+                                   true);
   } else {
     st = stack_activation_terms(plan, layers, moe_layers, in_flight, last, layer, edge);
     if (moe_count > 0) {
@@ -365,7 +366,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     activations = st.layers_bytes + st.recompute;
     // hybrid layers that keep everything (checkpointed blocks keep their input, any kind)
     if (!plan.stack_terms.checkpointing) {
-      activations += in_flight * hybrid_activation_delta(m, plan.layout, mix, plan.stack_terms.shares);
+      activations +=
+          in_flight * hybrid_activation_delta(m, plan.layout, mix, plan.stack_terms.shares, false);
     }
   }
   if (plan.stack.fp8) {

@@ -296,16 +296,12 @@ LayerTime dense_layer(const Context& x) {
   return out;
 }
 
-// A token mixer's chunked scan (Mamba-2's SSD, mamba_ssm/ops/triton/ssd_combined.py; the gated
-// delta rule, fla/ops/gated_delta_rule/chunk.py): within a chunk of `chunk` tokens it is an
-// attention over the chunk (C B^T over the state width, times X over the head width), across
-// chunks a state of state x head per head carried and read back (Dao and Gu 2024, Sec. 6:
-// 2 Q (N + P) + 4 N P FLOPs per token and head). The chunk products run like FlashAttention
-// blocks of `chunk` keys; backward at the same 2.5x.
-void scan_part(const Context& x, LayerTime& out, double heads, double state, double head,
-               double chunk) {
-  const double flops = x.rows * heads / x.t * (2 * chunk * (state + head) + 4 * state * head);
-  const AttentionSeconds at = flash_attention_seconds(x.dev, flops, chunk, head);
+// A token mixer's chunked scan (model/flops.hpp mamba_scan_flops, deltanet_scan_flops: its
+// forward FLOPs per token): within a chunk of `chunk` tokens an attention over the chunk,
+// across chunks a carried state; its products run like FlashAttention blocks of `chunk` keys
+// at the head width, backward at the same 2.5x. Split by heads over tp.
+void scan_part(const Context& x, LayerTime& out, double flops_per_token, double head, double chunk) {
+  const AttentionSeconds at = flash_attention_seconds(x.dev, x.rows * flops_per_token / x.t, chunk, head);
   out.forward += at.forward;
   out.backward += at.backward;
 }
@@ -322,8 +318,7 @@ LayerTime mamba_mixer(const Context& x) {
   const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
   linear(x, out, x.rows, (2 * inner + bc + heads) / x.t, x.h, gemm);
   linear(x, out, x.rows, x.h, inner / x.t, gemm);
-  scan_part(x, out, heads, static_cast<double>(m.mamba_state_size),
-            static_cast<double>(m.mamba_head_dim), 256);
+  scan_part(x, out, mamba_scan_flops(m), static_cast<double>(m.mamba_head_dim), 256);
   const double bytes = x.rows * (4 * (inner + bc) + 6 * inner) / x.t;  // conv, gate and norm
   out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
   out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
@@ -344,8 +339,7 @@ LayerTime deltanet_mixer(const Context& x) {
   linear(x, out, x.rows, (2 * keys + 2 * values) / x.t, x.h, gemm);
   linear(x, out, x.rows, 2 * vh / x.t, x.h, gemm);
   linear(x, out, x.rows, x.h, values / x.t, gemm);
-  scan_part(x, out, vh, static_cast<double>(m.linear_key_head_dim),
-            static_cast<double>(m.linear_value_head_dim), 64);
+  scan_part(x, out, deltanet_scan_flops(m), static_cast<double>(m.linear_value_head_dim), 64);
   const double bytes = x.rows * (4 * (2 * keys + values) + 6 * values) / x.t;
   out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
   out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
