@@ -530,7 +530,9 @@ ojson read_config_file(const std::string& path) {
   const bool failed = std::ferror(file);
   std::fclose(file);
   if (failed) throw InputError(fmt::format("--config: cannot read \"{}\"", path));
-  if (text.find('\0') == std::string::npos) {
+  const std::string cleaned = non_finite_as_null(text);
+  check_json_text(fmt::format("--config: \"{}\"", path), cleaned);  // NUL, depth, duplicates
+  {
     memest_model model;
     if (memest_model_init(&model, sizeof model) == MEMEST_OK &&
         memest_model_from_config_json(text.c_str(), &model) != MEMEST_OK &&
@@ -539,8 +541,6 @@ ojson read_config_file(const std::string& path) {
       throw InputError(fmt::format("--config: \"{}\": {}", path, memest_last_error()));
     }
   }
-  const std::string cleaned = non_finite_as_null(text);
-  check_json_text(fmt::format("--config: \"{}\"", path), cleaned);
   return ojson::parse(cleaned);
 }
 
