@@ -98,6 +98,12 @@ import createMemestCore from './build/memest_core.mjs';
  *                                          out of memory are pruned as "oom" (default: the enums
  *                                          mode's search_max_oom_probability,
  *                                          {@link Memest#searchMaxOomProbability})
+ * @property {boolean[]} [fp8]             (1.5) fp8 settings tried at every layout (false / true);
+ *                                          left out: the training block's fp8
+ * @property {string[]} [compile]          (1.5) torch.compile settings tried at every layout
+ *                                          (names of enums().compile); left out: the training
+ *                                          block's compile. Each result says which it used
+ *                                          ("fp8": bool, "compile": name)
  */
 
 /**

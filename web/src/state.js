@@ -53,6 +53,10 @@ export const DEFAULTS = Object.freeze({
   // the search's largest probability of OOM for a ranked layout: '' = the library's default
   // (its enums mode's search_max_oom_probability), which the request then leaves out
   moop: '',
+  // the stack variants the search tries at every layout (search.fp8, search.compile): '' = the
+  // form's own fp8 and compile (the request then leaves the field out); else a comma list of
+  // fp8 settings ("off,on": [false, true]) or of memest_compile names ("none,all")
+  sf8: '', scp: '',
 });
 
 /** The compile state as a memest_compile name: the checkbox of before 1.4 wrote '1' (blocks and
@@ -458,8 +462,24 @@ export function searchRequest(state) {
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
       ...ddpFields(state, 'search'),
     },
-    search: { top: num(state.top), ...searchLimit(state) },
+    search: { top: num(state.top), ...searchLimit(state), ...searchVariants(state) },
   };
+}
+
+/** The fp8 settings a search may try, as the state's comma list names them (search.fp8's
+ *  false / true); a boolean, not an enumeration of the library. */
+export const SEARCH_FP8 = Object.freeze(['off', 'on']);
+
+/** search.fp8 and search.compile where the form lists settings to try ('' leaves the form's
+ *  own fp8 and compile). The names go as they are: the library refuses an unknown one. */
+export function searchVariants(state) {
+  const list = (key) => String(state[key] ?? DEFAULTS[key]).split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const out = {};
+  const fp8 = list('sf8');
+  if (fp8.length) out.fp8 = fp8.map((t) => (t === 'on' ? true : t === 'off' ? false : t));
+  const compile = list('scp');
+  if (compile.length) out.compile = compile;
+  return out;
 }
 
 /** search.max_oom_probability when the form sets one ('' leaves the library's default). */
@@ -492,6 +512,7 @@ const STATE_OF_FIELD = {
   'training.adapter.double_quant': 'dq',
   ...Object.fromEntries(POLICY.map((p) => [`training.${p.field}`, p.key])),
   'training.adapter.quantize_lm_head': 'qlh', 'search.max_oom_probability': 'moop',
+  'search.fp8': 'sf8', 'search.compile': 'scp',
 };
 
 /**
@@ -526,7 +547,7 @@ const SLOT_OF_STATE = {
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
-  qlh: 'quantize-lm-head', moop: 'search-max-oom',
+  qlh: 'quantize-lm-head', moop: 'search-max-oom', sf8: 'search-fp8', scp: 'search-compile',
   fsl: 'first-stage-layers', lsl: 'last-stage-layers', pl: 'pipeline-layout',
 };
 
@@ -544,5 +565,7 @@ export function inputForField(field) {
   if (field.startsWith('training.adapter')) return 'adapter-type';
   if (field.startsWith('training.')) return 'seq';
   if (field.startsWith('finetune.')) return 'ft-method';
+  if (field.startsWith('search.fp8')) return 'search-fp8';  // search.fp8[1]: the list's item
+  if (field.startsWith('search.compile')) return 'search-compile';
   return 'general';
 }
