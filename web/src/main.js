@@ -5,7 +5,7 @@ import { createMemest, GiB } from '@memest';
 import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
   inputForField, formProblem, applySet, BUCKETS, bucketApplies, POLICY, policyApplies,
-  DDP_ONE, ddpApplies,
+  DDP_ONE, ddpApplies, SEARCH_FP8, searchVariants,
 } from './state.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
@@ -103,6 +103,12 @@ const FORM = {
  *  list `lt`, in the library's order. */
 const targetBoxes = () => [...document.querySelectorAll('#lora-targets input[type="checkbox"]')];
 
+/** The search's stack variants (search.fp8, search.compile): the state key of each checkbox
+ *  group, its boxes filled once the library's names are read; a group's checked boxes are the
+ *  state's comma list, in the boxes' order (none: '', the form's own setting). */
+const SEARCH_VARIANTS = { sf8: 'search-fp8', scp: 'search-compile' };
+const variantBoxes = (id) => [...document.querySelectorAll(`#${id} input[type="checkbox"]`)];
+
 let state = stateFromHash(location.hash);
 
 /** The state with a preset GPU's capacity in `mem` (what the read-only capacity field shows):
@@ -122,6 +128,10 @@ function writeForm(s) {
   }
   const targets = String(s.lt ?? '').split(',');
   for (const box of targetBoxes()) box.checked = targets.includes(box.value);
+  for (const [key, id] of Object.entries(SEARCH_VARIANTS)) {
+    const names = String(s[key] ?? '').split(',');
+    for (const box of variantBoxes(id)) box.checked = names.includes(box.value);
+  }
   syncFields(s);
 }
 
@@ -134,6 +144,10 @@ function readForm() {
   // before the enums fill the checkboxes, keep the state's list
   const boxes = targetBoxes();
   if (boxes.length) s.lt = boxes.filter((b) => b.checked).map((b) => b.value).join(',');
+  for (const [key, id] of Object.entries(SEARCH_VARIANTS)) {
+    const group = variantBoxes(id);
+    if (group.length) s[key] = group.filter((b) => b.checked).map((b) => b.value).join(',');
+  }
   return s;
 }
 
@@ -204,7 +218,7 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'optimizer', 'param-dtype', 'grad-dtype', 'loss', 'recompute-every', 'opt-in-backward', 'fp8',
   'compile', 'moe-dispatcher', 'attention-kernel', 'comm-overlap', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'quantize-lm-head',
-  ...POLICY.map((p) => p.id), 'search-max-oom', ...BUCKETS.map((b) => b.id), DDP_ONE.id, 'general'];
+  ...POLICY.map((p) => p.id), 'search-max-oom', 'search-fp8', 'search-compile', ...BUCKETS.map((b) => b.id), DDP_ONE.id, 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 function clearErrors() {
@@ -1103,7 +1117,12 @@ function runSearch(problem) {
     tflops: r.tflops_per_gpu ?? null, tokens: r.tokens_per_s ?? null, reason: r.reason ?? '', _raw: r,
     tie: r.tie ? 1 : 0, mfu: r.throughput?.mfu ?? null,
     oom_probability: r.oom_probability ?? null, margin_gib: r.margin_bytes == null ? null : r.margin_bytes / GiB,
+    fp8: r.fp8 ? 'on' : 'off', compile: r.compile ?? 'none',
   }));
+  // which fp8 and torch.compile each layout trains with: shown when the search tried variants,
+  // or when a layout uses either (as the CLI's table)
+  const tried = searchVariants(state);
+  const variants = 'fp8' in tried || 'compile' in tried || rows.some((r) => r.fp8 === 'on' || r.compile !== 'none');
   const limit = typeof d.max_oom_probability === 'number'
     ? ` with a probability of OOM of at most ${probability(d.max_oom_probability)}` : '';
   $('search-summary').dataset.maxOomProbability = String(d.max_oom_probability ?? '');
@@ -1115,7 +1134,8 @@ function runSearch(problem) {
     const best = d.results[0];
     const l = best.layout;
     setStatus('result', [who, 'the fastest layout predicted to fit is ',
-      `tp ${l.tp}, cp ${l.cp}, pp ${l.pp}, vpp ${l.vpp}, micro-batch ${l.micro_batch}, recompute ${l.recompute}, ZeRO ${l.zero}`,
+      `tp ${l.tp}, cp ${l.cp}, pp ${l.pp}, vpp ${l.vpp}, micro-batch ${l.micro_batch}, recompute ${l.recompute}, ZeRO ${l.zero}` +
+      (variants ? `, fp8 ${best.fp8 ? 'on' : 'off'}, compile ${best.compile ?? 'none'}` : ''),
       ' — ', verdictWords(best.peak_verdict),
       `, peak ${fmtGiB(best.peak_bytes)} of ${fmtGiB(d.gpu.memory_bytes)}` +
       (typeof best.oom_probability === 'number' ? ` (probability of OOM ${probability(best.oom_probability)}, ${marginText(best.margin_bytes)})` : '') +
@@ -1130,6 +1150,7 @@ function runSearch(problem) {
     { key: 'tie', label: 'Tie', num: true, fmt: (v) => (v ? '=' : '') },
     ...layoutKeys.map((k) => ({ key: k, label: k === 'micro_batch' ? 'mbs' : k, num: true })),
     ...(rows.some((r) => 'recompute' in r) ? [{ key: 'recompute', label: 'Recompute' }] : []),
+    ...(variants ? [{ key: 'fp8', label: 'fp8' }, { key: 'compile', label: 'Compile' }] : []),
     { key: 'peak_gib', label: 'Peak (GiB)', num: true, fmt: (v) => v.toFixed(2) },
     { key: 'peak_verdict', label: 'Verdict', fmt: (v) => words(v), verdict: 'peak_verdict' },
     ...(rows.some((r) => r.oom_probability != null) ? [
@@ -1144,7 +1165,7 @@ function runSearch(problem) {
   ], rows, (r) => `verdict-${r.peak_verdict}`, (row) => {
     const b = el('button', { type: 'button', className: 'use', title: row.reason }, 'Use');
     b.setAttribute('aria-label', `Use layout ranked ${row.rank}`);
-    b.addEventListener('click', () => applyLayout(row._raw.layout));
+    b.addEventListener('click', () => applyLayout(row._raw.layout, row._raw));
     return b;
   });
 }
@@ -1162,8 +1183,9 @@ function flattenLayout(layout) {
 }
 
 /** Loads a search result's layout into the form: every field the search chose (tp, cp, pp,
- *  vpp, micro-batch, recompute, ZeRO); the GPUs, SP and training settings are those it ran with. */
-function applyLayout(l) {
+ *  vpp, micro-batch, recompute, ZeRO, and the fp8 and torch.compile of its entry); the GPUs, SP
+ *  and other training settings are those it ran with. */
+function applyLayout(l, entry = {}) {
   const set = { parallel: {}, training: {} };
   for (const k of ['tp', 'cp', 'pp', 'vpp', 'zero', 'gpus', 'sp']) if (l[k] != null) set.parallel[k] = l[k];
   // expert parallelism: only where the search varied it (ep > 1, or experts not split by tp)
@@ -1178,6 +1200,7 @@ function applyLayout(l) {
   }
   set.parallel.pipeline_layout = '';
   for (const k of ['micro_batch', 'recompute']) if (l[k] != null) set.training[k] = l[k];
+  for (const k of ['fp8', 'compile']) if (entry[k] != null) set.training[k] = entry[k];
   const { state: next } = applySet(state, set);
   selectTab('pretrain');
   state = { ...next, tab: 'pretrain' };
@@ -1351,6 +1374,12 @@ async function start() {
     ...REDUCE_DTYPES.map((name) => new Option(name, name)));
   // the search's default limit on the probability of OOM: the library's
   $('search-max-oom').placeholder = `default ${memest.searchMaxOomProbability()}`;
+  // the stack variants the search may try: fp8 off / on (a boolean) and the library's
+  // torch.compile names (its compile enum, as the compile select's)
+  const variantBox = (id, name) => el('label', { className: 'check' },
+    el('input', { type: 'checkbox', value: name, id: `${id}-${name}`, name: id }), ` ${name}`);
+  $('search-fp8').replaceChildren(...SEARCH_FP8.map((name) => variantBox('search-fp8', name)));
+  $('search-compile').replaceChildren(...enums.compile.map((name) => variantBox('search-compile', name)));
   // LoRA / QLoRA: the adapter types and target names are the library's; the adapter dtypes the
   // JSON request's names
   $('adapter-type').replaceChildren(...enums.adapter.map((name) => new Option(name, name)));
@@ -1396,6 +1425,12 @@ async function start() {
   form.addEventListener('submit', (e) => e.preventDefault());
   $('search-top').addEventListener('input', () => { state.top = $('search-top').value; scheduleUpdate(); });
   $('search-max-oom').addEventListener('input', () => { state.moop = $('search-max-oom').value; scheduleUpdate(); });
+  for (const [key, id] of Object.entries(SEARCH_VARIANTS)) {
+    $(id).addEventListener('change', () => {
+      state[key] = variantBoxes(id).filter((b) => b.checked).map((b) => b.value).join(',');
+      scheduleUpdate();
+    });
+  }
   $('search-run').addEventListener('click', () => {
     state.top = $('search-top').value;
     state.moop = $('search-max-oom').value;
