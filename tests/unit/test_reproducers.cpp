@@ -378,8 +378,9 @@ TEST_CASE("non-finite scan: several hundred valid requests, no null in any respo
     const int64_t seq = std::min<int64_t>(2048, max_seq);
     // Mixture-of-experts, latent attention and multi-token prediction: model states, pretraining
     // (with expert parallelism where the experts divide) and a small search; fine-tuning
-    // refuses them (LLMem models dense decoders only).
-    const bool dense = m.num_experts == 0 && m.kv_lora_rank == 0 && m.mtp_layers == 0;
+    // refuses them (LLMem models dense decoders only), and hybrid models (Mamba-2, DeltaNet).
+    const bool dense = m.num_experts == 0 && m.kv_lora_rank == 0 && m.mtp_layers == 0 &&
+                       m.mixer_pattern[0] == '\0' && m.mlp_pattern[0] == '\0';
     if (!dense) {
       for (const std::string& gpu : gpus) {
         scan(json{{"mode", "model_states"}, {"model", id}, {"gpu", gpu},

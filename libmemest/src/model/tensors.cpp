@@ -1,5 +1,6 @@
 #include "model/tensors.hpp"
 
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -66,7 +67,8 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     if (m.fused_qkv) {
       linear(h, q + 2 * kv, m.attention_qkv_bias);
     } else {
-      linear(h, q, m.attention_qkv_bias);
+      // (Qwen3-Next's q_proj also yields the output gate: twice the query width)
+      linear(h, m.attention_output_gate ? 2 * q : q, m.attention_qkv_bias);
       linear(h, kv, m.attention_qkv_bias);
       linear(h, kv, m.attention_qkv_bias);
     }
@@ -98,13 +100,53 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     t.push_back({TensorKind::Norm, h});
     t.push_back({TensorKind::Norm, h});
   }
+  // A hybrid model's mixers (model/hybrid.hpp mamba_params, deltanet_params: the same
+  // tensors, one by one).
+  auto mamba = [&] {
+    const double heads = static_cast<double>(m.mamba_num_heads);
+    const double inner = heads * static_cast<double>(m.mamba_head_dim);
+    const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
+    linear(h, 2 * inner + bc + heads, m.mamba_proj_bias == 1);  // in_proj
+    t.push_back({TensorKind::Linear, (inner + bc) * static_cast<double>(m.mamba_conv_kernel)});
+    if (m.mamba_conv_bias) t.push_back({TensorKind::Bias, inner + bc});  // conv1d
+    for (int i = 0; i < 3; ++i) t.push_back({TensorKind::Norm, heads});  // dt_bias, A_log, D
+    if (m.mamba_norm) t.push_back({TensorKind::Norm, inner});
+    linear(inner, h, m.mamba_proj_bias == 1);  // out_proj
+  };
+  auto deltanet = [&] {
+    const double vh = static_cast<double>(m.linear_value_heads);
+    const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
+    const double values = vh * static_cast<double>(m.linear_value_head_dim);
+    linear(h, 2 * keys + 2 * values, false);  // in_proj_qkvz
+    linear(h, 2 * vh, false);                 // in_proj_ba
+    t.push_back({TensorKind::Linear, (2 * keys + values) * static_cast<double>(m.linear_conv_kernel)});
+    t.push_back({TensorKind::Norm, vh});  // dt_bias
+    t.push_back({TensorKind::Norm, vh});  // A_log
+    t.push_back({TensorKind::Norm, static_cast<double>(m.linear_value_head_dim)});
+    linear(values, h, false);  // out_proj
+  };
+  const bool hybrid = is_hybrid(m);
   for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
     const size_t begin = t.size();
-    if (m.norms_per_layer >= 1) norm();  // before attention
-    attention();
-    for (int32_t extra = 1; extra < m.norms_per_layer; ++extra) norm();  // before the MLP
-    if (is_moe_layer(m, layer)) moe();
-    else mlp(f);
+    if (!hybrid) {
+      if (m.norms_per_layer >= 1) norm();  // before attention
+      attention();
+      for (int32_t extra = 1; extra < m.norms_per_layer; ++extra) norm();  // before the MLP
+      if (is_moe_layer(m, layer)) moe();
+      else mlp(f);
+    } else {  // one norm before each block the layer has
+      const char mixer = mixer_of(m, layer);
+      if (mixer != kMixerNone) norm();
+      if (mixer == kMixerAttention || mixer == kMixerParallel) attention();
+      if (mixer == kMixerMamba2 || mixer == kMixerParallel) mamba();
+      if (mixer == kMixerDeltaNet) deltanet();
+      const bool no_mlp = has_mlp_pattern(m) && m.mlp_pattern[layer] == kMlpNone;
+      if (!no_mlp) {
+        norm();
+        if (is_moe_layer(m, layer)) moe();
+        else mlp(f);
+      }
+    }
     for (size_t i = begin; i < t.size(); ++i) t[i].layer = layer;
   }
   if (m.final_norm) norm();
