@@ -2,9 +2,12 @@
 // memory chart (pretraining), and the search table's tie marker, ep and MFU columns, against the
 // memest CLI for the same requests. Needs what e2e.test.mjs needs: web/dist and the CLI.
 // Each test fails when the page shows no breakdown (or no tie column): the lists must be equal.
+// The search's fp8 / torch.compile variants: the page's rows against `memest search
+// --fp8-options ... --compile-options ... --format json`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cli, cliPretrain, expectResult, page, probe, RESULTS, settle, show, usePage } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { CLI, cli, cliPretrain, expectResult, page, probe, RESULTS, settle, show, usePage } from './harness.mjs';
 
 usePage();
 
@@ -135,5 +138,97 @@ test('communication overlap: a select of the library\'s kinds, in the URL, and t
   assert.deepEqual(shown, nonzero);
   assert.ok((await page.evaluate(() => location.hash)).includes('co=dp%2Ctp') ||
             (await page.evaluate(() => location.hash)).includes('co=dp,tp'), 'the overlap is in the URL');
+  await show('#');
+});
+
+/** The CLI's JSON answer to its own search flags (`memest search ... --format json`). */
+function cliSearch(args) {
+  return JSON.parse(execFileSync(CLI, ['search', ...args, '--format', 'json'],
+    { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }));
+}
+
+/** The search table as objects keyed by its column labels (sort arrows dropped). */
+const searchTable = () => page.$$eval('#search-table', ([table]) => {
+  const labels = [...table.tHead.rows[0].cells].map((th) => th.textContent.replace(/[▲▼]/g, '').trim());
+  return [...table.tBodies[0].rows].map((tr) => Object.fromEntries(
+    [...tr.cells].map((td, i) => [labels[i], td.textContent.trim()])));
+});
+
+/** What the page's row shows of a CLI entry: its layout, fp8, compile and tokens/s. */
+const shownOf = (r) => ({ tp: String(r.layout.tp), cp: String(r.layout.cp), pp: String(r.layout.pp),
+  vpp: String(r.layout.vpp), mbs: String(r.layout.micro_batch), zero: String(r.layout.zero),
+  Recompute: r.layout.recompute, fp8: r.fp8 ? 'on' : 'off', Compile: r.compile,
+  'Tokens/s': Math.round(r.tokens_per_s).toLocaleString('en-US') });
+const rowOf = (row) => ({ tp: row.tp, cp: row.cp, pp: row.pp, vpp: row.vpp, mbs: row.mbs, zero: row.zero,
+  Recompute: row.Recompute, fp8: row.fp8, Compile: row.Compile, 'Tokens/s': row['Tokens/s'] });
+
+test('search tab: the fp8 and torch.compile variants are sent, shown per layout as the CLI\'s, and in the URL', async () => {
+  // Llama-3.1-8B on 8 x H100 (fp8 tensor cores) under fsdp (megatron runs no torch.compile);
+  // the form pins recompute none, as --recompute none
+  const args = ['-m', 'llama-3.1-8b', '-g', 'h100-80gb', '--gpus', '8', '--framework', 'fsdp',
+    '--recompute', 'none', '--top', '10'];
+  const compileNames = cli({ mode: 'enums' }).enums.compile;
+  const want = cliSearch([...args, '--fp8-options', 'off,on', '--compile-options', compileNames.join(',')]);
+  const plain = cliSearch(args);
+  assert.equal(want.ok, true, `the CLI answers: ${JSON.stringify(want.error)}`);
+  assert.equal(plain.ok, true, `the CLI answers: ${JSON.stringify(plain.error)}`);
+  // the variants change the answer: without them every row is fp8 off, compile none
+  assert.ok(want.results.some((r) => r.fp8) && want.results.some((r) => r.compile !== 'none'));
+  assert.ok(new Set(want.results.map((r) => r.compile)).size > 1, 'the top rows mix compile settings');
+  assert.ok(plain.results.every((r) => !r.fp8 && r.compile === 'none'));
+  assert.notDeepEqual(want.results.map(shownOf), plain.results.map(shownOf));
+
+  // the page without variants: the CLI's plain answer, no fp8 / compile columns
+  await show(`#${new URLSearchParams({ g: 'h100-80gb', fw: 'fsdp', tab: 'search' })}`);
+  await page.waitForSelector('#search-table tbody tr');
+  await expectResult('search without variants');
+  let rows = await searchTable();
+  assert.equal(rows.length, plain.results.length);
+  assert.ok(!('fp8' in rows[0]) && !('Compile' in rows[0]), 'no variant columns without variants');
+  assert.deepEqual(rows.map((r) => r['Tokens/s']), plain.results.map((r) => shownOf(r)['Tokens/s']));
+
+  // the boxes: fp8 off / on and the library's compile names
+  assert.deepEqual(await page.$$eval('#search-fp8 input', (bs) => bs.map((b) => b.value)), ['off', 'on']);
+  assert.deepEqual(await page.$$eval('#search-compile input', (bs) => bs.map((b) => b.value)), compileNames);
+  for (const id of ['search-fp8-off', 'search-fp8-on', ...compileNames.map((n) => `search-compile-${n}`)]) {
+    const before = await probe();
+    await page.check(`#${id}`);
+    await settle(before);
+  }
+  await expectResult('search with variants');
+  rows = await searchTable();
+  assert.equal(rows.length, want.results.length);
+  assert.deepEqual(rows.map(rowOf), want.results.map(shownOf), 'the page\'s rows are the CLI\'s');
+  assert.match(await page.textContent('#search-summary'), new RegExp(`^${want.ranked} of ${want.candidates} layouts`));
+  await page.screenshot({ path: `${RESULTS}search-variants.png`, fullPage: true });
+
+  // the shared URL carries them: a fresh load of it checks the same boxes and shows the same rows
+  const hash = await page.evaluate(() => location.hash);
+  const params = new URLSearchParams(hash.slice(1));
+  assert.equal(params.get('sf8'), 'off,on');
+  assert.equal(params.get('scp'), compileNames.join(','));
+  await show('#');
+  assert.equal(await page.isChecked('#search-fp8-on'), false);
+  await show(hash);
+  await page.waitForSelector('#search-table tbody tr');
+  await expectResult('search variants from the URL');
+  assert.equal(await page.isChecked('#search-fp8-off'), true);
+  assert.equal(await page.isChecked('#search-fp8-on'), true);
+  for (const n of compileNames) assert.equal(await page.isChecked(`#search-compile-${n}`), true, n);
+  assert.deepEqual((await searchTable()).map(rowOf), want.results.map(shownOf), 'the rows from the URL');
+
+  // fp8 on alone, no compile variants: the CLI's --fp8-options on
+  const onlyOn = cliSearch([...args, '--fp8-options', 'on']);
+  for (const id of ['search-fp8-off', ...compileNames.map((n) => `search-compile-${n}`)]) {
+    const before = await probe();
+    await page.uncheck(`#${id}`);
+    await settle(before);
+  }
+  await expectResult('fp8 on alone');
+  assert.ok(!(await page.evaluate(() => location.hash)).includes('scp='), 'no compile variants in the URL');
+  assert.deepEqual((await searchTable()).map(rowOf), onlyOn.results.map(shownOf), 'fp8 on alone');
+  const back = await probe();
+  await page.click('#tab-pretrain');
+  await settle(back);
   await show('#');
 });
