@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { CLI, cli, cliPretrain, expectResult, page, probe, RESULTS, settle, show, usePage } from './harness.mjs';
+import { CLI, cli, cliPretrain, expectResult, g2, page, probe, RESULTS, settle, show, usePage } from './harness.mjs';
 
 usePage();
 
@@ -227,8 +227,19 @@ test('search tab: the fp8 and torch.compile variants are sent, shown per layout 
   await expectResult('fp8 on alone');
   assert.ok(!(await page.evaluate(() => location.hash)).includes('scp='), 'no compile variants in the URL');
   assert.deepEqual((await searchTable()).map(rowOf), onlyOn.results.map(shownOf), 'fp8 on alone');
-  const back = await probe();
-  await page.click('#tab-pretrain');
-  await settle(back);
+
+  // "Use" on a row carries its fp8 and compile into the pretraining form, which reproduces it
+  await show(hash);
+  await page.waitForSelector('#search-table tbody tr');
+  const pick = Math.max(0, want.results.findIndex((r) => r.compile !== want.results[0].compile));
+  const r = want.results[pick];
+  const before = await probe();
+  await page.click(`#search-table tbody tr:nth-child(${pick + 1}) button`);
+  await settle(before);
+  await expectResult(`Use row ${pick + 1}`);
+  assert.equal(await page.getAttribute('#tab-pretrain', 'aria-selected'), 'true');
+  assert.equal(await page.isChecked('#fp8'), r.fp8, `row ${pick + 1}: fp8`);
+  assert.equal(await page.inputValue('#compile'), r.compile, `row ${pick + 1}: compile`);
+  assert.equal((await page.textContent('#peak')).split(' (')[0], `${g2(r.peak_bytes)} GiB`, `row ${pick + 1}: peak`);
   await show('#');
 });
