@@ -306,6 +306,14 @@ void scan_part(const Context& x, LayerTime& out, double flops_per_token, double 
   out.backward += at.backward;
 }
 
+// A mixer's memory-bound kernels (its causal conv, gate and norm: `bytes` read and written in
+// forward, twice that backward; a few fused kernels, more eager) and its TP collectives.
+void mixer_tail(const Context& x, LayerTime& out, double bytes, double gemm) {
+  out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
+  out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
+  tp_part(x, out, 1, gemm);
+}
+
 // One Mamba-2 mixer (mamba_ssm Mamba2, Megatron-Core MambaMixer): in_proj and out_proj GEMMs
 // split by heads over tp, the depthwise conv and the gated norm as memory-bound kernels
 // (each reads and writes its channels once, backward twice), the SSD scan (chunk 256).
@@ -319,10 +327,7 @@ LayerTime mamba_mixer(const Context& x) {
   linear(x, out, x.rows, (2 * inner + bc + heads) / x.t, x.h, gemm);
   linear(x, out, x.rows, x.h, inner / x.t, gemm);
   scan_part(x, out, mamba_scan_flops(m), static_cast<double>(m.mamba_head_dim), 256);
-  const double bytes = x.rows * (4 * (inner + bc) + 6 * inner) / x.t;  // conv, gate and norm
-  out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
-  out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
-  tp_part(x, out, 1, gemm);
+  mixer_tail(x, out, x.rows * (4 * (inner + bc) + 6 * inner) / x.t, gemm);  // conv, gate, norm
   return out;
 }
 
@@ -340,10 +345,7 @@ LayerTime deltanet_mixer(const Context& x) {
   linear(x, out, x.rows, 2 * vh / x.t, x.h, gemm);
   linear(x, out, x.rows, x.h, values / x.t, gemm);
   scan_part(x, out, deltanet_scan_flops(m), static_cast<double>(m.linear_value_head_dim), 64);
-  const double bytes = x.rows * (4 * (2 * keys + values) + 6 * values) / x.t;
-  out.forward += memory_seconds(x.dev, bytes, x.fused ? 3 : 8);
-  out.backward += memory_seconds(x.dev, 2 * bytes, x.fused ? 6 : 16);
-  tp_part(x, out, 1, gemm);
+  mixer_tail(x, out, x.rows * (4 * (2 * keys + values) + 6 * values) / x.t, gemm);
   return out;
 }
 
