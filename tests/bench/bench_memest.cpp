@@ -61,6 +61,21 @@ void run_search_estimates(benchmark::State& state, const memest::PretrainRequest
   state.SetItemsProcessed(state.iterations());
 }
 
+// An unknown preset id of 100 MB (a reproducer once quadratic): how long the typed lookups
+// take to refuse it with a short message, against one copy of the id.
+void BM_UnknownPresetId100MB(benchmark::State& state) {
+  const std::string id(100u << 20, 'x');
+  for (auto _ : state) {
+    memest_model m;
+    m.struct_size = sizeof m;
+    memest_gpu g;
+    g.struct_size = sizeof g;
+    benchmark::DoNotOptimize(memest_model_from_preset(id.c_str(), &m));
+    benchmark::DoNotOptimize(memest_gpu_from_preset(id.c_str(), &g));
+  }
+}
+BENCHMARK(BM_UnknownPresetId100MB)->Unit(benchmark::kMillisecond);
+
 void BM_SearchEstimate(benchmark::State& state) { run_search_estimates(state, llama8b_request()); }
 BENCHMARK(BM_SearchEstimate);
 
