@@ -44,6 +44,9 @@ class BuildWithCMake(build_ext):
             raise RuntimeError(f"CMake did not produce {static}")
         for ext in self.extensions:
             ext.extra_objects.append(str(static))
+            # libmemest.a's one library dependency: yaml-cpp (launch-file import), from
+            # Debian's libyaml-cpp-dev, as memest.pc's Requires.private says
+            ext.libraries.append("yaml-cpp")
         super().build_extensions()
 
 

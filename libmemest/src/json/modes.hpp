@@ -98,6 +98,13 @@ ojson pretrain_mode(const JsonFields& top);
 // A pretrain request document as the core's request (validated when estimated); the
 // throughput validator reads its measured cases with it.
 PretrainRequest parse_pretrain_request(const JsonFields& top);
+// The pretrain response of a parsed request (what mode "pretrain" answers).
+ojson estimate_pretrain(const PretrainRequest& r);
+// Launch files in and out (json/launch_json.cpp): mode "import", mode "emit", and the
+// search's emit of its best layout.
+ojson import_mode(const JsonFields& top);
+ojson emit_mode(const JsonFields& top);
+ojson emit_for(const PretrainRequest& r, const std::string& format, const std::string& field);
 ojson model_states_mode(const JsonFields& top);
 ojson finetune_mode(const JsonFields& top);
 ojson search_mode(const JsonFields& top);

@@ -316,6 +316,8 @@ ojson pretrain_mode(const JsonFields& top) { return pretrain_response(parse_pret
 
 PretrainRequest parse_pretrain_request(const JsonFields& top) { return parse_pretrain(top); }
 
+ojson estimate_pretrain(const PretrainRequest& r) { return pretrain_response(r); }
+
 ojson model_states_mode(const JsonFields& top) {
   return model_states_response(parse_model_states(top));
 }

@@ -152,10 +152,12 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
 std::string answer_request(const std::string& text) {
   const json doc = parse_document(text, "request");
   JsonFields top(doc, "");
-  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets", "enums"});
+  auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets",
+                                  "enums", "import", "emit"});
   if (!mode) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "mode",
-                "mode: missing (pretrain, model_states, finetune, search, presets or enums)");
+                "mode: missing (pretrain, model_states, finetune, search, presets, enums, import "
+                "or emit)");
   }
   ojson response;
   if (*mode == "presets") {
@@ -169,6 +171,10 @@ std::string answer_request(const std::string& text) {
     response = model_states_mode(top);
   } else if (*mode == "finetune") {
     response = finetune_mode(top);
+  } else if (*mode == "import") {
+    response = import_mode(top);
+  } else if (*mode == "emit") {
+    response = emit_mode(top);
   } else {
     response = search_mode(top);
   }

@@ -18,6 +18,7 @@ namespace {
 struct JsonSearch {
   SearchRequest request;
   uint32_t top = 10;
+  std::string emit;  // search.emit: the best layout in this stack's terms ("" = none)
 };
 
 uint32_t recompute_mask(const JsonFields& f) {
@@ -93,7 +94,8 @@ JsonSearch parse_search(const JsonFields& top) {
   JsonFields f(block(top, "search"), "search");
   f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
                     "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline",
-                    "max_ep", "fp8", "compile", "max_oom_probability"});
+                    "max_ep", "fp8", "compile", "max_oom_probability", "emit"});
+  if (auto e = f.choice("emit", {"megatron", "torchtitan", "deepspeed", "accelerate"})) out.emit = *e;
   out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
   r.max_tp = f.integer_or("max_tp", 0, -big, big);
   r.max_cp = f.integer_or("max_cp", 0, -big, big);
@@ -230,6 +232,19 @@ ojson search_response(const JsonSearch& sr) {
              {"max_oom_probability", r.max_oom_probability},
              {"count", res.entries.size()},
              {"results", results}};
+  if (!sr.emit.empty() && !res.entries.empty()) {
+    // the best layout as the stack's own settings (launch/emit.cpp), from the same request
+    const memest_search_entry& e = res.entries[0];
+    PretrainRequest best = r.base;
+    const int64_t etp = e.ep == 1 && e.etp == 1 ? 0 : e.etp == e.tp ? 0 : e.etp;
+    best.set_layout(Layout{e.tp, e.cp, e.pp, e.vpp, e.micro_batch, e.recompute, e.zero, e.ep, etp});
+    best.first_stage_layers = 0;
+    best.last_stage_layers = 0;
+    best.pipeline_layout.clear();
+    best.stack.fp8 = e.fp8;
+    best.stack.compile = e.compile;
+    j["launch"] = emit_for(best, sr.emit, "search.emit");
+  }
   if (res.entries.empty()) {
     j["message"] = res.evaluated == 0
                        ? "no valid layout: every candidate was ruled out (see pruned)"
