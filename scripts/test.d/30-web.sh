@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Component suite: the WebAssembly build and the browser calculator.
 #  1. The CLI, for the cross-checks (MEMEST_CLI: what `memest request` answers).
-#  2. wasm/: build the module with Debian's emscripten, check wasm/exports.txt against memest.h,
-#     run the wrapper's unit tests in Node (node:test), the OOM request against the CLI's.
+#  2. wasm/: build the module with Debian's emscripten (yaml-cpp compiled from Debian's source
+#     package, scripts/deps/yaml-cpp-src.sh), check wasm/exports.txt against memest.h, run the
+#     wrapper's unit tests in Node (node:test), the OOM request against the CLI's, launch import.
 #  3. web/: npm ci (committed lockfile), vite build, then the E2E tests in Debian's headless
-#     Chromium (playwright-core) against the page on 127.0.0.1, cross-checked with the CLI.
+#     Chromium (playwright-core) against the page on 127.0.0.1, cross-checked with the CLI (the
+#     Import tab: import.test.mjs).
 #  4. The size/timing benchmark (figures only, not a pass/fail gate): first result, keystroke to
 #     answer, the layouts table, the fine-tuning and search tabs.
 # Screenshots: web/test-results/*.png (CI artifacts). Run from anywhere:
@@ -13,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH="${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs"  # acorn for Debian's emscripten
 
-for tool in emcc node npm /usr/bin/chromium; do
+for tool in emcc node npm /usr/bin/chromium dpkg-source; do
   command -v "$tool" > /dev/null || { echo "30-web: $tool not found (scripts/install-deps.sh installs scripts/deps/web.txt)" >&2; exit 1; }
 done
 
@@ -33,7 +35,7 @@ echo "-- web: npm ci, vite build"
 (cd web && npm ci --no-audit --no-fund --loglevel=error && npx --no-install vite build --logLevel warn)
 
 echo "-- web: end-to-end tests in headless Chromium"
-(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/buckets.test.mjs test/lora.test.mjs test/throughput.test.mjs)
+(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/buckets.test.mjs test/lora.test.mjs test/throughput.test.mjs test/import.test.mjs)
 
 echo "-- web: benchmark (figures, not assertions)"
 (cd web && node test/bench.mjs) || echo "30-web: benchmark failed to run (not a test failure)"
