@@ -15,6 +15,8 @@ sequences of ranked rows (s[0], s[:3], len(s)); results of both give flat rows: 
 to_csv(), to_dataframe() (pandas, imported only then).
 
 Functions: pretrain, model_states, finetune, search, request (any mode, as a dict),
+import_launch (a run's launch files -> the pretrain request they describe, each value's origin),
+emit_launch (a layout -> a training stack's flags or keys),
 load_config (a Hugging Face config.json), load_gpu_profile (a calibrate/ device profile), models,
 gpus, enums, verdict_bands and peak_verdict_bands (the library's names and bands), verdict_words,
 peak_error_sigma and search_max_oom_probability (the library's constants).
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from . import _native
@@ -36,9 +39,10 @@ from ._errors import (FieldTypeError, InternalError, InvalidArgumentError, Memes
                       MissingFieldError, NoMemoryError, NullPointerError, OutOfRangeError,
                       ParseError, SizeOverflowError, StructSizeError, UnknownFieldError,
                       UnknownPresetError, UnsupportedError)
-from ._results import (FinetuneMethod, FinetuneResult, GpuPreset, ModelPreset, ModelStatesResult,
-                       Part, PretrainResult, Record, Result, SearchResult, SearchRow, Stage,
-                       StackParts, Suggestion, Throughput, _result, verdict_words)
+from ._results import (EmitResult, FinetuneMethod, FinetuneResult, GpuPreset, ImportResult,
+                       ModelPreset, ModelStatesResult, Part, PretrainResult, Record, Result,
+                       SearchResult, SearchRow, Stage, StackParts, Suggestion, Throughput, _result,
+                       verdict_words)
 
 __version__: str = _native.version_string()
 """The C library's version (memest_version_string)."""
@@ -50,6 +54,7 @@ GpuSpec = Union[str, Mapping[str, Any]]
 
 __all__ = [
     "__version__", "pretrain", "model_states", "finetune", "search", "request", "request_json",
+    "import_launch", "emit_launch",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
     "enums", "verdict_bands", "peak_verdict_bands", "verdict_words", "peak_error_sigma",
     "search_max_oom_probability",
@@ -59,7 +64,7 @@ __all__ = [
     "Record", "Result", "PretrainResult", "Stage", "StackParts", "ModelStatesResult",
     "FinetuneResult",
     "FinetuneMethod", "SearchResult", "SearchRow", "Part", "Suggestion", "ModelPreset", "GpuPreset",
-    "Throughput",
+    "Throughput", "ImportResult", "EmitResult",
 ]
 
 
@@ -438,7 +443,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
            no_sync: Optional[bool] = None, logits_held: Optional[bool] = None,
            ddp: Optional[bool] = None,
-           max_oom_probability: Optional[float] = None) -> SearchResult:
+           max_oom_probability: Optional[float] = None,
+           emit: Optional[str] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
     library's search mode). Enumerates tp/cp/pp (divisors of `gpus`, tp within a node unless
     tp_within_node=False), vpp, micro-batches dividing the global batch, the `recompute` and
@@ -456,7 +462,9 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held and ddp
     (1.7) are pretrain()'s. max_oom_probability (default search_max_oom_probability()) ranks only the
     layouts whose probability of running out of memory is at most this (the rest are pruned as
-    "oom"); each row has `oom_probability`, `margin_bytes` and `peak_high_bytes`."""
+    "oom"); each row has `oom_probability`, `margin_bytes` and `peak_high_bytes`.
+    emit ("megatron", "torchtitan", "deepspeed", "accelerate"): the result's `launch` is the best
+    layout in that stack's own flags or keys (an EmitResult, as emit_launch() gives it)."""
     req = {
         "mode": "search", "model": _model(model), "gpu": gpu,
         "parallel": _section(gpus=gpus, sp=sp),
@@ -476,7 +484,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                            uneven_pipeline=uneven_pipeline, max_ep=max_ep,
                            fp8=None if fp8_options is None else list(fp8_options),
                            compile=None if compile_options is None else list(compile_options),
-                           max_oom_probability=max_oom_probability),
+                           max_oom_probability=max_oom_probability, emit=emit),
     }
     return request(req)  # type: ignore[return-value]
 
@@ -582,3 +590,147 @@ def models() -> List[ModelPreset]:
 def gpus() -> List[GpuPreset]:
     """The built-in GPU presets (capacity in bytes; the 4D paper's nominal GiB)."""
     return [GpuPreset({"id": i, **_native.gpu_from_preset(i)}) for i in _native.gpu_preset_ids()]
+
+
+# ---- launch files -----------------------------------------------------------------------
+
+PathSpec = Union[str, "os.PathLike[str]"]
+
+_HF_CACHE_WORDS = "Hugging Face cache"
+# the name a launch file gives its model, in the library's message when it cannot resolve it
+_UNRESOLVED_NAME = re.compile(r' names "([^"\\]+)", which is neither')
+
+
+def _launch_files(paths: Union[PathSpec, List[PathSpec]]) -> List[Dict[str, str]]:
+    """{"name", "text"} of each path, named as given. A file that cannot be read raises
+    InvalidArgumentError, one that is not UTF-8 text ParseError, both naming "files[i]" (the
+    library names a file holding NUL bytes so)."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    elif not hasattr(paths, "__iter__") or isinstance(paths, Mapping):
+        raise FieldTypeError(f"files: expected a path or a list of paths, got {type(paths).__name__}",
+                             field="files")
+    files = []
+    for i, path in enumerate(paths):
+        field = f"files[{i}]"
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise FieldTypeError(f"{field}: expected a path, got {type(path).__name__}", field=field)
+        name = os.fsdecode(path)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except (OSError, ValueError) as e:
+            raise InvalidArgumentError(f"{field}: cannot read {name!r}: {e}", field=field) from e
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ParseError(f"{field}: {name} is binary (not UTF-8 text: {e.reason} at byte "
+                             f"{e.start}), not a launch file", field=field) from None
+        files.append({"name": name, "text": text})
+    return files
+
+
+def _hub_model_id(error: MemestError, model: Any) -> Optional[str]:
+    """The Hugging Face id to fetch config.json for after `error`, or None: the `model` given
+    (an "org/name" id the library could not resolve), or, with no model given, the name the
+    launch file gives when the library says it is not in the local Hugging Face cache."""
+    if error.field != "model":
+        return None
+    hub_id = (lambda s: isinstance(s, str) and s.count("/") == 1 and not s.startswith((".", "/", "~"))
+              and all(s.split("/")))
+    if isinstance(model, str):
+        # the library says "unknown model preset" for a --model id it cannot resolve, and names
+        # the Hugging Face cache for a file's
+        if hub_id(model) and (error.code == UnknownPresetError.code or _HF_CACHE_WORDS in error.message):
+            return model
+        return None
+    if model is None and _HF_CACHE_WORDS in error.message:
+        m = _UNRESOLVED_NAME.search(error.message)
+        if m and hub_id(m.group(1)):
+            return m.group(1)
+    return None
+
+
+def import_launch(paths: Union[PathSpec, List[PathSpec]], *, gpu: Optional[GpuSpec] = None,
+                  gpus: Optional[int] = None, model: Optional[Union[str, Mapping[str, Any]]] = None,
+                  seq_len: Optional[int] = None, format: str = "auto",  # noqa: A002
+                  set: Optional[Mapping[str, Any]] = None,  # noqa: A002
+                  estimate: bool = False, hf_home: Optional[PathSpec] = None) -> ImportResult:
+    """Reads one run's launch files (a torchtitan TOML, a Megatron launch script, a DeepSpeed
+    JSON with its launcher, a torchtune / axolotl / LLaMA-Factory / accelerate YAML: the
+    library's mode "import") into the pretrain request they describe.
+
+    paths: a path or a list of paths; each file's name in the result (origins, warnings) is the
+    path as given. format: "auto" (the library recognises each file) or one of "torchtitan",
+    "megatron", "deepspeed", "hf", "torchtune", "axolotl", "llama-factory", "accelerate".
+    What launch files do not say is given here: gpu (a preset id or a GPU dict; launch files
+    never name the GPU), gpus, model (a preset id, a Hugging Face id or a config dict, over
+    what the files name), seq_len; set overrides any request field as a nested dict
+    ({"parallel": {"tp": 2}}). hf_home: the Hugging Face hub cache the library reads cached
+    config.json files from (default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub).
+    estimate=True estimates the request too (result.estimate).
+
+    Returns an ImportResult: .request (a pretrain request dict), .origins (where each value
+    came from: file and line, framework default, flag, derived), .warnings, .format, .files,
+    .estimate. Raises a MemestError naming the field: "gpu" when no GPU is given, "files[0]"
+    for a file that cannot be read or is binary, "model" for a model nobody can resolve, and
+    the request's own fields (with their origin in the message) for values the library refuses.
+
+    When the model is a Hugging Face id the library cannot resolve (neither a preset nor in
+    the local cache) and huggingface_hub is installed, its config.json is fetched with
+    huggingface_hub.hf_hub_download (which honours HF_ENDPOINT, HF_HOME, HF_TOKEN and
+    HF_HUB_OFFLINE; into hf_home when given) and the import is retried with that config as the
+    model; the result's origins["model"]["resolved"] says so. Without huggingface_hub, or when
+    the download fails, the library's error is raised."""
+    files = _launch_files(paths)
+    req: Dict[str, Any] = {"mode": "import", "files": files, "format": format}
+    if gpu is not None:
+        req["gpu"] = dict(gpu) if isinstance(gpu, Mapping) else gpu
+    if gpus is not None:
+        req["gpus"] = gpus
+    if model is not None:
+        req["model"] = dict(model) if isinstance(model, Mapping) else model
+    if seq_len is not None:
+        req["seq_len"] = seq_len
+    if set is not None:
+        req["set"] = json.loads(_dumps(dict(set))) if isinstance(set, Mapping) else set
+    if hf_home is not None:
+        req["hf_home"] = os.fsdecode(hf_home) if isinstance(hf_home, (str, bytes, os.PathLike)) else hf_home
+    if estimate:
+        req["estimate"] = estimate
+    try:
+        return request(req)  # type: ignore[return-value]
+    except MemestError as e:
+        hub_id = _hub_model_id(e, model)
+        if hub_id is None:
+            raise
+        try:
+            import huggingface_hub  # noqa: PLC0415 - optional: only for an id nobody has cached
+        except ImportError:
+            raise e from None
+        kwargs = {} if hf_home is None else {"cache_dir": req["hf_home"]}
+        try:
+            config_path = huggingface_hub.hf_hub_download(hub_id, "config.json", **kwargs)
+        except Exception as hub_error:  # noqa: BLE001 - any failure of the hub: the library's error
+            raise e from hub_error
+        req["model"] = load_config(config_path)
+        result = request(req)
+        origin = result._data.get("origins", {}).get("model")
+        if isinstance(origin, dict):
+            origin["resolved"] = f"huggingface_hub: {hub_id} config.json ({os.fspath(config_path)})"
+        return result  # type: ignore[return-value]
+
+
+def emit_launch(req: Union[Mapping[str, Any], ImportResult], format: str) -> EmitResult:  # noqa: A002
+    """A pretrain request's layout written in a training stack's own terms (the library's mode
+    "emit"): format "megatron" (launch flags), "torchtitan" (TOML keys), "deepspeed" (a
+    DeepSpeed JSON) or "accelerate" (an accelerate config). req: a pretrain request dict (or an
+    ImportResult, for its request). Returns an EmitResult: .settings ([{"key", "value",
+    "section"?}]), .text, .as_dict(). A bad request raises a MemestError naming the field as
+    "request.<field>"; a layout the stack cannot run, naming "format"."""
+    if isinstance(req, ImportResult):
+        req = req.request
+    if not isinstance(req, Mapping):
+        raise FieldTypeError(f"request: expected a pretrain request dict, got {type(req).__name__}",
+                             field="request")
+    return request({"mode": "emit", "format": format, "request": dict(req)})  # type: ignore[return-value]

@@ -763,6 +763,14 @@ class SearchResult(Result):
         imported here, only now; without it this raises ImportError saying so."""
         return _dataframe(self.to_rows())
 
+    @property
+    def launch(self) -> Optional["EmitResult"]:
+        """The best layout in a training stack's own flags or keys (search(..., emit=
+        "megatron")): an EmitResult, or None when the search was not asked to emit one or
+        ranked no layout."""
+        launch = self._data.get("launch")
+        return EmitResult(launch) if isinstance(launch, dict) else None
+
     def _summary(self) -> str:
         d = self._data
         gpu = (d.get("gpu") or {})
@@ -793,6 +801,77 @@ class SearchResult(Result):
                          f"{r._data.get('estimate_bytes', 0) / GIB:.2f}", f"{tf:.1f}" if tf else ""])
         return (f"<div><p><b>SearchResult</b> {html.escape(self._summary())}</p>"
                 f"{_html_table(header, body)}</div>")
+
+
+class EmitResult(Result):
+    """A layout written in a training stack's own terms (emit_launch(), or a search's
+    `launch`): `format` ("megatron", "torchtitan", "deepspeed", "accelerate"), `settings` (one
+    Record per flag or key: .key, .value and, for TOML and YAML formats, .section) and `text`
+    (what to paste into the launch file). `as_dict()` maps each key to its value."""
+    format: _Field[str] = _Field()  # noqa: A003 - the response's own name
+    settings: _Field[List[Record]] = _Field()
+    text: _Field[str] = _Field()
+
+    def as_dict(self) -> Dict[str, Any]:
+        """{key: value} of the settings, in their order ({"--tensor-model-parallel-size": 2})."""
+        return {s["key"]: s.get("value") for s in self._data.get("settings", [])}
+
+    def __str__(self) -> str:
+        return str(self._data.get("text", ""))
+
+    def __repr__(self) -> str:
+        n = len(self._data.get("settings", []))
+        return f"EmitResult({self._data.get('format')!r}: {n} settings)"
+
+
+class ImportResult(Result):
+    """One run's launch files read into a pretrain request (import_launch()): `request` (a
+    complete "pretrain" request, as a dict to pass to request() or change), `origins` (request
+    field path -> a Record saying where its value came from: o["from"] is "file" with .file,
+    .line, .key; "default" with .framework, .default, .defined_in; "flag" with .flag; "derived"
+    with .rule), `warnings` (settings that change memory but the request cannot represent: .file,
+    .line, .key, .message), `format` (the run's main format), `files` (each file with the
+    format it was read as) and `estimate` (the PretrainResult, when asked for with
+    estimate=True; else None)."""
+    format: _Field[str] = _Field()  # noqa: A003 - the response's own name
+    files: _Field[List[Record]] = _Field()
+    warnings: _Field[List[Record]] = _Field()
+
+    @property
+    def request(self) -> Dict[str, Any]:
+        """The pretrain request the files describe: a copy, yours to change and send."""
+        return copy.deepcopy(self._data.get("request", {}))
+
+    @property
+    def origins(self) -> Dict[str, Record]:
+        """Where each request field's value came from, by its dotted path ("parallel.tp");
+        each a Record (o["from"], o["line"], ...)."""
+        return {k: Record(v) if isinstance(v, dict) else v
+                for k, v in self._data.get("origins", {}).items()}
+
+    @property
+    def estimate(self) -> Optional["PretrainResult"]:
+        """The estimate of the request (estimate=True), or None."""
+        est = self._data.get("estimate")
+        return PretrainResult(est) if isinstance(est, dict) else None
+
+    def __repr__(self) -> str:
+        req = self._data.get("request", {})
+        par, tr = req.get("parallel", {}), req.get("training", {})
+        model = req.get("model")
+        model = model if isinstance(model, str) else (model or {}).get("model_type", "a config")
+        gpu = req.get("gpu")
+        gpu = gpu if isinstance(gpu, str) else "a custom GPU"
+        names = ", ".join(f.get("name", "?") for f in self._data.get("files", []))
+        layout = ", ".join(f"{k} {par[k]}" for k in ("tp", "pp", "cp", "zero") if k in par)
+        lines = [f"ImportResult({self._data.get('format')}: {names}): {model} on "
+                 f"{par.get('gpus', '?')} x {gpu}; {layout}; micro_batch "
+                 f"{tr.get('micro_batch', '?')}, seq_len {tr.get('seq_len', '?')}, "
+                 f"{len(self._data.get('warnings', []))} warnings"]
+        est = self.estimate
+        if est is not None:
+            lines.append(f"  {est!r}")
+        return "\n".join(lines)
 
 
 class ModelPreset(Record):
@@ -832,6 +911,8 @@ _BY_MODE: Dict[str, Type[Result]] = {
     "model_states": ModelStatesResult,
     "finetune": FinetuneResult,
     "search": SearchResult,
+    "import": ImportResult,
+    "emit": EmitResult,
 }
 
 
