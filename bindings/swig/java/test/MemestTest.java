@@ -279,6 +279,7 @@ public class MemestTest {
     throughputChecks();
     oomChecks();
     hybridChecks();
+    launchChecks();
     System.out.println("java MemestTest: " + checks + " checks passed");
   }
 
@@ -713,5 +714,83 @@ public class MemestTest {
     hand.setMlp_pattern(longest + "DDD");
     check(hand.getMlp_pattern().equals(longest), "a pattern past the array is cut at its end");
     check(hand.getMixer_pattern().equals("MA"), "the arrays do not overlap");
+  }
+
+  /** The JSON object (or array) that follows "key": in a response text, by bracket matching
+   *  (strings skipped): a part of the response to look for fields in. */
+  static String jsonSection(String json, String key) {
+    String p = "\"" + key + "\": ";
+    int i = json.indexOf(p);
+    check(i >= 0, "no " + key + " in the response");
+    int start = i + p.length(), depth = 0;
+    boolean inString = false;
+    for (int j = start; j < json.length(); j++) {
+      char c = json.charAt(j);
+      if (inString) {
+        if (c == '\\') j++;
+        else if (c == '"') inString = false;
+      } else if (c == '"') {
+        inString = true;
+      } else if (c == '{' || c == '[') {
+        depth++;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return json.substring(start, j + 1);
+      }
+    }
+    throw new AssertionError("unterminated " + key);
+  }
+
+  /** Launch files (tests/data/launch, from the repository root): Memest.importLaunch on a
+   *  torchtitan TOML and an axolotl QLoRA YAML, the errors naming gpu and files[0], and
+   *  Memest.emitLaunch's Megatron flags. */
+  static void launchChecks() throws Exception {
+    java.nio.file.Path titan = java.nio.file.Path.of("tests/data/launch/torchtitan/llama3-8b-64xa100-op-sac/llama3_8b.toml");
+    java.nio.file.Path qlora = java.nio.file.Path.of("tests/data/launch/axolotl/gemma2-9b-qlora/qlora.yml");
+    String imported = Memest.importLaunch(List.of(titan), new Memest.ImportOptions().gpu("a100-80gb").gpus(64));
+    check(imported.contains("\"format\": \"torchtitan\""), "import format");
+    String request = jsonSection(imported, "request");
+    String parallel = jsonSection(request, "parallel"), training = jsonSection(request, "training");
+    check(jsonNumber(parallel, "tp") == 1 && jsonNumber(parallel, "pp") == 1 && jsonNumber(parallel, "gpus") == 64,
+        "import parallel " + parallel);
+    check(jsonNumber(training, "micro_batch") == 1 && jsonNumber(training, "seq_len") == 8192, "import training " + training);
+    check(training.contains("\"recompute\": \"op_selective\"") && training.contains("\"framework\": \"fsdp\""),
+        "import recompute and framework " + training);
+    String seqOrigin = jsonSection(jsonSection(imported, "origins"), "training.seq_len");
+    check(seqOrigin.contains("\"from\": \"file\"") && jsonNumber(seqOrigin, "line") == 33
+        && seqOrigin.contains("\"file\": \"" + titan + "\""), "origin of training.seq_len " + seqOrigin);
+    check(!imported.contains("\"estimate\": {"), "no estimate unasked");
+    // the request answers as it is; with estimate=true the import carries the same answer
+    String direct = Memest.request(request);
+    check(direct.contains("\"ok\": true") && jsonNumber(jsonSection(direct, "layout"), "tp") == 1, "request answers");
+    String estimated = Memest.importLaunch(List.of(titan), new Memest.ImportOptions().gpu("a100-80gb").gpus(64)
+        .seqLen(4096).set("{\"parallel\": {\"tp\": 2}}").estimate(true));
+    check(jsonNumber(jsonSection(jsonSection(estimated, "estimate"), "layout"), "tp") == 2
+        && jsonNumber(jsonSection(jsonSection(estimated, "request"), "training"), "seq_len") == 4096, "overrides and estimate");
+
+    String adapter = jsonSection(jsonSection(Memest.importLaunch(List.of(qlora),
+        new Memest.ImportOptions().gpu("l4-24gb").gpus(1)), "request"), "adapter");
+    check(adapter.contains("\"type\": \"qlora\""), "axolotl adapter " + adapter);
+
+    expectError(() -> Memest.importLaunch(List.of(titan), new Memest.ImportOptions().gpus(64)), "missing_field", "gpu");
+    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("memest-launch");
+    java.nio.file.Path nul = dir.resolve("weights.toml"), blob = dir.resolve("model.bin");
+    java.nio.file.Files.write(nul, new byte[] {'[', 'j', ']', 0, 0, 1});
+    java.nio.file.Files.write(blob, new byte[] {(byte) 0xff, (byte) 0xfe, 0, 1, (byte) 0x80});
+    MemestException binary = expectError(() -> Memest.importLaunch(List.of(nul),
+        new Memest.ImportOptions().gpu("a100-80gb").gpus(8)), "parse_error", "files[0]");
+    check(binary.getMessage().contains("binary"), "binary: " + binary.getMessage());
+    expectError(() -> Memest.importLaunch(List.of(blob, titan), new Memest.ImportOptions().gpu("a100-80gb")),
+        "parse_error", "files[0]");
+    expectError(() -> Memest.importLaunch(List.of(titan, dir.resolve("missing.toml")),
+        new Memest.ImportOptions().gpu("a100-80gb")), "invalid_argument", "files[1]");
+    for (java.nio.file.Path f : List.of(nul, blob, dir)) java.nio.file.Files.delete(f);
+
+    String tp2 = "{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8, \"tp\": 2}, \"training\": {\"seq_len\": 4096, \"global_batch\": 64}}";
+    String emitted = Memest.emitLaunch(tp2, "megatron");
+    String settings = jsonSection(emitted, "settings");
+    int at = settings.indexOf("\"key\": \"--tensor-model-parallel-size\"");
+    check(at >= 0 && jsonNumber(settings.substring(at), "value") == 2, "emit megatron " + settings);
+    expectError(() -> Memest.emitLaunch(tp2, "fairseq"), "invalid_argument", "format");
   }
 }

@@ -1,5 +1,12 @@
 package org.memest;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -284,5 +291,115 @@ public final class Memest {
     Map<String, Long> counts = new LinkedHashMap<>();
     for (int i = 0; i < reasons.size(); i++) counts.put(reasons.get(i), pruned.getitem(i).longValue());
     return new Search(result, Collections.unmodifiableList(list), Collections.unmodifiableMap(counts));
+  }
+
+  // ---- launch files: the library's modes "import" and "emit" ----------------------------
+
+  /** What launch files do not say, given beside them (the JSON fields of an import request);
+   *  fields left null (false) are not sent, so the library's behaviour applies. Setters chain:
+   *  {@code new Memest.ImportOptions().gpu("a100-80gb").gpus(64)}. */
+  public static final class ImportOptions {
+    String gpu;        // a preset id, as a JSON string
+    String gpuJson;    // a GPU object's JSON text
+    Integer gpus;
+    String model;      // a preset id or a Hugging Face id
+    String modelJson;  // a config.json object's JSON text
+    Integer seqLen;
+    String format = "auto";
+    String setJson;    // request fields to override, as a JSON object's text
+    boolean estimate;
+    String hfHome;
+
+    /** A GPU preset id ("h100-80gb"); launch files never name the GPU. */
+    public ImportOptions gpu(String presetId) { gpu = presetId; gpuJson = null; return this; }
+    /** A GPU object as JSON text ({"memory_gib": 40, "gpus_per_node": 8}). */
+    public ImportOptions gpuJson(String json) { gpuJson = json; gpu = null; return this; }
+    public ImportOptions gpus(int n) { gpus = n; return this; }
+    /** A model preset id or Hugging Face id, over what the files name. */
+    public ImportOptions model(String id) { model = id; modelJson = null; return this; }
+    /** A config.json's text as the model. */
+    public ImportOptions modelJson(String json) { modelJson = json; model = null; return this; }
+    public ImportOptions seqLen(int n) { seqLen = n; return this; }
+    /** "auto" (default) or "torchtitan", "megatron", "deepspeed", "hf", "torchtune", "axolotl",
+     *  "llama-factory", "accelerate". */
+    public ImportOptions format(String f) { format = f; return this; }
+    /** Request fields to override, as a nested JSON object's text: {"parallel": {"tp": 2}}. */
+    public ImportOptions set(String json) { setJson = json; return this; }
+    /** Estimate the request too (the response's "estimate"). */
+    public ImportOptions estimate(boolean e) { estimate = e; return this; }
+    /** The Hugging Face hub cache to look for config.json files in (default: HF_HUB_CACHE,
+     *  HF_HOME/hub, ~/.cache/huggingface/hub). */
+    public ImportOptions hfHome(String dir) { hfHome = dir; return this; }
+  }
+
+  /** A Java string as a JSON string literal. */
+  static String jsonString(String s) {
+    StringBuilder b = new StringBuilder(s.length() + 16).append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c == '"' || c == '\\') b.append('\\').append(c);
+      else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+      else b.append(c);
+    }
+    return b.append('"').toString();
+  }
+
+  /** The JSON text of the import request {@link #importLaunch} sends: each file read (named
+   *  by its path as given) into {"name", "text"}. A file that cannot be read throws a
+   *  MemestException (invalid_argument), one that is not UTF-8 text a parse_error, both
+   *  naming "files[i]" (the library names a file holding NUL bytes so). */
+  public static String importDocument(List<Path> paths, ImportOptions o) throws MemestException {
+    if (o == null) o = new ImportOptions();
+    StringBuilder b = new StringBuilder("{\"mode\": \"import\", \"files\": [");
+    for (int i = 0; i < paths.size(); i++) {
+      String field = "files[" + i + "]";
+      Path path = paths.get(i);
+      String text;
+      try {
+        byte[] data = Files.readAllBytes(path);
+        text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+            .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(data)).toString();
+      } catch (CharacterCodingException e) {
+        throw refuse(memest_status.MEMEST_ERR_PARSE, field,
+            field + ": " + path + " is binary (not UTF-8 text), not a launch file");
+      } catch (IOException | SecurityException e) {
+        throw refuse(memest_status.MEMEST_ERR_INVALID_ARGUMENT, field,
+            field + ": cannot read " + jsonString(path.toString()) + ": " + e);
+      }
+      if (i > 0) b.append(", ");
+      b.append("{\"name\": ").append(jsonString(path.toString())).append(", \"text\": ")
+          .append(jsonString(text)).append('}');
+    }
+    b.append("], \"format\": ").append(jsonString(o.format));
+    if (o.gpu != null) b.append(", \"gpu\": ").append(jsonString(o.gpu));
+    if (o.gpuJson != null) b.append(", \"gpu\": ").append(o.gpuJson);
+    if (o.gpus != null) b.append(", \"gpus\": ").append(o.gpus);
+    if (o.model != null) b.append(", \"model\": ").append(jsonString(o.model));
+    if (o.modelJson != null) b.append(", \"model\": ").append(o.modelJson);
+    if (o.seqLen != null) b.append(", \"seq_len\": ").append(o.seqLen);
+    if (o.setJson != null) b.append(", \"set\": ").append(o.setJson);
+    if (o.hfHome != null) b.append(", \"hf_home\": ").append(jsonString(o.hfHome));
+    if (o.estimate) b.append(", \"estimate\": true");
+    return b.append('}').toString();
+  }
+
+  /** Reads one run's launch files (a torchtitan TOML, a Megatron launch script, a DeepSpeed
+   *  JSON with its launcher, a torchtune / axolotl / LLaMA-Factory / accelerate YAML) into the
+   *  pretrain request they describe, and returns the response JSON text: "format", "files",
+   *  "request" (a complete pretrain request), "origins" (where each value came from: file and
+   *  line, framework default, flag, derived), "warnings" and, when asked, "estimate". Throws a
+   *  MemestException naming the field: "gpu" when none is given, "files[i]" for a file that
+   *  cannot be read or is binary, the request's fields (with their origin) otherwise. */
+  public static String importLaunch(List<Path> paths, ImportOptions o) throws MemestException {
+    return request(importDocument(paths, o));
+  }
+
+  /** The layout of a pretrain request (its JSON text, e.g. an import's "request") in a
+   *  training stack's own terms: format "megatron", "torchtitan", "deepspeed" or "accelerate".
+   *  Returns the response JSON text: "format", "settings" ([{"key", "value", "section"?}]) and
+   *  "text" (what to paste into the launch file). */
+  public static String emitLaunch(String requestJson, String format) throws MemestException {
+    return request("{\"mode\": \"emit\", \"format\": " + jsonString(format) + ", \"request\": "
+        + requestJson + "}");
   }
 }
