@@ -25,7 +25,8 @@ symbols, signatures and calling sequences from Python's ctypes, reading them fro
 """
 module Memest
 
-export request, MemestError, version, model_presets, gpu_presets, enums, enum_names, verdict_bands
+export request, MemestError, version, model_presets, gpu_presets, enums, enum_names, verdict_bands,
+       import_launch, emit_launch
 
 const libmemest = get(ENV, "MEMEST_LIBRARY", "libmemest")
 
@@ -116,6 +117,83 @@ function request(json::AbstractString)::String
     err === nothing || throw(err)
     return text
 end
+
+# An error of this module's own, for input it cannot hand to the library.
+function own_error(code::AbstractString, field::AbstractString, message::AbstractString)
+    status = enum_value(ENUM_KINDS.status, code)
+    return MemestError(status, status_name(status), field, message)
+end
+
+"""`s` as a JSON string literal (quotes, backslashes and control characters escaped)."""
+function json_string(s::AbstractString)::String
+    io = IOBuffer()
+    print(io, '"')
+    for c in s
+        if c == '"' || c == '\\'
+            print(io, '\\', c)
+        elseif c < ' '
+            print(io, "\\u", lpad(string(UInt32(c), base = 16), 4, '0'))
+        else
+            print(io, c)
+        end
+    end
+    print(io, '"')
+    return String(take!(io))
+end
+
+"""
+    import_launch(paths; gpu, gpu_json, gpus, model, model_json, seq_len, format = "auto",
+                  set_json, estimate = false, hf_home) -> String
+
+Reads one run's launch files (a torchtitan TOML, a Megatron launch script, a DeepSpeed JSON
+with its launcher, a torchtune / axolotl / LLaMA-Factory / accelerate YAML: the library's mode
+"import") into the pretrain request they describe, and returns the response JSON text:
+"format", "files", "request", "origins" (where each value came from), "warnings" and, with
+`estimate = true`, "estimate". `paths`: a path or a vector of paths, each named as given.
+What the files do not say: `gpu` (a preset id; `gpu_json` a GPU object's JSON text), `gpus`,
+`model` (a preset or Hugging Face id; `model_json` a config.json's text), `seq_len`;
+`set_json` overrides request fields (`"{\"parallel\": {\"tp\": 2}}"`); `hf_home` is the
+Hugging Face hub cache to look in. Throws `MemestError` naming the field: "gpu" when none is
+given, "files[i]" for a file that cannot be read (invalid_argument) or is binary (parse_error).
+"""
+function import_launch(paths; gpu = nothing, gpu_json = nothing, gpus = nothing, model = nothing,
+                        model_json = nothing, seq_len = nothing, format = "auto",
+                        set_json = nothing, estimate = false, hf_home = nothing)::String
+    paths isa AbstractString && (paths = [paths])
+    files = String[]
+    for (i, path) in enumerate(paths)
+        field = "files[$(i - 1)]"
+        text = try
+            read(path, String)
+        catch e
+            throw(own_error("invalid_argument", field, "$field: cannot read \"$path\": $(sprint(showerror, e))"))
+        end
+        isvalid(String, text) ||
+            throw(own_error("parse_error", field, "$field: $path is binary (not UTF-8 text), not a launch file"))
+        push!(files, "{\"name\": " * json_string(string(path)) * ", \"text\": " * json_string(text) * "}")
+    end
+    doc = "{\"mode\": \"import\", \"files\": [" * join(files, ", ") * "], \"format\": " * json_string(format)
+    gpu === nothing || (doc *= ", \"gpu\": " * json_string(gpu))
+    gpu_json === nothing || (doc *= ", \"gpu\": " * gpu_json)
+    gpus === nothing || (doc *= ", \"gpus\": " * string(Int(gpus)))
+    model === nothing || (doc *= ", \"model\": " * json_string(model))
+    model_json === nothing || (doc *= ", \"model\": " * model_json)
+    seq_len === nothing || (doc *= ", \"seq_len\": " * string(Int(seq_len)))
+    set_json === nothing || (doc *= ", \"set\": " * set_json)
+    hf_home === nothing || (doc *= ", \"hf_home\": " * json_string(hf_home))
+    estimate && (doc *= ", \"estimate\": true")
+    return request(doc * "}")
+end
+
+"""
+    emit_launch(request_json, format) -> String
+
+The layout of a pretrain request (its JSON text, e.g. an import's "request") in a training
+stack's own terms, `format` "megatron", "torchtitan", "deepspeed" or "accelerate": the response
+JSON text with "settings" ([{"key", "value", "section"?}]) and "text".
+"""
+emit_launch(request_json::AbstractString, format::AbstractString)::String =
+    request("{\"mode\": \"emit\", \"format\": " * json_string(format) * ", \"request\": " * request_json * "}")
 
 """The built-in model preset ids."""
 function model_presets()

@@ -117,6 +117,67 @@ class Memest:
             raise err
         return answer
 
+    def own_error(self, code, field, message):
+        status = self.enum_value(self.kinds["status"], code)
+        return MemestError(status, self.status_name(status), field, message)
+
+    @staticmethod
+    def json_string(s):
+        out = ['"']
+        for c in s:
+            if c == '"' or c == "\\":
+                out.append("\\" + c)
+            elif c < " ":
+                out.append("\\u" + format(ord(c), "x").rjust(4, "0"))
+            else:
+                out.append(c)
+        out.append('"')
+        return "".join(out)
+
+    def import_launch(self, paths, *, gpu=None, gpu_json=None, gpus=None, model=None,
+                      model_json=None, seq_len=None, format="auto", set_json=None,
+                      estimate=False, hf_home=None):
+        if isinstance(paths, str):
+            paths = [paths]
+        files = []
+        for i, path in enumerate(paths):
+            field = f"files[{i}]"
+            try:
+                with open(path, "rb") as f:  # read(path, String): the bytes as they are
+                    data = f.read()
+            except OSError as e:
+                raise self.own_error("invalid_argument", field, f'{field}: cannot read "{path}": {e}')
+            try:  # isvalid(String, text)
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise self.own_error("parse_error", field,
+                                     f"{field}: {path} is binary (not UTF-8 text), not a launch file")
+            files.append('{"name": ' + self.json_string(str(path)) + ', "text": ' + self.json_string(text) + "}")
+        doc = '{"mode": "import", "files": [' + ", ".join(files) + '], "format": ' + self.json_string(format)
+        if gpu is not None:
+            doc += ', "gpu": ' + self.json_string(gpu)
+        if gpu_json is not None:
+            doc += ', "gpu": ' + gpu_json
+        if gpus is not None:
+            doc += ', "gpus": ' + str(int(gpus))
+        if model is not None:
+            doc += ', "model": ' + self.json_string(model)
+        if model_json is not None:
+            doc += ', "model": ' + model_json
+        if seq_len is not None:
+            doc += ', "seq_len": ' + str(int(seq_len))
+        if set_json is not None:
+            doc += ', "set": ' + set_json
+        if hf_home is not None:
+            doc += ', "hf_home": ' + self.json_string(hf_home)
+        if estimate:
+            doc += ', "estimate": true'
+        return self.request(doc + "}")
+
+    def emit_launch(self, request_json, format):
+        return self.request('{"mode": "emit", "format": ' + self.json_string(format) + ', "request": '
+                            + request_json + "}")
+
     def model_presets(self):
         n = self.f["memest_model_preset_count"]()
         return [self.f["memest_model_preset_id"](i).decode() for i in range(n)]

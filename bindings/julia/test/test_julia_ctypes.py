@@ -217,3 +217,84 @@ def test_1_8_hybrid_config_through_request(m):
         m.request('{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
                   '"parallel": {"gpus": 2, "cp": 2}, "training": {"seq_len": 256, "global_batch": 4}}')
     assert info.value.code == "unsupported" and info.value.field == "parallel.cp"
+
+
+# ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
+
+LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")
+TITAN = os.path.join(LAUNCH, "torchtitan", "llama3-8b-64xa100-op-sac", "llama3_8b.toml")
+QLORA = os.path.join(LAUNCH, "axolotl", "gemma2-9b-qlora", "qlora.yml")
+
+
+def _julia_keywords(function):
+    """The keyword arguments of a Julia function of Memest.jl, with their defaults."""
+    text = open(twin.JL, encoding="utf-8").read()
+    sig = re.search(r"function " + function + r"\(([^)]*)\)", text)
+    assert sig, f"Memest.jl defines no {function}"
+    _, _, kw = sig.group(1).partition(";")
+    return {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in kw.split(","))}
+
+
+def test_import_launch_keywords_are_memest_jl_s():
+    import inspect
+    jl = _julia_keywords("import_launch")
+    py = inspect.signature(twin.Memest.import_launch).parameters
+    assert set(jl) == {n for n, p in py.items() if p.kind == p.KEYWORD_ONLY}
+    for name, default in jl.items():
+        assert json.loads(default.replace("nothing", "null")) == py[name].default, name
+    text = open(twin.JL, encoding="utf-8").read()
+    assert re.search(r"export [^\n]*\n\s+import_launch, emit_launch", text)
+    assert "emit_launch(request_json::AbstractString, format::AbstractString)" in text
+
+
+def test_json_string_escapes(m):
+    s = 'a "quoted" \\ back\x00slash\ttab\n\u00e9'
+    assert json.loads(m.json_string(s)) == s
+    assert m.json_string("\x1f") == '"\\u001f"'
+
+
+def test_import_launch_torchtitan(m):
+    r = json.loads(m.import_launch(TITAN, gpu="a100-80gb", gpus=64))
+    assert r["format"] == "torchtitan" and r["files"] == [{"name": TITAN, "format": "torchtitan"}]
+    p, t = r["request"]["parallel"], r["request"]["training"]
+    assert (p["tp"], p["pp"], p["gpus"]) == (1, 1, 64)
+    assert (t["micro_batch"], t["seq_len"], t["recompute"], t["framework"]) == (1, 8192, "op_selective", "fsdp")
+    o = r["origins"]["training.seq_len"]
+    assert (o["from"], o["file"], o["line"]) == ("file", TITAN, 33)
+    assert "estimate" not in r
+    est = json.loads(m.import_launch([TITAN], gpu="a100-80gb", gpus=64, seq_len=4096,
+                                     set_json='{"parallel": {"tp": 2}}', estimate=True))
+    assert est["estimate"]["layout"]["tp"] == 2 and est["request"]["training"]["seq_len"] == 4096
+    assert est["estimate"] == json.loads(m.request(json.dumps(est["request"])))
+
+
+def test_import_launch_axolotl_qlora(m):
+    r = json.loads(m.import_launch([QLORA], gpu="l4-24gb", gpus=1))
+    assert r["format"] == "axolotl" and r["request"]["training"]["adapter"]["type"] == "qlora"
+
+
+def test_import_launch_errors(m, tmp_path):
+    with pytest.raises(twin.MemestError) as info:
+        m.import_launch(TITAN, gpus=64)
+    assert info.value.field == "gpu" and info.value.code == "missing_field"
+    nul, blob = tmp_path / "weights.toml", tmp_path / "model.bin"
+    nul.write_bytes(b"[job]\x00\x00\x01")
+    blob.write_bytes(b"\xff\xfe\x00\x01\x80")
+    for files in ([str(nul)], [str(blob), TITAN]):
+        with pytest.raises(twin.MemestError) as info:
+            m.import_launch(files, gpu="a100-80gb", gpus=8)
+        assert info.value.field == "files[0]" and info.value.code == "parse_error"
+        assert "binary" in info.value.message
+    with pytest.raises(twin.MemestError) as info:
+        m.import_launch([TITAN, str(tmp_path / "missing.toml")], gpu="a100-80gb")
+    assert info.value.field == "files[1]" and info.value.code == "invalid_argument"
+
+
+def test_emit_launch_megatron(m):
+    req = json.dumps({"mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+                      "parallel": {"gpus": 8, "tp": 2}, "training": {"seq_len": 4096, "global_batch": 64}})
+    e = json.loads(m.emit_launch(req, "megatron"))
+    assert {"key": "--tensor-model-parallel-size", "value": 2} in e["settings"]
+    with pytest.raises(twin.MemestError) as info:
+        m.emit_launch(req, "fairseq")
+    assert info.value.field == "format"
