@@ -21,12 +21,27 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def inline_launch_files(request):
+    """An import request's files given as {"name", "text_from": a path from the repository
+    root} get the file's text, so every front end is sent the same document."""
+    if not isinstance(request, dict) or not isinstance(request.get("files"), list):
+        return
+    for f in request["files"]:
+        if isinstance(f, dict) and "text_from" in f:
+            with open(os.path.join(ROOT, f.pop("text_from")), encoding="utf-8") as src:
+                f["text"] = src.read()
+
+
 def load_cases(path):
     doc = json.load(open(path, encoding="utf-8"))
     cases = doc["cases"]
     names = [c["name"] for c in cases]
     assert len(names) == len(set(names)), "duplicate case names"
     for c in cases:
+        inline_launch_files(c["request"])
         r = c["request"]
         c["text"] = r if isinstance(r, str) else json.dumps(r, separators=(",", ":"))
         assert "\t" not in c["text"] and "\n" not in c["text"]
