@@ -40,7 +40,7 @@ cmake -S . -B "$B/asan" -DCMAKE_BUILD_TYPE=Debug -DMEMEST_SANITIZE=ON -DMEMEST_B
 cmake --build "$B/asan" --target memest_static -j "$JOBS" > /dev/null
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 cc -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -g $SAN -DMEMEST_STATIC \
-  -I libmemest/include tests/crosslang/runner.c "$B/asan/libmemest/libmemest.a" -lstdc++ -lm \
+  -I libmemest/include tests/crosslang/runner.c "$B/asan/libmemest/libmemest.a" -lyaml-cpp -lstdc++ -lm \
   -o "$B/runner-asan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
