@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build-lead/bindings/cli/memest"
+CLI = Path(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--diff" else ROOT / "build-lead/bindings/cli/memest"
 DATA = ROOT / "tests/data/launch"
 
 # the request fields that must match (the list), with memest's defaults when absent
@@ -42,6 +42,8 @@ def import_request(run_dir, exp):
     for k in ("gpu", "gpus", "seq_len"):
         if k in flags:
             req[k] = flags[k]
+    if "seq" in flags:
+        req["seq_len"] = flags["seq"]
     if "model" in flags:
         m = flags["model"]
         if isinstance(m, str) and m.endswith(".json"):
@@ -51,7 +53,33 @@ def import_request(run_dir, exp):
     return req
 
 
+def flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k not in ("model",):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def diff(name):
+    run_dir = DATA / name
+    exp = json.loads((run_dir / "expected.json").read_text())
+    got = ask(import_request(run_dir, exp))
+    if not got.get("ok"):
+        print(got["error"]); return
+    a, b = flatten(exp["request"]), flatten(got["request"])
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            print(f"{k}: want {json.dumps(a.get(k))[:200]} got {json.dumps(b.get(k))[:200]}  [{got['origins'].get(k)}]")
+    for w in got["warnings"]:
+        print("warning:", w)
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--diff":
+        diff(sys.argv[2]); return 0
     ok = bad = 0
     for exp_path in sorted(DATA.glob("*/*/expected.json")):
         run_dir = exp_path.parent

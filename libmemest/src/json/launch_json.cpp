@@ -78,12 +78,13 @@ ojson import_mode(const JsonFields& top) {
   const bool estimate = top.boolean("estimate").value_or(false);
 
   launch::ImportResult r = launch::import_launch(files, o);
-  // The request must read as a request; an error names the field and where its value came from.
+  // The request must be one memest estimates (so a layout it refuses ends here, not later);
+  // an error names the field and where its value came from.
   ojson estimated;
   try {
     JsonFields req(r.request, "");
     PretrainRequest parsed = parse_pretrain_request(req);
-    if (estimate) estimated = estimate_pretrain(parsed);
+    estimated = estimate_pretrain(parsed);
   } catch (const Error& e) {
     throw Error(e.status(), e.field(), std::string(e.what()) + origin_note(r.origins, e.field()));
   }
@@ -116,13 +117,13 @@ ojson emit_mode(const JsonFields& top) {
   json copy = *request;
   copy.erase("mode");
   // the reader names fields from the request's top (parallel.tp): prefixed with request. here
-  PretrainRequest parsed;
+  ojson out;
   try {
-    parsed = parse_pretrain_request(JsonFields(copy, ""));
+    out = emit_for(parse_pretrain_request(JsonFields(copy, "")), *format, "format");
   } catch (const Error& e) {
+    if (e.field() == "format") throw;
     throw Error(e.status(), "request." + e.field(), "request." + std::string(e.what()));
   }
-  ojson out = emit_for(parsed, *format, "format");
   out["ok"] = true;
   out["mode"] = "emit";
   return out;

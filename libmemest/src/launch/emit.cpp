@@ -60,7 +60,8 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
     o.add("--decoder-first-pipeline-num-layers", get_int(l, "first_stage_layers", 0));
   }
   o.add("--micro-batch-size", get_int(t, "micro_batch", 1));
-  o.add("--global-batch-size", get_int(t, "global_batch", 1));
+  // no global batch in the request: Megatron's default (micro-batch x dp) is left to it
+  if (get_int(t, "global_batch", 0) > 0) o.add("--global-batch-size", get_int(t, "global_batch", 0));
   o.add("--seq-length", get_int(t, "seq_len", 1));
   if (rc == "full") {
     o.add("--recompute-granularity", "full");
@@ -99,7 +100,9 @@ json torchtitan(const json& l, const json& t, const std::string& field) {
   if (get_int(l, "ep", 1) > 1) o.add("expert_parallel_degree", get_int(l, "ep", 1), "parallelism");
   if (get_int(l, "zero", 3) == 2) o.add("fsdp_reshard_after_forward", "never", "parallelism");
   const int64_t micro = get_int(t, "micro_batch", 1);
-  const int64_t global = get_int(t, "global_batch", 1);
+  const int64_t dp_ranks = std::max<int64_t>(dp, 1);
+  const int64_t global = get_int(t, "global_batch", 0) > 0 ? get_int(t, "global_batch", 0)
+                                                           : micro * dp_ranks;
   if (get_int(l, "pp", 1) > 1) {
     o.add("pipeline_parallel_schedule", get_int(l, "vpp", 1) > 1 ? "Interleaved1F1B" : "1F1B", "parallelism");
     o.add("pipeline_parallel_microbatch_size", micro, "parallelism");
@@ -159,8 +162,8 @@ void data_parallel_only(const json& l, const std::string& stack, const std::stri
 json deepspeed(const json& l, const json& t, const std::string& field) {
   data_parallel_only(l, "DeepSpeed ZeRO", field);
   const int64_t micro = get_int(t, "micro_batch", 1);
-  const int64_t global = get_int(t, "global_batch", 1);
   const int64_t dp = std::max<int64_t>(get_int(l, "dp", 1), 1);
+  const int64_t global = get_int(t, "global_batch", 0) > 0 ? get_int(t, "global_batch", 0) : micro * dp;
   json ds = {{"train_batch_size", global},
              {"train_micro_batch_size_per_gpu", micro},
              {"gradient_accumulation_steps", global / (micro * dp)},
@@ -207,7 +210,8 @@ json accelerate(const json& l, const json& t, const std::string& field) {
     line("offload_param_device", get_bool(off, "params") ? "cpu" : "none", "deepspeed_config");
     const int64_t micro = get_int(t, "micro_batch", 1);
     const int64_t dp = std::max<int64_t>(get_int(l, "dp", 1), 1);
-    line("gradient_accumulation_steps", get_int(t, "global_batch", 1) / (micro * dp), "deepspeed_config");
+    const int64_t global = get_int(t, "global_batch", 0) > 0 ? get_int(t, "global_batch", 0) : micro * dp;
+    line("gradient_accumulation_steps", global / (micro * dp), "deepspeed_config");
   } else if (fw == "pytorch") {
     line("distributed_type", get_int(l, "gpus", 1) > 1 ? "MULTI_GPU" : "NO");
   } else {

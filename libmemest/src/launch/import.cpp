@@ -156,6 +156,9 @@ std::string yaml_format(const Settings& s) {
       (s.has("finetuning_type") || s.has("stage") || s.has("template") || s.has("cutoff_len"))) {
     return "llama-factory";
   }
+  for (const auto& [k, v] : s.all()) {
+    if (k.rfind("MODEL_ARGS.--", 0) == 0) return "megatron";  // Megatron's test-recipe YAML
+  }
   for (const char* k : {"tensor_model_parallel_size", "micro_batch_size", "num_layers",
                         "model.tensor_model_parallel_size", "model.micro_batch_size",
                         "pipeline_model_parallel_size"}) {
@@ -174,7 +177,8 @@ std::string shell_format(const ShellCommand& c) {
   return "hf";  // HF TrainingArguments flags (run_clm.py, a Trainer script, accelerate launch)
 }
 
-ReadFile read_one(const LaunchFile& f, const std::string& field, const std::string& forced) {
+ReadFile read_one(const LaunchFile& f, const std::string& field, const std::string& forced,
+                  const std::vector<std::string>& others) {
   ReadFile r;
   check_launch_text(f, field);
   std::size_t first = f.text.find_first_not_of(" \t\r\n");
@@ -189,7 +193,7 @@ ReadFile read_one(const LaunchFile& f, const std::string& field, const std::stri
   if (!json_like && looks_like_shell(f.text) && forced != "torchtune" && forced != "axolotl" &&
       forced != "llama-factory" && forced != "accelerate" && forced != "deepspeed") {
     r.kind = "shell";
-    r.command = read_shell(f, field);
+    r.command = read_shell(f, field, others);
     r.format = forced == "auto" ? shell_format(*r.command) : forced;
     return r;
   }
@@ -268,13 +272,21 @@ void apply_flags(RequestBuilder& b, const ImportOptions& o) {
   if (!o.model.is_null()) {
     json model = o.model;
     std::string how;
-    if (model.is_string() && model.get<std::string>().find('/') != std::string::npos) {
-      if (auto m = model_by_hf_id(model.get<std::string>(), o.hf_home)) model = m->model, how = m->how;
-    } else if (model.is_string()) {
-      if (auto m = model_by_hf_id(model.get<std::string>(), o.hf_home)) model = m->model, how = m->how;
+    if (model.is_string()) {
+      const std::string id = model.get<std::string>();
+      if (auto m = model_by_hf_id(id, o.hf_home)) {
+        model = m->model, how = m->how;
+      } else if (id.find('/') != std::string::npos) {
+        // a Hugging Face id memest does not know: asked for as a file's unknown name is
+        b.erase("model");
+        b.origins["model"] = {{"from", "unresolved"}, {"name", id}, {"file", "--model"}};
+        model = nullptr;
+      }
     }
-    b.from_flag("model", model, "--model");
-    if (!how.empty()) b.origins["model"]["resolved"] = how;
+    if (!model.is_null()) {
+      b.from_flag("model", model, "--model");
+      if (!how.empty()) b.origins["model"]["resolved"] = how;
+    }
   }
   if (o.seq_len) b.from_flag("training.seq_len", *o.seq_len, "--seq");
   // --set: any request field, as a nested object; each leaf is an override
@@ -310,14 +322,13 @@ void require_given(const RequestBuilder& b) {
                 "(memest gpus lists them, e.g. h100-80gb), or --memory-gib, or --gpu-profile");
   }
   if (!b.has("parallel.gpus")) {
-    throw Error(MEMEST_ERR_MISSING_FIELD, "parallel.gpus",
-                "parallel.gpus: the files do not fix the number of GPUs (the launcher uses every "
-                "visible device): add --gpus N");
+    throw Error(MEMEST_ERR_MISSING_FIELD, "gpus",
+                "gpus: the files do not fix the number of GPUs (the launcher uses every visible "
+                "device): add --gpus N");
   }
   if (!b.has("training.seq_len")) {
-    throw Error(MEMEST_ERR_MISSING_FIELD, "training.seq_len",
-                "training.seq_len: the files give no sequence length (the data decides it): add "
-                "--seq N");
+    throw Error(MEMEST_ERR_MISSING_FIELD, "seq_len",
+                "seq_len: the files give no sequence length (the data decides it): add --seq N");
   }
 }
 
@@ -339,10 +350,29 @@ void derive_global_batch(RequestBuilder& b) {
 // What needs the resolved model: DeepSpeed's "auto" buckets and torchtitan's
 // pipeline_parallel_layers_per_stage.
 void settle_with_model(RequestBuilder& b) {
-  if (b.pending_auto.empty() && !b.layers_per_stage) return;
+  if (!b.has("model")) return;  // asked for by require_given
+  if (b.pending_auto.empty() && !b.layers_per_stage && !b.all_linear_targets &&
+      !(b.clm_block_size && !b.has("training.seq_len"))) {
+    return;
+  }
   const json& model = *b.get("model");
   const memest_model m = model.is_string() ? find_model_preset(model.get<std::string>(), "model").model
                                            : model_from_json(model, "model");
+  if (b.clm_block_size && !b.has("training.seq_len")) {
+    // examples/pytorch/language-modeling/run_clm.py: block_size = min(1024,
+    // tokenizer.model_max_length) when --block_size is not given
+    b.from_default("training.seq_len", std::min<int64_t>(1024, m.max_position_embeddings), "transformers",
+                   "run_clm.py block_size = min(1024, model_max_length)",
+                   "examples/pytorch/language-modeling/run_clm.py");
+  }
+  if (b.all_linear_targets && m.num_experts > 1 && b.has("training.adapter.targets")) {
+    // peft's all-linear targets every nn.Linear but the output layer
+    // (peft/tuners/tuners_utils.py _maybe_include_all_linear_layers): an MoE router is one
+    json* targets = &b.request["training"]["adapter"]["targets"];
+    if (std::find(targets->begin(), targets->end(), json("router")) == targets->end()) {
+      targets->push_back("router");
+    }
+  }
   // transformers/integrations/deepspeed.py trainer_config_finalize: reduce_bucket_size =
   // hidden^2, stage3_prefetch_bucket_size = 0.9 hidden^2 (an integer since 4.39),
   // stage3_param_persistence_threshold = 10 hidden; the others keep DeepSpeed's defaults
@@ -406,7 +436,11 @@ ImportResult import_launch(const std::vector<LaunchFile>& files, const ImportOpt
                            files[i].text[files[i].text.find_first_not_of(" \t\r\n")] == '{';
     std::string forced = options.format;
     if (files.size() > 1 && forced != "auto" && (json_like || forced == "hf")) forced = "auto";
-    read.push_back(read_one(files[i], field, forced));
+    std::vector<std::string> others;
+    for (std::size_t k = 0; k < files.size(); ++k) {
+      if (k != i) others.push_back(files[k].name);
+    }
+    read.push_back(read_one(files[i], field, forced, others));
     result.files.push_back({{"name", files[i].name}, {"format", read.back().format}});
     const int rank = main_rank(read.back().format);
     if (rank == best && rank >= 2 && read.back().format != "hf") {
@@ -452,8 +486,19 @@ ImportResult import_launch(const std::vector<LaunchFile>& files, const ImportOpt
   else if (run.format == "axolotl") map_axolotl(c);
   else map_llama_factory(c);
   apply_flags(b, options);
-  require_given(b);
+  // PyTorch keeps each .grad in its parameter's dtype, and DeepSpeed's ZeRO reduces and
+  // partitions the 16-bit gradients (its fp32 copy is the optimizer's master): outside
+  // Megatron, whose main_grad is fp32 by default, gradients are stored as the parameters are
+  const json* fw = b.get("training.framework");
+  const json* pd = b.get("training.param_dtype");
+  if (fw && pd && !b.has("training.grad_dtype") && *fw != "megatron") {
+    b.derived("training.grad_dtype", *pd,
+              *fw == "deepspeed" ? "DeepSpeed ZeRO keeps the gradients in the 16-bit dtype "
+                                   "(deepspeed/runtime/zero/stage_1_and_2.py)"
+                                 : "PyTorch stores .grad in the parameter's dtype");
+  }
   settle_with_model(b);
+  require_given(b);
   derive_global_batch(b);
   result.format = run.format;
   result.request = std::move(b.request);

@@ -79,6 +79,8 @@ class RequestBuilder {
   };
   std::vector<Pending> pending_auto;
   std::optional<Setting> layers_per_stage;
+  bool all_linear_targets = false;
+  bool clm_block_size = false;  // run_clm.py: its block size from the model when not given  // peft "all-linear": an MoE model's router too
 
  private:
   void put(const std::string& field, json value, json origin);

@@ -88,7 +88,7 @@ std::string hf_optimizer(const std::string& name) {
       {"adamw_torch_fused", "adamw"},   {"adamw_apex_fused", "adamw"},
       {"adamw_bnb_8bit", "adamw_8bit"}, {"adamw_8bit", "adamw_8bit"},
       {"paged_adamw_8bit", "paged_adamw_8bit"}, {"paged_adamw_32bit", "paged_adamw_32bit"},
-      {"sgd", "sgd"}};
+      {"sgd", "sgd"}, {"adamw_torch_8bit", "adamw_8bit"}, {"adamw_torch_4bit", ""}};
   for (const auto& [n, m] : kOptim) {
     if (name == n) return m;
   }
@@ -129,6 +129,16 @@ void map_torchtune(MapContext& c) {
   b.derived("parallel.pp", 1, "data parallel (FSDP) only");
 
   // the model builder and its adapter
+  // preference and distillation recipes train beside a reference or teacher model
+  for (const std::string& what : {recipe, name}) {
+    for (const char* kind : {"dpo", "ppo", "kd_", "knowledge_distillation", "grpo"}) {
+      if (what.find(kind) != std::string::npos) {
+        throw Error(MEMEST_ERR_UNSUPPORTED, "files",
+                    what + ": a " + kind + " recipe trains beside a reference, reward or teacher "
+                    "model, which memest does not model (fine-tuning recipes are)");
+      }
+    }
+  }
   const Setting* component = s.take("model._component_");
   if (!component) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "model._component_",
@@ -224,7 +234,13 @@ void map_torchtune(MapContext& c) {
   if (const Setting* v = s.take("loss._component_")) {
     const std::string l = string_of(*v);
     if (l.find("CEWithChunkedOutputLoss") != std::string::npos) b.from_file("training.loss", "chunked", *v);
-    else if (l.find("LinearCrossEntropyLoss") != std::string::npos) b.from_file("training.loss", "linear_fused", *v);
+    else if (l.find("LinearCrossEntropyLoss") != std::string::npos) {
+      // torchtune/modules/loss/ce_chunked_output_loss.py's successor projects the hidden states
+      // chunk by chunk but keeps every chunk's fp32 log-probabilities: closer to the chunked
+      // loss (which it over-counts by about 2 bytes a logit) than to a fused one
+      b.from_file("training.loss", "chunked", *v);
+      b.warn(*v, "LinearCrossEntropyLoss held as the chunked loss (about 2 bytes a logit high)");
+    }
     else if (l.find("CrossEntropyLoss") == std::string::npos) b.warn(*v, "loss " + l + " is not modelled");
   }
   if (const Setting* v = s.take("compile"); v && boolean_of(*v)) b.from_file("training.compile", "all", *v);
@@ -258,10 +274,14 @@ void map_axolotl(MapContext& c) {
   b.derived("parallel.tp", 1, "data parallel only");
   b.derived("parallel.pp", 1, "data parallel only");
 
-  if (const Setting* v = s.take("load_in_8bit"); v && boolean_of(*v)) {
+  if (const Setting* v = s.take("rl"); v && !v->value.is_null()) {
     throw Error(MEMEST_ERR_UNSUPPORTED, v->file + ":" + v->key,
-                where(*v) + ": an LLM.int8 (8-bit) base is not modelled (lora on a bf16 base or "
-                "qlora on a 4-bit one are)");
+                where(*v) + ": " + string_of(*v) + " trains beside a reference or reward model, "
+                "which memest does not model (supervised fine-tuning is)");
+  }
+  if (const Setting* v = s.take("load_in_8bit"); v && boolean_of(*v)) {
+    b.warn(*v, "an LLM.int8 (8-bit) base is not modelled: held as a 16-bit base, about twice "
+               "the base weights LLM.int8 stores");
   }
   const Setting* adapter = s.take("adapter");
   const std::string a = adapter && !adapter->value.is_null() ? string_of(*adapter) : "";
@@ -271,6 +291,7 @@ void map_axolotl(MapContext& c) {
     b.from_file("training.adapter.type", qlora ? "qlora" : "lora", *adapter);
     if (const Setting* v = s.take("lora_target_linear"); v && boolean_of(*v)) {
       b.from_file("training.adapter.targets", all_linears(), *v);
+      b.all_linear_targets = true;  // peft's all-linear also adapts an MoE router
     } else if (const Setting* t = s.take("lora_target_modules")) {
       b.from_file("training.adapter.targets", canonical_targets(*t), *t);
     }
@@ -344,13 +365,25 @@ void map_axolotl(MapContext& c) {
   } else if ((fsdp && !fsdp->value.is_null() && fsdp->value != json::array()) || fsdp_version) {
     const bool v2 = fsdp_version && integer_of(*fsdp_version) == 2;
     b.from_file("training.framework", v2 ? "fsdp" : "fsdp1", fsdp ? *fsdp : *fsdp_version);
+    // accelerate's FSDP upcasts the trainable parameters to fp32 and computes and reduces in
+    // the mixed-precision dtype (src/accelerate/accelerator.py prepare_model)
+    const json* half = b.get("training.param_dtype");
+    if (half && *half != "fp32") {
+      const json reduce = *half;
+      if (!b.has("training.adapter.type")) {
+        b.derived("training.param_dtype", "fp32", "accelerate's FSDP keeps fp32 trainable parameters");
+        b.derived("training.grad_dtype", "fp32", "gradients in the parameters' dtype");
+      }
+      b.derived("training.reduce_dtype", reduce, "accelerate's FSDP MixedPrecision reduce_dtype");
+    }
     const std::string f = fsdp ? fsdp->value.dump() : "";
     b.from_file("parallel.zero", f.find("shard_grad_op") != std::string::npos ? 2 : 3, fsdp ? *fsdp : *fsdp_version);
-    if (const Setting* v = s.take("fsdp_config.fsdp_offload_params"); v && boolean_of(*v)) {
-      b.from_file("training.offload.params", true, *v);
-    }
-    if (const Setting* v = s.take("fsdp_config.offload_params"); v && boolean_of(*v)) {
-      b.from_file("training.offload.params", true, *v);
+    // CPUOffload(offload_params=True) also keeps the gradients and the optimizer step on the CPU
+    for (const char* key : {"fsdp_config.fsdp_offload_params", "fsdp_config.offload_params"}) {
+      if (const Setting* v = s.take(key); v && boolean_of(*v)) {
+        b.from_file("training.offload.params", true, *v);
+        b.from_file("training.offload.optimizer", true, *v);
+      }
     }
     if (const Setting* v = s.take("fsdp_config.fsdp_activation_checkpointing"); v && boolean_of(*v)) {
       b.from_file("training.recompute", "full", *v);
@@ -365,7 +398,17 @@ void map_axolotl(MapContext& c) {
     b.derived("training.framework", "pytorch", "no deepspeed or fsdp: one GPU, or DDP across several");
     b.derived("parallel.zero", 0, "DDP keeps whole states");
   }
-  if (const Setting* v = s.take("sample_packing"); v && boolean_of(*v)) (void)v;
+  if (const Setting* v = s.take("activation_offloading"); v && !v->value.is_null() &&
+                                                        (v->value.is_string() || boolean_of(*v))) {
+    b.from_file("training.offload.activations", true, *v);
+  }
+  // fused linear cross-entropy kernels: Liger's and Apple's cut cross-entropy (a plugin)
+  if (const Setting* v = s.take("liger_fused_linear_cross_entropy"); v && boolean_of(*v)) {
+    b.from_file("training.loss", "linear_fused", *v);
+  }
+  if (const Setting* v = s.take("plugins"); v && v->value.dump().find("CutCrossEntropyPlugin") != std::string::npos) {
+    b.from_file("training.loss", "linear_fused", *v);
+  }
   static constexpr const char* kIgnored[] = {
       "base_model_config", "model_type", "tokenizer_type", "tokenizer_config", "trust_remote_code",
       "strict", "datasets", "dataset_prepared_path", "val_set_size", "output_dir", "lora_model_dir",
@@ -432,8 +475,10 @@ void map_llama_factory(MapContext& c) {
       b.from_file("training.adapter.targets", canonical_targets(*target), *target);
     } else if (target) {
       b.from_file("training.adapter.targets", all_linears(), *target);
+      b.all_linear_targets = true;
     } else {
       b.from_default("training.adapter.targets", all_linears(), kFactory, "lora_target = \"all\"", kFinetuningArgs);
+      b.all_linear_targets = true;
     }
     if (qlora) {
       const Setting* dq = s.take("double_quantization");

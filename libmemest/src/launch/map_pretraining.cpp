@@ -75,10 +75,10 @@ void map_torchtitan(MapContext& c) {
   const int64_t dp_shard = shard ? integer_of(*shard) : -1;
   const int64_t dp_replicate = replicate ? integer_of(*replicate) : 1;
   if (replicate && dp_replicate > 1) {
-    b.warn(*replicate, "HSDP: memest shards the states over all " +
-                           std::string("data-parallel ranks, not only the shard group; the ") +
-                           "states per GPU are " + std::to_string(dp_replicate) +
-                           "x too small");
+    throw Error(MEMEST_ERR_UNSUPPORTED, replicate->file + ":" + replicate->key,
+                where(*replicate) + ": HSDP (" + std::to_string(dp_replicate) +
+                    " replicas of each shard group) is not modelled: memest shards the states "
+                    "over every data-parallel rank");
   }
   if (dp_shard > 0) {
     b.derived("parallel.gpus", dp_shard * dp_replicate * tp * pp * cp,
@@ -286,7 +286,8 @@ class MegatronArgs {
         if (const Setting* s = run_.command->options.take(k)) return s;
       }
     }
-    for (const std::string& k : {unders, "model." + unders, "trainer." + unders}) {
+    for (const std::string& k : {unders, "model." + unders, "trainer." + unders,
+                                 "MODEL_ARGS.--" + dashes}) {
       if (const Setting* s = run_.settings.take(k)) return s;
     }
     return nullptr;
@@ -306,6 +307,7 @@ class MegatronArgs {
 // fixed; --vocab-size or a model id gives the others.
 int64_t tokenizer_vocab(const std::string& type) {
   if (type == "GPT2BPETokenizer") return 50257;
+  if (type == "Llama2Tokenizer") return 32000;  // Llama 2's SentencePiece model
   if (type == "BertWordPieceLowerCase" || type == "BertWordPieceCase") return 30522;
   return 0;
 }
@@ -336,16 +338,30 @@ void map_megatron(MapContext& c) {
     const Setting* sp = nullptr;
     bool seen = false;
     const bool on = a.flag("sequence-parallel", &seen, &sp);
-    if (seen) b.from_file("parallel.sp", on, *sp);
+    // Megatron turns sequence parallelism off at tp 1 (arguments.py validate_args)
+    if (seen) b.from_file("parallel.sp", on && tp > 1, *sp);
     else b.from_default("parallel.sp", false, kMegatron, "--sequence-parallel off", kArguments);
-    (void)tp;
   }
   {
     const Setting* at = nullptr;
     bool seen = false;
     const bool dist = a.flag("use-distributed-optimizer", &seen, &at);
-    if (seen) b.from_file("parallel.zero", dist ? 1 : 0, *at);
-    else b.from_default("parallel.zero", 0, kMegatron, "--use-distributed-optimizer off", kArguments);
+    const Setting* mfsdp = nullptr;
+    bool mfsdp_seen = false;
+    const bool megatron_fsdp = a.flag("use-megatron-fsdp", &mfsdp_seen, &mfsdp);
+    if (megatron_fsdp) {
+      // Megatron-FSDP shards by --data-parallel-sharding-strategy: optim (ZeRO-1),
+      // optim_grads (ZeRO-2), optim_grads_params (ZeRO-3, the default)
+      // (megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py)
+      const Setting* strategy = a.take("data-parallel-sharding-strategy");
+      const std::string st = strategy ? string_of(*strategy) : "optim_grads_params";
+      const int z = st == "optim" ? 1 : st == "optim_grads" ? 2 : st == "no_shard" ? 0 : 3;
+      b.from_file("parallel.zero", z, strategy ? *strategy : *mfsdp);
+    } else if (seen) {
+      b.from_file("parallel.zero", dist ? 1 : 0, *at);
+    } else {
+      b.from_default("parallel.zero", 0, kMegatron, "--use-distributed-optimizer off", kArguments);
+    }
   }
   // virtual pipeline: --num-layers-per-virtual-pipeline-stage N or
   // --num-virtual-stages-per-pipeline-rank V
@@ -416,9 +432,23 @@ void map_megatron(MapContext& c) {
     if (bf16) b.from_file("training.param_dtype", "bf16", *bf);
     else if (fp16) b.from_file("training.param_dtype", "fp16", *fp);
     else b.from_default("training.param_dtype", "fp32", kMegatron, "--bf16 and --fp16 off: fp32 training", kArguments);
-    if (!bf16 && !fp16) b.from_default("training.grad_dtype", "fp32", kMegatron, "fp32 training", kArguments);
+    // main_grad: fp16 under --fp16; fp32 under --bf16 (--accumulate-allreduce-grads-in-fp32)
+    // unless --grad-reduce-in-bf16
+    const Setting* reduce16 = nullptr;
+    bool reduce16_seen = false;
+    const bool grad_bf16 = a.flag("grad-reduce-in-bf16", &reduce16_seen, &reduce16);
+    if (fp16) b.from_file("training.grad_dtype", "fp16", *fp);
+    else if (bf16 && grad_bf16) b.from_file("training.grad_dtype", "bf16", *reduce16);
+    else if (bf16) b.from_default("training.grad_dtype", "fp32", kMegatron, "--accumulate-allreduce-grads-in-fp32 under --bf16", kArguments);
+    else b.from_default("training.grad_dtype", "fp32", kMegatron, "fp32 training", kArguments);
   }
-  if (const Setting* v = a.take("fp8-format")) b.from_file("training.fp8", true, *v);
+  if (const Setting* v = a.take("fp8-format")) {
+    b.from_file("training.fp8", true, *v);
+    // --fp8-param-gather keeps the weights in fp8 (Transformer Engine's Float8Tensor)
+    if (const Setting* g = a.take("fp8-param-gather"); g && boolean_of(*g)) {
+      b.from_file("training.param_dtype", "fp8", *g);
+    }
+  }
   if (const Setting* v = a.take("optimizer")) {
     const std::string o = string_of(*v);
     if (o == "adam") b.from_file("training.optimizer", "adam", *v);
@@ -488,6 +518,8 @@ void map_megatron(MapContext& c) {
     if (vocab_at) vocab = integer_of(*vocab_at);
     const Setting* tok = a.take("tokenizer-type");
     if (!vocab && tok) vocab = tokenizer_vocab(string_of(*tok));
+    // --vocab-file with --merge-file and no type: the GPT-2 BPE files of Megatron's examples
+    if (!vocab && !tok && a.take("merge-file")) vocab = tokenizer_vocab("GPT2BPETokenizer");
     if (!vocab && tok) {
       // HuggingFaceTokenizer --tokenizer-model meta-llama/...: the vocabulary of that model
       if (const Setting* tm = a.take("tokenizer-model")) {
@@ -594,8 +626,9 @@ void apply_training_arguments(MapContext& c, const Settings& args, const std::st
       b.warn(*v, "optimizer " + o + (known ? " is not modelled" : " is not known") + ": held as AdamW");
     }
   } else if (!b.has("training.optimizer")) {
-    b.from_default("training.optimizer", "adamw_foreach", kHf,
-                   "TrainingArguments.optim = \"adamw_torch\" (torch.optim.AdamW, foreach)", kTrainingArgs);
+    b.from_default("training.optimizer", "adamw", kHf,
+                   "TrainingArguments.optim = \"adamw_torch_fused\" (torch >= 2.8; fused AdamW)",
+                   kTrainingArgs);
   }
   if (const Setting* v = take("torch_compile")) {
     if (boolean_of(*v)) b.from_file("training.compile", "model", *v);
@@ -629,6 +662,7 @@ void map_hf_trainer(MapContext& c) {
     b.from_default("training.framework", "pytorch", kHf,
                    "the Trainer wraps the model in DistributedDataParallel", kTrainingArgs);
     apply_training_arguments(c, c.run.command->options, "--");
+    if (c.run.command->script.find("run_clm") != std::string::npos) b.clm_block_size = true;
   }
   b.from_default("parallel.tp", 1, kHf, "data parallel only", kTrainingArgs);
   b.from_default("parallel.pp", 1, kHf, "data parallel only", kTrainingArgs);
@@ -723,7 +757,14 @@ void apply_deepspeed(MapContext& c, const Settings& ds) {
   }
   if (const Setting* v = ds.take("optimizer.type")) {
     const std::string t = string_of(*v);
-    if (t == "AdamW" || t == "Adam" || t == "adamw" || t == "adam" || t == "FusedAdam") {
+    const Setting* torch_adam = ds.take("optimizer.params.torch_adam");
+    if ((t == "AdamW" || t == "adamw" || t == "Adam" || t == "adam") && torch_adam && boolean_of(*torch_adam)) {
+      // torch_adam: torch.optim.AdamW, foreach on CUDA (deepspeed/runtime/engine.py
+      // _configure_basic_optimizer)
+      b.from_file("training.optimizer", "adamw_foreach", *torch_adam);
+    } else if (t == "AdamW" || t == "adamw") {
+      b.from_file("training.optimizer", "adamw", *v);
+    } else if (t == "Adam" || t == "adam" || t == "FusedAdam") {
       b.from_file("training.optimizer", "adam", *v);
     } else {
       b.warn(*v, "DeepSpeed optimizer " + t + " is not modelled: held as Adam");
@@ -738,7 +779,15 @@ void apply_deepspeed(MapContext& c, const Settings& ds) {
       {"zero_optimization.stage3_max_live_parameters", "training.buckets.stage3_max_live_parameters"},
       {"zero_optimization.stage3_param_persistence_threshold", "training.buckets.stage3_param_persistence_threshold"}};
   for (const auto& [key, field] : kBuckets) {
-    if (const Setting* v = ds.take(key)) {
+    // DeepSpeed's ZeRO config also takes the stage3 keys without their prefix (pydantic
+    // aliases in deepspeed/runtime/zero/config.py)
+    const std::string alias = std::string("zero_optimization.") +
+                              (std::string(key).rfind("zero_optimization.stage3_", 0) == 0
+                                   ? std::string(key).substr(std::string("zero_optimization.stage3_").size())
+                                   : std::string("-"));
+    const Setting* v = ds.take(key);
+    if (!v) v = ds.take(alias);
+    if (v) {
       if (is_auto(*v)) {
         b.pending_auto.push_back({field, *v});
       } else {
@@ -858,11 +907,26 @@ void apply_accelerate(MapContext& c, const Settings& acc) {
   } else if (t == "MULTI_GPU" || t == "NO") {
     b.from_file("training.framework", "pytorch", *type);
     b.from_file("parallel.zero", 0, *type);
+    if (t == "NO" && !b.has("parallel.gpus")) b.from_file("parallel.gpus", 1, *type);
   } else if (type) {
     throw Error(MEMEST_ERR_UNSUPPORTED, type->file + ":" + type->key,
                 where(*type) + ": distributed_type " + echo(t) +
                     " is not modelled (MULTI_GPU, FSDP, DEEPSPEED or NO)");
   }
+  // parallelism_config (accelerate >= 1.10, ParallelismConfig): cp and tp sizes; hybrid
+  // sharding (dp_replicate_size > 1) has no request field and is refused
+  if (const Setting* v = acc.take("parallelism_config.parallelism_config_cp_size")) {
+    b.from_file("parallel.cp", integer_of(*v), *v);
+  }
+  if (const Setting* v = acc.take("parallelism_config.parallelism_config_tp_size")) {
+    b.from_file("parallel.tp", integer_of(*v), *v);
+  }
+  if (const Setting* v = acc.take("parallelism_config.parallelism_config_dp_replicate_size"); v && integer_of(*v) > 1) {
+    throw Error(MEMEST_ERR_UNSUPPORTED, v->file + ":" + v->key,
+                where(*v) + ": hybrid sharding (" + string_of(*v) + " replicas of each shard group) is "
+                "not modelled: memest shards the states over every data-parallel rank");
+  }
+  acc.take("parallelism_config.parallelism_config_dp_shard_size");
   // mixed_precision: bf16/fp16 autocast around fp32 weights; "no" trains in fp32
   if (const Setting* v = acc.take("mixed_precision")) {
     const std::string mp = string_of(*v);
@@ -898,8 +962,16 @@ void map_accelerate_only(MapContext& c) {
   }
   b.from_default("parallel.tp", 1, kAccelerate, "data parallel only", kAccDataclasses);
   b.from_default("parallel.pp", 1, kAccelerate, "data parallel only", kAccDataclasses);
-  Settings none;
-  apply_training_arguments(c, none, "--");
+  // the config holds no batch, optimizer or precision of the model: the training script's
+  b.derived("training.micro_batch", 1, "an accelerate config holds no batch size (the script's "
+                                       "DataLoader): 1 unless --set training.micro_batch=N");
+  b.derived("training.optimizer", "adamw", "an accelerate config names no optimizer: AdamW "
+                                           "unless --set training.optimizer=...");
+  b.derived("training.param_dtype", "fp32", "from_pretrained loads fp32 weights unless torch_dtype is given");
+  b.derived("training.grad_dtype", "fp32", "gradients in the parameters' dtype");
+  b.derived("training.recompute", "none", "no activation checkpointing unless the config or the script turns it on");
+  b.warn("the accelerate config alone gives no micro-batch, optimizer or sequence: check "
+         "training.micro_batch and training.optimizer, or give the launch script too");
   apply_accelerate(c, *run.accelerate);
   if (run.deepspeed) apply_deepspeed(c, *run.deepspeed);
 }

@@ -324,12 +324,15 @@ class ShellReader {
     int32_t line = 1;
     const std::string& t = f_.text;
     bool in_array = false;
+    bool array_append = false;
     std::string array_name;
     std::vector<Token> array_words;
     auto end_command = [&]() {
       if (in_array) return;
       if (!words.empty()) {
-        if (!assign(words)) out.push_back(expand_words(words));
+        if (!branch(words) && running()) {
+          if (!assign(words)) out.push_back(expand_words(words));
+        }
         words.clear();
       }
     };
@@ -356,9 +359,20 @@ class ShellReader {
       if (c == ')' && in_array) {
         ++i;
         in_array = false;
-        std::vector<Token> expanded = expand_words(array_words);
-        arrays_[array_name] = expanded;
+        if (running()) {
+          std::vector<Token> expanded = expand_words(array_words);
+          std::vector<Token>& a = arrays_[array_name];
+          if (!array_append) a.clear();
+          a.insert(a.end(), expanded.begin(), expanded.end());
+        }
         array_words.clear();
+        continue;
+      }
+      if ((c == '&' || c == '|') && i + 1 < t.size() && t[i + 1] == c && !words.empty() &&
+          (words[0].text == "if" || words[0].text == "elif" || words[0].text == "while")) {
+        // a condition's && and || stay in the condition
+        words.push_back({std::string(2, c), line});
+        i += 2;
         continue;
       }
       if (c == '&' || c == '|' || c == '<' || c == '>') {
@@ -438,9 +452,9 @@ class ShellReader {
           break;
         }
         if (d == '(' && !w.text.empty() && w.text.back() == '=' && !in_array) {
-          // NAME=( ... ): a bash array
-          array_name = w.text.substr(0, w.text.size() - 1);
-          if (array_name.rfind("export ", 0) == 0) array_name = array_name.substr(7);
+          // NAME=( ... ) or NAME+=( ... ): a bash array
+          array_append = w.text.size() > 1 && w.text[w.text.size() - 2] == '+';
+          array_name = w.text.substr(0, w.text.size() - (array_append ? 2 : 1));
           in_array = true;
           w.text.clear();
           ++i;
@@ -471,6 +485,105 @@ class ShellReader {
                     ": a quote, ${...}, $(...) or ( ... ) is not closed");
   }
 
+  // if / elif / else / fi: a condition that reads a positional parameter ($1), a command's
+  // output or a file test is unknown, and its branches all run (a launch script that picks
+  // its command by $1 then offers every command, and the caller picks one).
+  enum class Truth { False, True, Unknown };
+  struct Frame {
+    bool outer;  // the enclosing branch runs
+    Truth taken = Truth::False;  // a branch so far was taken (True) or may have been (Unknown)
+    bool current = false;
+  };
+  std::vector<Frame> frames_;
+
+  bool running() const { return frames_.empty() || frames_.back().current; }
+
+  Truth test(const std::vector<Token>& words, std::size_t from) {
+    // [[ a == b ]] [ a = b ] [ a != b ] [ -z a ] [ -n a ], joined by && and ||
+    Truth result = Truth::False;
+    std::string joiner = "";
+    std::vector<std::string> terms;
+    auto close = [&]() {
+      Truth v = Truth::Unknown;
+      std::vector<std::string> t;
+      bool negate = false;
+      for (const std::string& x : terms) {
+        if (x == "[[" || x == "]]" || x == "[" || x == "]") continue;
+        if (x == "!" && t.empty()) {
+          negate = !negate;
+          continue;
+        }
+        t.push_back(x);
+      }
+      bool unknown = false;
+      for (const std::string& x : t) unknown = unknown || x.find('\x03') != std::string::npos;
+      if (!unknown) {
+        if (t.size() == 3 && (t[1] == "==" || t[1] == "=")) v = t[0] == t[2] ? Truth::True : Truth::False;
+        else if (t.size() == 3 && t[1] == "!=") v = t[0] != t[2] ? Truth::True : Truth::False;
+        else if (t.size() == 2 && t[0] == "-z") v = t[1].empty() ? Truth::True : Truth::False;
+        else if (t.size() == 2 && t[0] == "-n") v = !t[1].empty() ? Truth::True : Truth::False;
+        else if (t.size() == 1 && t[0].empty()) v = Truth::False;
+      }
+      if (negate && v != Truth::Unknown) v = v == Truth::True ? Truth::False : Truth::True;
+      if (joiner.empty()) result = v;
+      else if (joiner == "||") result = result == Truth::True || v == Truth::True ? Truth::True
+                                        : result == Truth::False && v == Truth::False ? Truth::False
+                                                                                      : Truth::Unknown;
+      else result = result == Truth::False || v == Truth::False ? Truth::False
+                    : result == Truth::True && v == Truth::True ? Truth::True
+                                                                : Truth::Unknown;
+      terms.clear();
+    };
+    for (std::size_t k = from; k < words.size(); ++k) {
+      if (words[k].text == "&&" || words[k].text == "||") {
+        close();
+        joiner = words[k].text;
+        continue;
+      }
+      if (words[k].text == "then") break;
+      terms.push_back(expand(words[k].text, words[k].line, 0, true));
+    }
+    close();
+    return result;
+  }
+
+  // Handles a branch keyword; true when `words` was one (then nothing else is run).
+  bool branch(std::vector<Token>& words) {
+    // "then cmd", "else cmd", "do cmd": the keyword, then a command
+    const std::string first = words[0].text;
+    if (first == "then" || first == "do") {
+      words.erase(words.begin());
+      return words.empty();
+    }
+    if (first == "if") {
+      Frame f{running()};
+      const Truth t = f.outer ? test(words, 1) : Truth::False;
+      f.current = f.outer && t != Truth::False;
+      f.taken = t;
+      frames_.push_back(f);
+      return true;
+    }
+    if (frames_.empty()) return false;
+    Frame& f = frames_.back();
+    if (first == "elif") {
+      const Truth t = f.outer && f.taken != Truth::True ? test(words, 1) : Truth::False;
+      f.current = f.outer && f.taken != Truth::True && t != Truth::False;
+      if (t == Truth::True) f.taken = Truth::True;
+      else if (t == Truth::Unknown) f.taken = Truth::Unknown;
+      return true;
+    }
+    if (first == "else") {
+      f.current = f.outer && f.taken != Truth::True;
+      words.erase(words.begin());
+      return words.empty();  // "else cmd": the command runs in the else branch
+    }
+    if (first == "fi") {
+      frames_.pop_back();
+      return true;
+    }
+    return false;
+  }
+
   // NAME=value [NAME=value ...] alone on a command (also after export/local/declare/readonly).
   bool assign(const std::vector<Token>& words) {
     std::size_t start = 0;
@@ -491,14 +604,14 @@ class ShellReader {
     for (std::size_t k = start; k < words.size(); ++k) {
       const std::size_t eq = words[k].text.find('=');
       const std::string name = words[k].text.substr(0, eq);
-      vars_[name] = expand(words[k].text.substr(eq + 1), words[k].line);
+      vars_[name] = expand(words[k].text.substr(eq + 1), words[k].line, 0, true);
     }
     return true;
   }
 
   // Expands $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}; unknown
   // variables expand to "" (as the shell does); escaped characters (\x01c) become c.
-  std::string expand(const std::string& s, int32_t line, int depth = 0) {
+  std::string expand(const std::string& s, int32_t line, int depth = 0, bool mark_unknown = false) {
     if (depth > 8) return s;
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -545,7 +658,15 @@ class ShellReader {
         continue;
       }
       if (s[i + 1] == '(') {  // $(...) left as written
+        if (mark_unknown) out += '\x03';
         out += s[i];
+        continue;
+      }
+      if (std::isdigit(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '@' || s[i + 1] == '#' ||
+          s[i + 1] == '*') {
+        // positional parameters: not known when the script is read
+        if (mark_unknown) out += '\x03';
+        ++i;
         continue;
       }
       std::size_t n = i + 1;
@@ -579,6 +700,7 @@ class ShellReader {
       std::string cur;
       bool any = false;
       for (char c : e) {
+        if (c == '\x03') continue;  // an unknown value's mark (conditions only)
         if (c == ' ' || c == '\t' || c == '\n' || c == '\x02') {
           if (!cur.empty()) out.push_back({cur, w.line});
           cur.clear();
@@ -647,57 +769,120 @@ void read_options(const std::vector<Token>& words, std::size_t from, std::size_t
 
 bool looks_like_shell(const std::string& text) {
   if (text.rfind("#!", 0) == 0) return true;
-  for (const char* launcher : {"torchrun ", "python -m torch.distributed", "deepspeed ",
-                               "accelerate launch", "python3 ", "python ", "srun "}) {
-    if (text.find(launcher) != std::string::npos) return true;
+  // a line (not a comment) whose command, after VAR=value words, is a launcher
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::size_t k = text.find_first_not_of(" \t", at);
+    while (k < end) {
+      std::size_t word_end = text.find_first_of(" \t", k);
+      if (word_end == std::string::npos || word_end > end) word_end = end;
+      const std::string word = text.substr(k, word_end - k);
+      if (word.empty() || word[0] == '#') break;
+      const std::size_t eq = word.find('=');
+      if (eq != std::string::npos && eq > 0 && word.find(':') == std::string::npos) {
+        k = text.find_first_not_of(" \t", word_end);  // an environment assignment
+        continue;
+      }
+      for (const char* launcher : {"torchrun", "python", "python3", "deepspeed", "accelerate",
+                                   "srun", "tune", "llamafactory-cli", "axolotl", "export"}) {
+        if (base_name(word) == launcher) return true;
+      }
+      break;
+    }
+    at = end + 1;
   }
   return false;
 }
 
-ShellCommand read_shell(const LaunchFile& f, const std::string& field) {
+namespace {
+
+// The training command of `words`, if it is one: a launcher (torchrun, python -m
+// torch.distributed.launch/run, deepspeed, accelerate launch, python, tune, llamafactory-cli,
+// axolotl) with a script, module or subcommand.
+std::optional<ShellCommand> training_command(const std::vector<Token>& words, const std::string& file) {
+  auto is_option = [&](std::size_t k) { return k < words.size() && words[k].text.size() > 1 && words[k].text[0] == '-'; };
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string w = base_name(words[i].text);
+    ShellCommand cmd;
+    cmd.line = words[i].line;
+    // the CLIs with a verb: tune run [OPTS] RECIPE --config C; llamafactory-cli train C;
+    // axolotl train C
+    if ((w == "tune" || w == "llamafactory-cli" || w == "axolotl") && i + 1 < words.size()) {
+      cmd.launcher = w + " " + words[i + 1].text;
+      std::size_t k = i + 2;
+      while (is_option(k)) k += (k + 1 < words.size() && !is_option(k + 1)) ? 2 : 1;
+      read_options(words, i + 2, std::min(k, words.size()), file, cmd.launcher_options);
+      if (k < words.size()) cmd.script = words[k].text;
+      read_options(words, k + 1, words.size(), file, cmd.options);
+      return cmd;
+    }
+    const bool accelerate = w == "accelerate" && i + 1 < words.size() && words[i + 1].text == "launch";
+    if (!(w == "torchrun" || w == "deepspeed" || accelerate || w == "python" || w == "python3")) {
+      continue;
+    }
+    cmd.launcher = accelerate ? "accelerate launch" : w;
+    std::size_t first = i + (accelerate ? 2 : 1);
+    for (std::size_t j = first; j < words.size(); ++j) {
+      const std::string& s = words[j].text;
+      if (s == "-m" && j + 1 < words.size()) {
+        const std::string module = words[j + 1].text;
+        if (module == "torch.distributed.launch" || module == "torch.distributed.run") {
+          // python -m torch.distributed.launch: the launcher; its script follows
+          cmd.launcher = "torchrun";
+          first = j + 2;
+          ++j;
+          continue;
+        }
+        cmd.script = "-m " + module;
+        read_options(words, first, j, file, cmd.launcher_options);
+        // -m axolotl.cli.train CONFIG: the config is the module's first argument
+        std::size_t k = j + 2;
+        if (k < words.size() && !is_option(k)) cmd.options.put("config", Setting{words[k].text, file, words[k].line, "config"}), ++k;
+        read_options(words, k, words.size(), file, cmd.options);
+        return cmd;
+      }
+      if (ends_with(s, ".py") || ends_with(s, ".yaml") || ends_with(s, ".yml")) {
+        cmd.script = s;
+        read_options(words, first, j, file, cmd.launcher_options);
+        read_options(words, j + 1, words.size(), file, cmd.options);
+        return cmd;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ShellCommand read_shell(const LaunchFile& f, const std::string& field,
+                        const std::vector<std::string>& prefer) {
   check_launch_text(f, field);
   ShellReader reader(f, field);
   const std::vector<std::vector<Token>> commands = reader.commands();
-  // The training command: the last one that runs a Python script or module through a launcher.
-  for (auto c = commands.rbegin(); c != commands.rend(); ++c) {
-    const std::vector<Token>& words = *c;
-    std::size_t k = 0;
-    // skip leading environment assignments and wrappers (srun, env, time, nohup, exec)
-    while (k < words.size() &&
-           (words[k].text.find('=') != std::string::npos && words[k].text[0] != '-')) ++k;
-    ShellCommand cmd;
-    for (std::size_t i = k; i < words.size(); ++i) {
-      const std::string w = base_name(words[i].text);
-      if (w == "torchrun" || w == "deepspeed" || (w == "accelerate" && i + 1 < words.size() &&
-                                                  words[i + 1].text == "launch") ||
-          w == "python" || w == "python3" || w == "tune" || w == "llamafactory-cli" ||
-          w == "axolotl") {
-        cmd.launcher = w == "accelerate" ? "accelerate launch" : w;
-        cmd.line = words[i].line;
-        const std::size_t first = i + (w == "accelerate" || w == "tune" || w == "axolotl" ? 2 : 1);
-        // the script: the first word ending in .py, or the module after -m, or the
-        // subcommand of tune / llamafactory-cli / axolotl
-        for (std::size_t j = first; j < words.size(); ++j) {
-          const std::string& s = words[j].text;
-          if (s == "-m" && j + 1 < words.size()) {
-            cmd.script = "-m " + words[j + 1].text;
-            read_options(words, first, j, f.name, cmd.launcher_options);
-            read_options(words, j + 2, words.size(), f.name, cmd.options);
-            return cmd;
-          }
-          if (ends_with(s, ".py") || ends_with(s, ".yaml") || ends_with(s, ".yml") ||
-              ((w == "llamafactory-cli" || w == "tune" || w == "axolotl") && s[0] != '-')) {
-            cmd.script = s;
-            read_options(words, first, j, f.name, cmd.launcher_options);
-            read_options(words, j + 1, words.size(), f.name, cmd.options);
-            return cmd;
-          }
+  std::vector<ShellCommand> found;
+  for (const std::vector<Token>& words : commands) {
+    if (auto c = training_command(words, f.name)) found.push_back(std::move(*c));
+  }
+  if (found.empty()) {
+    fail(field, f.name + " runs no training command (torchrun, python, deepspeed, accelerate "
+                         "launch, tune run or llamafactory-cli with a script)");
+  }
+  // Several (a script that picks one by its arguments): the one whose option names a file
+  // given beside it (--deepspeed ds_config.json, --config_file x.yaml), else the last.
+  for (const ShellCommand& c : found) {
+    for (const Settings* o : {&c.options, &c.launcher_options}) {
+      for (const auto& [key, value] : o->all()) {
+        if (!value.value.is_string()) continue;
+        const std::string named = base_name(value.value.get<std::string>());
+        for (const std::string& p : prefer) {
+          if (!named.empty() && named == base_name(p)) return c;
         }
       }
     }
   }
-  fail(field, f.name + " runs no training command (torchrun, python, deepspeed or accelerate "
-                       "launch with a script)");
+  return found.back();
 }
 
 }  // namespace memest::launch

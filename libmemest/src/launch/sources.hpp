@@ -71,9 +71,12 @@ struct ShellCommand {
   int32_t line = 0;
 };
 
-// The training command of a shell launch script (the last command that runs a Python
-// training script), with variables expanded. Refused when there is none.
-ShellCommand read_shell(const LaunchFile& f, const std::string& field);
+// The training command of a shell launch script, with variables expanded and if/elif/else
+// branches followed where their conditions are known. When the script holds several (one
+// per $1 value), the one whose options name a file in `prefer` (--deepspeed ds.json), else
+// the last. Refused when there is none.
+ShellCommand read_shell(const LaunchFile& f, const std::string& field,
+                        const std::vector<std::string>& prefer = {});
 
 // Does the text look like a shell script (a shebang, or a launcher command)?
 bool looks_like_shell(const std::string& text);
