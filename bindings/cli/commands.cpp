@@ -27,6 +27,7 @@ struct PretrainOptions {
   Precision precision;
   StackOptions stack;
   AdapterOptions adapter;
+  std::string emit;  // print the layout as a stack's settings instead of the estimate
   Output output;
 };
 
@@ -209,8 +210,20 @@ Command add_pretrain(CLI::App& app) {
   add_precision_options(*cmd, o->precision);
   add_stack_options(*cmd, o->stack);
   add_adapter_options(*cmd, o->adapter);
+  add_choice(*cmd, "--emit", o->emit,
+             "Print this layout in a stack's own terms instead of the estimate: Megatron flags, "
+             "torchtitan TOML keys, a DeepSpeed JSON or an accelerate config",
+             {"megatron", "torchtitan", "deepspeed", "accelerate"});
   add_format_option(*cmd, o->output, "table");
-  return {cmd, [o] { return answer(pretrain_request(*o).dump(), o->output); }};
+  return {cmd, [o] {
+            if (o->emit.empty()) return answer(pretrain_request(*o).dump(), o->output);
+            const ojson doc = {{"mode", "emit"}, {"format", o->emit}, {"request", pretrain_request(*o)}};
+            ojson response;
+            if (int rc = ask_library(doc.dump(), response, false); rc != kExitOk) return rc;
+            if (o->output.format == "json") std::cout << response.dump(2) << "\n";
+            else std::cout << response["text"].get<std::string>();
+            return kExitOk;
+          }};
 }
 
 Command add_model_states(CLI::App& app) {

@@ -22,6 +22,7 @@ Command add_model_states(CLI::App& app);
 Command add_finetune(CLI::App& app);
 Command add_search(CLI::App& app);     // search.cpp
 Command add_request(CLI::App& app);
+Command add_import(CLI::App& app);     // import.cpp
 Command add_models(CLI::App& app);
 Command add_gpus(CLI::App& app);
 

@@ -49,7 +49,7 @@ std::string parse_error_message(const CLI::Error& e) {
 int parse(CLI::App& app, int argc, char** argv) {
   if (names_unknown_subcommand(app, argc, argv)) {
     return input_error(std::string("unknown subcommand \"") + argv[1] +
-                       "\" (pretrain, finetune, search, model-states, request, models, gpus; "
+                       "\" (pretrain, finetune, search, model-states, request, import, models, gpus; "
                        "see memest --help)");
   }
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("memest ") + memest_version_string());
   app.require_subcommand(1);
   const std::vector<Command> commands = {add_pretrain(app), add_model_states(app), add_finetune(app),
-                                         add_search(app),   add_request(app),      add_models(app),
-                                         add_gpus(app)};
+                                         add_search(app),   add_request(app),      add_import(app),
+                                         add_models(app),   add_gpus(app)};
   if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
   try {

@@ -40,6 +40,10 @@ void print_response(const ojson& response, const Output& output) {
     std::cout << response.dump(2) << "\n";
   } else if (mode == "search") {
     std::cout << (csv ? search_csv(response) : search_table(response, output.wide));
+    if (!csv && response.contains("launch")) {
+      std::cout << "\nthe best layout as " << response["launch"]["format"].get<std::string>()
+                << " settings:\n" << response["launch"]["text"].get<std::string>();
+    }
   } else if (mode == "finetune") {
     std::cout << (csv ? finetune_csv(response) : finetune_table(response));
   } else if (mode == "pretrain") {

@@ -22,6 +22,7 @@ struct SearchOptions {
   std::vector<std::string> fp8_options;      // off, on; empty: the base's (--fp8)
   std::vector<std::string> compile_options;  // memest_compile names; empty: the base's
   double max_oom_probability = 0;            // 0: the library's default
+  std::string emit;                          // the best layout as a stack's settings
   StackOptions stack;
   Output output;
 };
@@ -92,6 +93,7 @@ ojson search_section(const SearchOptions& o) {
   }
   if (!o.compile_options.empty()) section["compile"] = o.compile_options;
   if (o.max_oom_probability > 0) section["max_oom_probability"] = o.max_oom_probability;
+  if (!o.emit.empty()) section["emit"] = o.emit;
   return section;
 }
 
@@ -120,6 +122,10 @@ Command add_search(CLI::App& app) {
   add_bound_options(*cmd, *o);
   add_choice_options(*cmd, *o);
   add_stack_options(*cmd, o->stack);
+  add_choice(*cmd, "--emit", o->emit,
+             "Also print the best layout in a stack's own terms: Megatron flags, torchtitan TOML "
+             "keys, a DeepSpeed JSON or an accelerate config",
+             {"megatron", "torchtitan", "deepspeed", "accelerate"});
   add_format_option(*cmd, o->output, "table");
   add_wide_flag(*cmd, o->output);
   return {cmd, [o] { return answer(search_request(*o).dump(), o->output); }};

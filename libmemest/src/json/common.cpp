@@ -47,6 +47,13 @@ void read_precision(const JsonFields& f, Precision& precision, bool derive) {
 
 const json& require_object_field(const JsonFields& f, const char* key) {
   const json* v = f.object(key);
+  if (!v && std::string(key) == "gpu") {
+    // no GPU is assumed (a wrong default gives a wrong verdict): the message says what to add
+    throw Error(MEMEST_ERR_MISSING_FIELD, f.path_of(key),
+                f.path_of(key) + ": missing: name the GPU with a preset id (e.g. \"h100-80gb\"; "
+                "{\"mode\": \"presets\"} and `memest gpus` list them), {\"memory_gib\": N} or a "
+                "device profile (CLI: --gpu, --memory-gib or --gpu-profile)");
+  }
   if (!v) throw Error(MEMEST_ERR_MISSING_FIELD, f.path_of(key), f.path_of(key) + ": missing");
   return *v;
 }

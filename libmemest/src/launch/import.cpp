@@ -181,25 +181,37 @@ ReadFile read_one(const LaunchFile& f, const std::string& field, const std::stri
                   const std::vector<std::string>& others) {
   ReadFile r;
   check_launch_text(f, field);
+  // the kind of text first (JSON, shell, TOML, YAML); a named format applies to the files of
+  // a kind it can be (a DeepSpeed JSON beside a script keeps its own)
   std::size_t first = f.text.find_first_not_of(" \t\r\n");
   const bool json_like = first != std::string::npos && f.text[first] == '{';
-  if (forced == "torchtitan" || (forced == "auto" && !json_like && looks_like_toml(f.text) &&
-                                 !looks_like_shell(f.text))) {
+  const std::string kind = json_like                   ? "json"
+                           : looks_like_shell(f.text)  ? "shell"
+                           : looks_like_toml(f.text)   ? "toml"
+                                                       : "yaml";
+  std::string named = forced;
+  const bool fits = forced == "auto" ||
+                    (forced == "torchtitan" && kind != "shell" && kind != "json") ||
+                    (forced == "deepspeed" && (kind == "json" || kind == "yaml")) ||
+                    ((forced == "megatron" || forced == "hf") && kind != "toml" && kind != "json") ||
+                    ((forced == "torchtune" || forced == "axolotl" || forced == "llama-factory" ||
+                      forced == "accelerate") && (kind == "yaml" || kind == "toml"));
+  if (!fits) named = "auto";
+  if (named == "torchtitan" || (named == "auto" && kind == "toml")) {
     r.kind = "toml";
     r.settings = read_toml(f, field);
     r.format = "torchtitan";
     return r;
   }
-  if (!json_like && looks_like_shell(f.text) && forced != "torchtune" && forced != "axolotl" &&
-      forced != "llama-factory" && forced != "accelerate" && forced != "deepspeed") {
+  if (kind == "shell") {
     r.kind = "shell";
     r.command = read_shell(f, field, others);
-    r.format = forced == "auto" ? shell_format(*r.command) : forced;
+    r.format = named == "auto" ? shell_format(*r.command) : named;
     return r;
   }
   r.kind = "yaml";
   r.settings = read_yaml(f, field);
-  r.format = forced == "auto" ? yaml_format(r.settings) : forced;
+  r.format = named == "auto" ? yaml_format(r.settings) : named;
   if (r.format.empty()) {
     std::string keys;
     int n = 0;
@@ -430,12 +442,7 @@ ImportResult import_launch(const std::vector<LaunchFile>& files, const ImportOpt
   std::size_t main_index = 0;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string field = "files[" + std::to_string(i) + "]";
-    // a --format names the main file's format; helpers (DeepSpeed JSON, accelerate YAML)
-    // are still told by their content
-    const bool json_like = files[i].text.find_first_not_of(" \t\r\n") != std::string::npos &&
-                           files[i].text[files[i].text.find_first_not_of(" \t\r\n")] == '{';
-    std::string forced = options.format;
-    if (files.size() > 1 && forced != "auto" && (json_like || forced == "hf")) forced = "auto";
+    const std::string& forced = options.format;  // applied where the file's kind allows
     std::vector<std::string> others;
     for (std::size_t k = 0; k < files.size(); ++k) {
       if (k != i) others.push_back(files[k].name);
@@ -448,6 +455,11 @@ ImportResult import_launch(const std::vector<LaunchFile>& files, const ImportOpt
                         " each describe a run: give one run's files");
     }
     if (rank > best) best = rank, main_index = i;
+  }
+  if (options.format != "auto" &&
+      std::none_of(read.begin(), read.end(), [&](const ReadFile& r) { return r.format == options.format; })) {
+    fail("format", "none of the files reads as " + options.format + " (their formats: " +
+                       result.files.dump() + ")");
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
     ReadFile& r = read[i];
