@@ -5,7 +5,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     SECONDS per target (default 60);
 #                                             TARGET: request (JSON entry point), typed
-#                                             (typed structs); default both, in that order.
+#                                             (typed structs), launch (the launch-file
+#                                             readers of mode "import"); default all three.
 #   FUZZ_RUNS=N scripts/fuzz.sh 3600 typed    stop after N executions (or SECONDS, first)
 #   FUZZ_JOBS=N                               libFuzzer -jobs/-workers (default 1 process)
 #
@@ -20,14 +21,14 @@ ROOT=$PWD
 SECS=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request typed)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request typed launch)
 B=$ROOT/build-fuzz
 JOBS=${FUZZ_JOBS:-1}
 
 command -v clang++ > /dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 1; }
 
 for target in "${TARGETS[@]}"; do
-  case "$target" in request | typed) ;; *) echo "fuzz.sh: unknown target $target (request, typed)" >&2; exit 2 ;; esac
+  case "$target" in request | typed | launch) ;; *) echo "fuzz.sh: unknown target $target (request, typed, launch)" >&2; exit 2 ;; esac
 done
 echo "== fuzz: build (clang, libFuzzer, ASan + UBSan) in $B"
 CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMEST_FUZZ=ON \
@@ -42,7 +43,8 @@ for target in "${TARGETS[@]}"; do
   case "$target" in
     request) seeds=tests/fuzz/corpus; extra=(-dict="$ROOT/tests/fuzz/request.dict" -max_len=4096) ;;
     typed) seeds=tests/fuzz/corpus_typed; extra=(-max_len=512) ;;
-    *) echo "fuzz.sh: unknown target $target (request, typed)" >&2; exit 2 ;;
+    launch) seeds=tests/fuzz/corpus_launch; extra=(-max_len=16384) ;;
+    *) echo "fuzz.sh: unknown target $target (request, typed, launch)" >&2; exit 2 ;;
   esac
   corpus=$B/corpus-$target
   findings=$B/findings-$target

@@ -328,6 +328,19 @@ void map_megatron(MapContext& c) {
     }
     return fallback;
   };
+  if (c.run.command) {
+    // Megatron's other model scripts train what no supported family describes
+    const std::string& script = c.run.command->script;
+    for (const char* other : {"pretrain_bert", "pretrain_t5", "pretrain_vision", "pretrain_ict",
+                              "pretrain_retro", "pretrain_vlm"}) {
+      if (script.find(other) != std::string::npos) {
+        throw Error(MEMEST_ERR_UNSUPPORTED, "files",
+                    c.run.command_file->name + " line " + std::to_string(c.run.command->line) +
+                        ": " + script + " trains an encoder or a multimodal model; memest "
+                        "estimates decoder-only language models (pretrain_gpt.py, pretrain_mamba.py)");
+      }
+    }
+  }
   b.derived("training.framework", "megatron", "a Megatron-LM launch (pretrain_*.py)");
   const int64_t tp = integer("tensor-model-parallel-size", "parallel.tp", 1);
   const int64_t pp = integer("pipeline-model-parallel-size", "parallel.pp", 1);
@@ -705,9 +718,8 @@ bool is_auto(const Setting& s) { return s.value.is_string() && s.value.get<std::
 
 void apply_deepspeed(MapContext& c, const Settings& ds) {
   RequestBuilder& b = c.b;
-  b.from_file("training.framework", "deepspeed", *ds.peek(ds.all().begin()->first));
-  b.origins["training.framework"] = {{"from", "file"}, {"file", c.run.deepspeed_file ? c.run.deepspeed_file->name : ""},
-                                     {"rule", "a DeepSpeed config runs the DeepSpeed engine"}};
+  b.derived("training.framework", "deepspeed", "a DeepSpeed config runs the DeepSpeed engine");
+  b.origins["training.framework"]["file"] = c.run.deepspeed_file ? c.run.deepspeed_file->name : "";
   if (const Setting* v = ds.take("zero_optimization.stage")) {
     b.from_file("parallel.zero", integer_of(*v), *v);
   } else {
@@ -905,9 +917,14 @@ void apply_accelerate(MapContext& c, const Settings& acc) {
       }
     }
   } else if (t == "MULTI_GPU" || t == "NO") {
-    b.from_file("training.framework", "pytorch", *type);
-    b.from_file("parallel.zero", 0, *type);
-    if (t == "NO" && !b.has("parallel.gpus")) b.from_file("parallel.gpus", 1, *type);
+    if (type) {
+      b.from_file("training.framework", "pytorch", *type);
+      b.from_file("parallel.zero", 0, *type);
+      if (t == "NO" && !b.has("parallel.gpus")) b.from_file("parallel.gpus", 1, *type);
+    } else {
+      b.from_default("training.framework", "pytorch", kAccelerate, "distributed_type = NO", kAccDataclasses);
+      b.from_default("parallel.zero", 0, kAccelerate, "distributed_type = NO", kAccDataclasses);
+    }
   } else if (type) {
     throw Error(MEMEST_ERR_UNSUPPORTED, type->file + ":" + type->key,
                 where(*type) + ": distributed_type " + echo(t) +
