@@ -364,6 +364,7 @@ class ShellReader {
           std::vector<Token>& a = arrays_[array_name];
           if (!array_append) a.clear();
           a.insert(a.end(), expanded.begin(), expanded.end());
+          if (a.size() > kMaxArrayItems) too_big(line);
         }
         array_words.clear();
         continue;
@@ -479,6 +480,18 @@ class ShellReader {
   }
 
  private:
+  // Bounds on what variables and arrays expand to (real scripts: < 1 kB, < 100 items).
+  static constexpr std::size_t kMaxExpansion = 1u << 16;
+  static constexpr std::size_t kMaxArrayItems = 4096;
+
+  [[noreturn]] void too_big(int32_t line) {
+    throw Error(MEMEST_ERR_INVALID_ARGUMENT, field_,
+                field_ + ": " + f_.name + " line " + std::to_string(line) +
+                    ": its variables expand past " + std::to_string(kMaxExpansion) +
+                    " characters or " + std::to_string(kMaxArrayItems) +
+                    " array items: not a launch script");
+  }
+
   [[noreturn]] void unterminated(int32_t line) {
     throw Error(MEMEST_ERR_PARSE, field_,
                 field_ + ": " + f_.name + " line " + std::to_string(line) +
@@ -615,6 +628,8 @@ class ShellReader {
     if (depth > 8) return s;
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
+      // A=$A$A doubling: a launch script's values are short; past the bound it is not one
+      if (out.size() > kMaxExpansion) too_big(line);
       if (s[i] == '\x01' && i + 1 < s.size()) {
         out += s[++i];
         continue;
