@@ -40,6 +40,12 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
   Out o;
   const std::string rc = get_str(t, "recompute", "none");
   if (rc == "op_selective") fail(field, "op_selective is torchtitan's policy; Megatron has full and selective");
+  if (rc == "full" && get_int(t, "recompute_every", 1) > 1) {
+    // memest's recompute_every N checkpoints one layer in N (torchtitan's option "N");
+    // Megatron's --recompute-num-layers N checkpoints groups of N layers: not the same
+    fail(field, "recompute_every " + std::to_string(get_int(t, "recompute_every", 1)) +
+                    " (one layer in N) has no Megatron flag: --recompute-num-layers groups layers");
+  }
   o.add("--tensor-model-parallel-size", get_int(l, "tp", 1));
   o.add("--pipeline-model-parallel-size", get_int(l, "pp", 1));
   const int64_t vpp = get_int(l, "vpp", 1);
@@ -66,7 +72,7 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
   if (rc == "full") {
     o.add("--recompute-granularity", "full");
     o.add("--recompute-method", "uniform");
-    o.add("--recompute-num-layers", get_int(t, "recompute_every", 1));
+    o.add("--recompute-num-layers", 1);
   } else if (rc == "selective") {
     o.add("--recompute-granularity", "selective");
   }

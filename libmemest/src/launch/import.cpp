@@ -509,6 +509,14 @@ ImportResult import_launch(const std::vector<LaunchFile>& files, const ImportOpt
                                    "(deepspeed/runtime/zero/stage_1_and_2.py)"
                                  : "PyTorch stores .grad in the parameter's dtype");
   }
+  if (b.megatron_vocab > 0 && b.has("model") && b.get("model")->is_object() &&
+      b.origins["model"].value("from", "") == "file") {
+    const int64_t tp = std::max<int64_t>(request_int(b, "parallel.tp", 1), 1);
+    const int64_t d = b.megatron_vocab_divisor * tp;
+    b.request["model"]["vocab_size"] = (b.megatron_vocab + d - 1) / d * d;
+    b.origins["model"]["vocab"] = std::to_string(b.megatron_vocab) + " padded to a multiple of " +
+                                  std::to_string(b.megatron_vocab_divisor) + " x tp " + std::to_string(tp);
+  }
   settle_with_model(b);
   require_given(b);
   derive_global_batch(b);

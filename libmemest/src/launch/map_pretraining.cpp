@@ -305,6 +305,10 @@ class MegatronArgs {
 
 // Megatron's own tokenizers (megatron/training/tokenizer/tokenizer.py) whose vocabulary is
 // fixed; --vocab-size or a model id gives the others.
+[[noreturn]] void r_bad_divisor(const Setting& s) {
+  throw Error(MEMEST_ERR_INVALID_ARGUMENT, s.file + ":" + s.key, where(s) + ": must be a positive integer");
+}
+
 int64_t tokenizer_vocab(const std::string& type) {
   if (type == "GPT2BPETokenizer") return 50257;
   if (type == "Llama2Tokenizer") return 32000;  // Llama 2's SentencePiece model
@@ -542,9 +546,12 @@ void map_megatron(MapContext& c) {
       }
     }
     if (vocab > 0) {
+      // padded once the tensor-parallel size is final (a --set may change it: import.cpp)
       const Setting* div = a.take("make-vocab-size-divisible-by");
-      const int64_t d = (div ? integer_of(*div) : 128) * std::max<int64_t>(tp, 1);
-      m["vocab_size"] = (vocab + d - 1) / d * d;
+      b.megatron_vocab = vocab;
+      b.megatron_vocab_divisor = div ? integer_of(*div) : 128;
+      if (b.megatron_vocab_divisor <= 0) r_bad_divisor(*div);
+      m["vocab_size"] = vocab;
     }
     if (m.contains("vocab_size")) {
       b.from_file("model", m, *hidden);

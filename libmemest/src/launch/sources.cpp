@@ -225,23 +225,24 @@ json yaml_scalar(const YAML::Node& n) {
 }
 
 void flatten_yaml(const YAML::Node& node, const std::string& key, const std::string& file,
-                  Settings& out, std::size_t& visited, int depth) {
+                  Settings& out, std::size_t& visited, int depth, const std::string& field) {
   if (++visited > kMaxYamlNodes || depth > kMaxLaunchNesting) {
-    throw Error(MEMEST_ERR_PARSE, file,
-                file + ": more than " + std::to_string(kMaxYamlNodes) +
-                    " values or nested too deep (aliases?): not a launch file");
+    throw Error(MEMEST_ERR_PARSE, field,
+                field + ": " + file + " has more than " + std::to_string(kMaxYamlNodes) +
+                    " values or nests deeper than " + std::to_string(kMaxLaunchNesting) +
+                    " levels (aliases?): not a launch file");
   }
   const int32_t line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
   switch (node.Type()) {
     case YAML::NodeType::Map:
       for (const auto& kv : node) {
         if (!kv.first.IsScalar()) {
-          throw Error(MEMEST_ERR_PARSE, file,
-                      file + " line " + std::to_string(kv.first.Mark().line + 1) +
+          throw Error(MEMEST_ERR_PARSE, field,
+                      field + ": " + file + " line " + std::to_string(kv.first.Mark().line + 1) +
                           ": a key must be a plain name");
         }
         const std::string k = kv.first.Scalar();
-        flatten_yaml(kv.second, key.empty() ? k : key + "." + k, file, out, visited, depth + 1);
+        flatten_yaml(kv.second, key.empty() ? k : key + "." + k, file, out, visited, depth + 1, field);
       }
       return;
     case YAML::NodeType::Sequence: {
@@ -258,7 +259,7 @@ void flatten_yaml(const YAML::Node& node, const std::string& key, const std::str
       }
       std::size_t i = 0;
       for (const auto& item : node) {
-        flatten_yaml(item, key + "." + std::to_string(i++), file, out, visited, depth + 1);
+        flatten_yaml(item, key + "." + std::to_string(i++), file, out, visited, depth + 1, field);
       }
       return;
     }
@@ -291,7 +292,7 @@ Settings read_yaml(const LaunchFile& f, const std::string& field) {
   Settings out;
   std::size_t visited = 0;
   try {
-    flatten_yaml(root, "", f.name, out, visited, 0);
+    flatten_yaml(root, "", f.name, out, visited, 0, field);
   } catch (const YAML::Exception& e) {
     throw Error(MEMEST_ERR_PARSE, field,
                 field + ": " + f.name + " line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
@@ -660,7 +661,8 @@ class ShellReader {
         const bool set = v != vars_.end();  // the environment is not read: defaults apply
         if (rest.rfind(":-", 0) == 0 || rest.rfind(":=", 0) == 0 || rest.rfind("-", 0) == 0) {
           const std::string fallback = rest.substr(rest[0] == ':' ? 2 : 1);
-          if (set && !v->second.empty()) {
+          // ${A:-x} replaces an unset or empty A; ${A-x} only an unset one
+          if (set && (!v->second.empty() || rest[0] != ':')) {
             out += v->second;
           } else {
             const std::string d = expand(fallback, line, depth + 1);
