@@ -641,6 +641,10 @@ class ShellReader {
       }
       if (s[i + 1] == '{') {
         const std::size_t close = s.find('}', i);
+        if (close == std::string::npos) {  // "${" with no "}" (from a variable's value): literal
+          out.append(s, i, std::string::npos);
+          break;
+        }
         const std::string body = s.substr(i + 2, close - i - 2);
         i = close;
         std::size_t n = 0;
