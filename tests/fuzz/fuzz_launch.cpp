@@ -6,30 +6,13 @@
 // with clang (-DMEMEST_FUZZ=ON, scripts/fuzz.sh launch) and always as a corpus replay test.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "memest/memest.h"
+#include "response_checks.hpp"
 
 namespace {
-
-[[noreturn]] void finding(const char* what, const std::string& response) {
-  std::fprintf(stderr, "fuzz_launch: %s\nresponse: %.2000s\n", what, response.c_str());
-  std::abort();
-}
-
-bool holds_null(const nlohmann::json& j) {
-  if (j.is_null()) return true;
-  if (j.is_structured()) {
-    for (const auto& v : j) {
-      if (holds_null(v)) return true;
-    }
-  }
-  return false;
-}
 
 constexpr const char* kFormats[] = {"auto", "torchtitan", "megatron", "deepspeed", "hf",
                                     "torchtune", "axolotl", "llama-factory", "accelerate"};
@@ -50,25 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     request["seq_len"] = 2048;
   }
   // bytes that are not UTF-8 are replaced: the readers see the rest of the file
-  const std::string body = request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  char* raw = nullptr;
-  const memest_status status = memest_request_json(body.c_str(), &raw);
-  if (!raw) std::abort();
-  const std::string response(raw);
-  memest_string_free(raw);
-  if (status == MEMEST_ERR_INTERNAL) finding("MEMEST_ERR_INTERNAL", response);
-  const auto doc = nlohmann::json::parse(response, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("ok") || !doc["ok"].is_boolean()) {
-    finding("the response is not a memest JSON document", response);
-  }
-  if ((status == MEMEST_OK) != doc["ok"].get<bool>()) finding("status and \"ok\" disagree", response);
-  if (status != MEMEST_OK) {
-    const auto error = doc.find("error");
-    if (error == doc.end() || !error->is_object() || !(*error)["field"].is_string() ||
-        (*error)["field"].get<std::string>().empty() || !(*error)["message"].is_string()) {
-      finding("malformed error document (an error must name its field)", response);
-    }
-  }
-  if (holds_null(doc)) finding("non-finite number (null) in the response", response);
+  fuzz::ask_and_check(request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      "fuzz_launch");
   return 0;
 }

@@ -82,19 +82,6 @@ std::string optimizer_of_component(const std::string& component, bool fused) {
   return "";
 }
 
-std::string hf_optimizer(const std::string& name) {
-  const std::pair<const char*, const char*> kOptim[] = {
-      {"adamw_torch", "adamw_foreach"}, {"adamw_hf", "adamw_foreach"},
-      {"adamw_torch_fused", "adamw"},   {"adamw_apex_fused", "adamw"},
-      {"adamw_bnb_8bit", "adamw_8bit"}, {"adamw_8bit", "adamw_8bit"},
-      {"paged_adamw_8bit", "paged_adamw_8bit"}, {"paged_adamw_32bit", "paged_adamw_32bit"},
-      {"sgd", "sgd"}, {"adamw_torch_8bit", "adamw_8bit"}, {"adamw_torch_4bit", ""}};
-  for (const auto& [n, m] : kOptim) {
-    if (name == n) return m;
-  }
-  return "";
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- torchtune

@@ -628,22 +628,11 @@ void apply_training_arguments(MapContext& c, const Settings& args, const std::st
   }
   if (const Setting* v = take("optim")) {
     const std::string o = string_of(*v);
-    // transformers' OptimizerNames (training_args.py) -> memest's optimizers
-    const std::pair<const char*, const char*> kOptim[] = {
-        {"adamw_torch", "adamw_foreach"}, {"adamw_hf", "adamw_foreach"},
-        {"adamw_torch_fused", "adamw"},   {"adamw_apex_fused", "adamw"},
-        {"adamw_bnb_8bit", "adamw_8bit"}, {"adamw_8bit", "adamw_8bit"},
-        {"paged_adamw_8bit", "paged_adamw_8bit"}, {"paged_adamw_32bit", "paged_adamw_32bit"},
-        {"sgd", "sgd"}, {"adamw_torch_4bit", ""}, {"adafactor", ""}, {"lion_8bit", ""}};
-    std::string mapped;
-    bool known = false;
-    for (const auto& [name, memest_name] : kOptim) {
-      if (o == name) mapped = memest_name, known = true;
-    }
+    const std::string mapped = hf_optimizer(o);
     if (!mapped.empty()) {
       b.from_file("training.optimizer", mapped, *v);
     } else {
-      b.warn(*v, "optimizer " + o + (known ? " is not modelled" : " is not known") + ": held as AdamW");
+      b.warn(*v, "optimizer " + o + " is not modelled: held as AdamW");
     }
   } else if (!b.has("training.optimizer")) {
     b.from_default("training.optimizer", "adamw", kHf,

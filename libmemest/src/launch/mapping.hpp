@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "launch/import.hpp"
@@ -21,6 +22,21 @@ inline void warn_unread_options(RequestBuilder& b, const Settings& settings,
     b.warn(*s, "not read: memest does not model this setting (check that it does not change "
                "memory)");
   }
+}
+
+// transformers' OptimizerNames (src/transformers/training_args.py), which axolotl and
+// LLaMA-Factory also take, as memest's optimizers; "" for one memest does not model.
+inline std::string hf_optimizer(const std::string& name) {
+  static constexpr std::pair<const char*, const char*> kOptim[] = {
+      {"adamw_torch", "adamw_foreach"},         {"adamw_hf", "adamw_foreach"},
+      {"adamw_torch_fused", "adamw"},           {"adamw_apex_fused", "adamw"},
+      {"adamw_bnb_8bit", "adamw_8bit"},         {"adamw_8bit", "adamw_8bit"},
+      {"adamw_torch_8bit", "adamw_8bit"},       {"paged_adamw_8bit", "paged_adamw_8bit"},
+      {"paged_adamw_32bit", "paged_adamw_32bit"}, {"sgd", "sgd"}};
+  for (const auto& [n, m] : kOptim) {
+    if (name == n) return m;
+  }
+  return "";
 }
 
 // Reads keys of one framework's file with that framework's defaults.
