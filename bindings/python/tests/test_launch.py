@@ -205,10 +205,11 @@ def test_without_hub_the_library_error_is_raised(tmp_path, monkeypatch, unknown_
     with pytest.raises(memest.MemestError) as info:
         memest.import_launch(unknown_model_file, gpu="l4-24gb", gpus=1, hf_home=tmp_path / "empty")
     assert info.value.field == "model" and "Hugging Face cache" in info.value.message
-    with pytest.raises(memest.UnknownPresetError) as info:
+    # a Hugging Face id given as model= is looked up as a file's would be: the same error
+    with pytest.raises(memest.MissingFieldError) as info:
         memest.import_launch(TITAN, gpu="a100-80gb", gpus=64, model="someorg/Some-Llama-8B",
                              hf_home=tmp_path / "empty")
-    assert info.value.field == "model"
+    assert info.value.field == "model" and "Hugging Face cache" in info.value.message
 
 
 def test_hub_failure_raises_the_library_error(tmp_path, monkeypatch, unknown_model_file):

@@ -314,6 +314,16 @@ void apply_flags(RequestBuilder& b, const ImportOptions& o) {
 
 // The values a run needs that no file gave: each error names the flag that gives it.
 void require_given(const RequestBuilder& b) {
+  if (!b.has("gpu")) {
+    throw Error(MEMEST_ERR_MISSING_FIELD, "gpu",
+                "gpu: launch files do not say which GPU runs them: add --gpu with a preset id "
+                "(memest gpus lists them, e.g. h100-80gb), or --memory-gib, or --gpu-profile");
+  }
+  if (!b.has("parallel.gpus")) {
+    throw Error(MEMEST_ERR_MISSING_FIELD, "gpus",
+                "gpus: the files do not fix the number of GPUs (the launcher uses every visible "
+                "device): add --gpus N");
+  }
   if (!b.has("model")) {
     const json& o = b.origins.contains("model") ? b.origins["model"] : json();
     if (o.is_object() && o.value("from", "") == "unresolved") {
@@ -327,16 +337,6 @@ void require_given(const RequestBuilder& b) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "model",
                 "model: the files name no model: add --model with a preset id (memest models) "
                 "or a Hugging Face id, or --config with its config.json");
-  }
-  if (!b.has("gpu")) {
-    throw Error(MEMEST_ERR_MISSING_FIELD, "gpu",
-                "gpu: launch files do not say which GPU runs them: add --gpu with a preset id "
-                "(memest gpus lists them, e.g. h100-80gb), or --memory-gib, or --gpu-profile");
-  }
-  if (!b.has("parallel.gpus")) {
-    throw Error(MEMEST_ERR_MISSING_FIELD, "gpus",
-                "gpus: the files do not fix the number of GPUs (the launcher uses every visible "
-                "device): add --gpus N");
   }
   if (!b.has("training.seq_len")) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "seq_len",
