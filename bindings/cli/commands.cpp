@@ -210,10 +210,10 @@ Command add_pretrain(CLI::App& app) {
   add_precision_options(*cmd, o->precision);
   add_stack_options(*cmd, o->stack);
   add_adapter_options(*cmd, o->adapter);
-  add_choice(*cmd, "--emit", o->emit,
+  cmd->add_option("--emit", o->emit,
              "Print this layout in a stack's own terms instead of the estimate: Megatron flags, "
-             "torchtitan TOML keys, a DeepSpeed JSON or an accelerate config",
-             {"megatron", "torchtitan", "deepspeed", "accelerate"});
+             "torchtitan TOML keys, a DeepSpeed JSON or an accelerate config")
+      ->check(CLI::IsMember(library_names("emit_formats")));
   add_format_option(*cmd, o->output, "table");
   return {cmd, [o] {
             if (o->emit.empty()) return answer(pretrain_request(*o).dump(), o->output);

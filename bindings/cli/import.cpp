@@ -13,10 +13,6 @@ namespace memest_cli {
 
 namespace {
 
-// The launch formats --format names (the library's list: mode "import" refuses others).
-const std::vector<std::string> kLaunchFormats = {"auto", "torchtitan", "megatron", "deepspeed", "hf",
-                                                 "torchtune", "axolotl", "llama-factory", "accelerate"};
-
 struct ImportOptions {
   std::vector<std::string> files;
   std::vector<std::string> formats;  // launch format and/or output format (table, json)
@@ -193,7 +189,8 @@ Command add_import(CLI::App& app) {
                                      "launches it is one run)")
       ->required()
       ->check(CLI::ExistingFile);
-  std::vector<std::string> formats = kLaunchFormats;
+  std::vector<std::string> formats = library_names("launch_formats");  // the library's list
+  formats.insert(formats.begin(), "auto");
   formats.push_back("table");
   formats.push_back("json");
   cmd->add_option("-f,--format", o->formats,

@@ -90,6 +90,17 @@ CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& val
       ->capture_default_str();
 }
 
+std::vector<std::string> library_names(const char* key) {
+  char* text = nullptr;
+  if (memest_request_json(R"({"mode": "enums"})", &text) != MEMEST_OK || !text) {
+    memest_string_free(text);
+    throw std::runtime_error("the library did not list its enumerations");
+  }
+  const ojson answer = ojson::parse(text);
+  memest_string_free(text);
+  return answer.at(key).get<std::vector<std::string>>();
+}
+
 std::vector<std::string> enum_names(memest_enum which) {
   std::vector<std::string> names;
   for (uint32_t i = 0; i < memest_enum_count(which); ++i) {

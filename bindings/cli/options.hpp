@@ -147,6 +147,9 @@ ojson comm_overlap_value(const std::string& text);
 
 // The names of the library's enumeration `which`, in value order.
 std::vector<std::string> enum_names(memest_enum which);
+// A list of names the library's {"mode": "enums"} answer holds beside the enumerations
+// ("launch_formats", "emit_formats").
+std::vector<std::string> library_names(const char* key);
 
 // ---- LoRA / QLoRA (pretrain): README "LoRA and QLoRA" ----
 

@@ -122,10 +122,10 @@ Command add_search(CLI::App& app) {
   add_bound_options(*cmd, *o);
   add_choice_options(*cmd, *o);
   add_stack_options(*cmd, o->stack);
-  add_choice(*cmd, "--emit", o->emit,
+  cmd->add_option("--emit", o->emit,
              "Also print the best layout in a stack's own terms: Megatron flags, torchtitan TOML "
-             "keys, a DeepSpeed JSON or an accelerate config",
-             {"megatron", "torchtitan", "deepspeed", "accelerate"});
+             "keys, a DeepSpeed JSON or an accelerate config")
+      ->check(CLI::IsMember(library_names("emit_formats")));
   add_format_option(*cmd, o->output, "table");
   add_wide_flag(*cmd, o->output);
   return {cmd, [o] { return answer(search_request(*o).dump(), o->output); }};

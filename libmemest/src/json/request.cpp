@@ -8,6 +8,8 @@
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
 #include "model/presets.hpp"
+#include "launch/emit.hpp"
+#include "launch/import.hpp"
 
 namespace memest {
 
@@ -85,13 +87,20 @@ ojson enums_mode(const JsonFields& top) {
     for (uint32_t i = 0; i < t.count; ++i) names.push_back(t.names[i]);
     enums[key] = names;
   }
+  // beside the enumerations: the launch files' formats (mode "import") and the stacks a layout
+  // is emitted for (mode "emit", search.emit)
+  ojson launch_formats = ojson::array(), emit_formats = ojson::array();
+  for (const char* f : launch::kLaunchFormats) launch_formats.push_back(f);
+  for (const char* f : launch::kEmitFormats) emit_formats.push_back(f);
   return {{"ok", true},
           {"mode", "enums"},
           {"enums", enums},
           {"verdict_bands", {{"fits", kFitsFraction}, {"tight", kTightFraction}}},
           {"peak_verdict_bands", {{"fits", MEMEST_PEAK_FITS_FRACTION}, {"tight", 1.0}}},
           {"peak_error_sigma", MEMEST_PEAK_ERROR_SIGMA},
-          {"search_max_oom_probability", MEMEST_SEARCH_MAX_OOM_PROBABILITY}};
+          {"search_max_oom_probability", MEMEST_SEARCH_MAX_OOM_PROBABILITY},
+          {"launch_formats", launch_formats},
+          {"emit_formats", emit_formats}};
 }
 
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {

@@ -1,4 +1,5 @@
 // JSON for the layout search mode.
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "core/units.hpp"
 #include "json/modes.hpp"
 #include "json/request.hpp"
+#include "launch/emit.hpp"
 #include "search/search.hpp"
 
 namespace memest {
@@ -95,7 +97,14 @@ JsonSearch parse_search(const JsonFields& top) {
   f.reject_unknown({"top", "layouts", "max_tp", "max_cp", "max_pp", "max_vpp", "max_micro_batch",
                     "recompute", "zero", "tp_within_node", "include_oom", "uneven_pipeline",
                     "max_ep", "fp8", "compile", "max_oom_probability", "emit"});
-  if (auto e = f.choice("emit", {"megatron", "torchtitan", "deepspeed", "accelerate"})) out.emit = *e;
+  if (auto e = f.string("emit")) {
+    // one list of stacks (launch/emit.hpp), so emit_for is never asked for another
+    if (std::find_if(std::begin(launch::kEmitFormats), std::end(launch::kEmitFormats),
+                     [&](const char* n) { return *e == n; }) == std::end(launch::kEmitFormats)) {
+      fail("search.emit", "must be megatron, torchtitan, deepspeed or accelerate, got \"" + echo(*e) + "\"");
+    }
+    out.emit = *e;
+  }
   out.top = static_cast<uint32_t>(f.integer_or("top", 10, 1, 10000));
   r.max_tp = f.integer_or("max_tp", 0, -big, big);
   r.max_cp = f.integer_or("max_cp", 0, -big, big);

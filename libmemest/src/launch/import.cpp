@@ -487,7 +487,7 @@ ImportResult import_launch(const std::vector<LaunchFile>& files, const ImportOpt
   RequestBuilder b;
   b.request["mode"] = "pretrain";
   b.origins["mode"] = {{"from", "derived"}, {"rule", "a launch file describes one layout"}};
-  MapContext c{run, b, options, nullptr};
+  MapContext c{run, b, options};
   gpus_from_launcher(c);
   if (run.format == "torchtitan") map_torchtitan(c);
   else if (run.format == "megatron") map_megatron(c);

@@ -110,8 +110,6 @@ struct MapContext {
   const Run& run;
   RequestBuilder& b;
   const ImportOptions& options;
-  // the model once resolved (hidden size for DeepSpeed's "auto" buckets, layers for vpp)
-  const memest_model* model = nullptr;
 };
 
 void map_torchtitan(MapContext& c);

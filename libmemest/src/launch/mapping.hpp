@@ -65,11 +65,6 @@ struct Reader {
     return fallback;
   }
 
-  bool boolean(const char* key, bool fallback) const {
-    if (const Setting* v = s.take(key)) return boolean_of(*v);
-    return fallback;
-  }
-
   void warn_unread(const char* const* ignored, std::size_t count) const {
     warn_unread_options(b, s, ignored, count);
   }
