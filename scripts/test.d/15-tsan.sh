@@ -18,7 +18,7 @@ cmake --build "$B" --target memest_static -j 2 > /dev/null
 
 echo "-- tests/tsan/tsan_threads.cpp"
 "$CXX" -std=c++17 -O1 -g $FLAGS -DMEMEST_STATIC -I libmemest/include tests/tsan/tsan_threads.cpp \
-  "$B/libmemest/libmemest.a" -pthread -o "$B/tsan_threads"
+  "$B/libmemest/libmemest.a" -lyaml-cpp -pthread -o "$B/tsan_threads"  # libmemest.a needs yaml-cpp
 
 echo "-- run (8 threads)"
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$B/tsan_threads"
