@@ -111,7 +111,6 @@ void set_model_by_name(MapContext& c, const Setting& s, const std::string& name)
 namespace {
 
 struct ReadFile {
-  std::string kind;  // "toml", "yaml" (also JSON), "shell"
   std::string format;
   Settings settings;
   std::optional<ShellCommand> command;
@@ -198,18 +197,15 @@ ReadFile read_one(const LaunchFile& f, const std::string& field, const std::stri
                       forced == "accelerate") && (kind == "yaml" || kind == "toml"));
   if (!fits) named = "auto";
   if (named == "torchtitan" || (named == "auto" && kind == "toml")) {
-    r.kind = "toml";
     r.settings = read_toml(f, field);
     r.format = "torchtitan";
     return r;
   }
   if (kind == "shell") {
-    r.kind = "shell";
     r.command = read_shell(f, field, others);
     r.format = named == "auto" ? shell_format(*r.command) : named;
     return r;
   }
-  r.kind = "yaml";
   r.settings = read_yaml(f, field);
   r.format = named == "auto" ? yaml_format(r.settings) : named;
   if (r.format.empty()) {
