@@ -7,6 +7,8 @@ import {
   inputForField, formProblem, applySet, BUCKETS, bucketApplies, POLICY, policyApplies,
   DDP_ONE, ddpApplies, SEARCH_FP8, searchVariants,
 } from './state.js';
+import { $, el, th, fillSelect, setStatus, verdictWords } from './dom.js';
+import { gib, fmtGiB, percent, paramsText, probability, marginText, words, bandText } from './format.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
 // chunk) for the chart drawn just after it.
@@ -15,37 +17,6 @@ const memestReady = createMemest();
 /** @type {typeof import('chart.js').Chart | null} */
 let Chart = null;
 const chartReady = import('./chart-setup.js').then((m) => { Chart = m.Chart; });
-
-const $ = (id) => document.getElementById(id);
-const gib = (bytes) => (bytes / GiB).toFixed(2);
-const fmtGiB = (bytes) => `${gib(bytes)} GiB`;
-const percent = (fraction) => `${Math.round(fraction * 1000) / 10} %`;
-/** A parameter count: billions to two decimals ("8.03 B"); under 0.1 B (a small test model,
- *  which would read "0.00 B") the exact count ("88,472"). */
-const paramsText = (n) => (n >= 1e8 ? `${(n / 1e9).toFixed(2)} B` : Math.round(n).toLocaleString('en-US'));
-/** A probability as a percentage (one decimal, as percent()); the ends say so rather than
- *  round to 0 % or 100 % when the library's value is not exactly that. */
-const probability = (p) => {
-  if (p > 0 && p < 0.001) return '< 0.1 %';
-  if (p < 1 && p > 0.999) return '> 99.9 %';
-  return percent(p);
-};
-/** The margin left under capacity, or how far over it the peak is. */
-const marginText = (bytes) => (bytes >= 0 ? `margin ${fmtGiB(bytes)}` : `over by ${fmtGiB(-bytes)}`);
-const el = (tag, props = {}, ...children) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === 'dataset') Object.assign(node.dataset, v);
-    else if (k in node) node[k] = v;
-    else node.setAttribute(k, v);
-  }
-  node.append(...children);
-  return node;
-};
-
-/** A verdict in words, as the CLI says them ("verdict: out of memory"). */
-const WORDS = { oom: 'out of memory' };
-const words = (verdict) => WORDS[verdict] ?? verdict;
 
 /** The layouts (tp, cp, pp, micro-batch) of the layouts x GPUs table; the form's own layout is
  *  added as a row when it is not one of them. */
@@ -263,27 +234,6 @@ const timings = {
 /** For tests and the benchmark: timings, and counts of completed renders. */
 const probe = { timings, updates: 0, gridRenders: 0, finetuneRuns: 0, searchRuns: 0, importRuns: 0, gridPending: false, finetunePending: false };
 window.__memest = probe;
-
-/** The upper bound of a verdict's band in words: "≤ 95 %", or "> 100 %" for the open one. */
-function bandText(bands, verdict) {
-  if (bands[verdict] != null) return `≤ ${percent(bands[verdict])}`;
-  const top = Math.max(...Object.values(bands));
-  return verdict === 'oom' && Number.isFinite(top) ? `> ${percent(top)}` : '';
-}
-
-// ---- the status line -----------------------------------------------------------------------
-
-/** Sets the status line: state "result" (with the verdict), "error", "pending" or "loading". */
-function setStatus(kind, parts, verdict = '') {
-  const s = $('status');
-  s.dataset.state = kind;
-  s.dataset.verdict = verdict;
-  s.replaceChildren(...parts);
-}
-
-function verdictWords(verdict) {
-  return el('strong', { className: 'verdict-words', dataset: { verdict } }, words(verdict));
-}
 
 // ---- chart ---------------------------------------------------------------------------------
 
@@ -856,10 +806,6 @@ function renderGrid(req) {
   timings.gridCells = cells.length;
   probe.gridRenders += 1;
   $('grid-time').textContent = `(${cells.length} cells in ${timings.gridMs.toFixed(0)} ms)`;
-}
-
-function th(text, scope) {
-  return el('th', { scope }, text);
 }
 
 /** Moves the table's Tab stop (roving tabindex) to `td` and focuses it. */
@@ -1527,11 +1473,6 @@ function applyTheme(theme) {
 }
 
 // ---- start ---------------------------------------------------------------------------------
-
-function fillSelect(select, items, customLabel) {
-  select.replaceChildren(...items.map((it) => new Option(it.label, it.value)));
-  if (customLabel) select.append(new Option(customLabel, 'custom'));
-}
 
 async function start() {
   let theme = 'auto';
