@@ -1,19 +1,24 @@
 // The memest calculator page. Every number shown comes from libmemest (WebAssembly) through
 // ../wasm/memest.mjs; this file only moves values between the form, the library and the DOM.
 // Verdict thresholds and names come from the library too (its "enums" mode).
-import { createMemest, GiB } from '@memest';
+import { GiB } from '@memest';
 import {
   DEFAULTS, stateFromHash, hashFromState, pretrainRequest, finetuneRequest, searchRequest,
   inputForField, formProblem, applySet, BUCKETS, bucketApplies, POLICY, policyApplies,
   DDP_ONE, ddpApplies, SEARCH_FP8, searchVariants,
 } from './state.js';
+import { state, setState, onUpdate, scheduleUpdate } from './page-state.js';
+import {
+  memest, paperBands, peakBands, gpuPresets, modelPresets, loadLibrary, libraryReady, loadPresets, answerUnless,
+} from './wasm-bridge.js';
+import { timings, probe, finishKeystroke } from './probe.js';
 import { $, el, th, fillSelect, setStatus, verdictWords } from './dom.js';
 import { gib, fmtGiB, percent, paramsText, probability, marginText, words, bandText } from './format.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
 // chunk) for the chart drawn just after it.
 performance.mark('memest-script-start');
-const memestReady = createMemest();
+loadLibrary();
 /** @type {typeof import('chart.js').Chart | null} */
 let Chart = null;
 const chartReady = import('./chart-setup.js').then((m) => { Chart = m.Chart; });
@@ -79,8 +84,6 @@ const targetBoxes = () => [...document.querySelectorAll('#lora-targets input[typ
  *  state's comma list, in the boxes' order (none: '', the form's own setting). */
 const SEARCH_VARIANTS = { sf8: 'search-fp8', scp: 'search-compile' };
 const variantBoxes = (id) => [...document.querySelectorAll(`#${id} input[type="checkbox"]`)];
-
-let state = stateFromHash(location.hash);
 
 /** The state with a preset GPU's capacity in `mem` (what the read-only capacity field shows):
  *  a shared link carries `mem` only for a custom GPU, so a state read from a URL holds the
@@ -213,28 +216,12 @@ function showError(error) {
   }
 }
 
-// ---- the library ---------------------------------------------------------------------------
+// ---- results of the tabs ------------------------------------------------------------------
 
-/** @type {import('../../wasm/memest.mjs').Memest} */
-let memest;
-/** The paper's bands on the estimate ({fits: 0.8, tight: 1.0}) and the headline verdict's bands
- *  on the overhead model's peak ({fits: 0.95, tight: 1.0}): upper bounds, fractions of capacity. */
-let paperBands = {};
-let peakBands = {};
-let gpuPresets = [];
-let modelPresets = [];  // the library's model presets (num_experts: whether a preset is MoE)
 let lastPretrain = null;
 let lastFinetune = null;
 let lastSearch = null;
 let lastImport = null;
-const timings = {
-  firstResultMs: null, firstPaintMs: null, pretrainMs: null, gridMs: null, gridLibMs: null, gridCells: 0,
-  inputAt: null, keystrokeMs: [], finetuneMs: null, searchMs: null,
-};
-/** For tests and the benchmark: timings, and counts of completed renders. */
-const probe = { timings, updates: 0, gridRenders: 0, finetuneRuns: 0, searchRuns: 0, importRuns: 0, gridPending: false, finetunePending: false };
-window.__memest = probe;
-
 // ---- chart ---------------------------------------------------------------------------------
 
 let chart = null;
@@ -633,7 +620,7 @@ function renderSuggestions(r) {
 function applySuggestion(s) {
   const { state: next, unknown } = applySet(state, s.set);
   if (unknown.length) return;
-  state = { ...next, tab: 'pretrain' };
+  setState({ ...next, tab: 'pretrain' });
   writeForm(state);
   update();
   $('status').focus?.();
@@ -679,7 +666,7 @@ function statusOfPretrain(r) {
 function runPretrain(problem) {
   const req = pretrainRequest(state);
   const t0 = performance.now();
-  const d = problem ? { ok: false, error: problem } : memest.answer(req);
+  const d = answerUnless(problem, () => req);
   timings.pretrainMs = performance.now() - t0;
   document.body.classList.toggle('invalid', !d.ok);
   if (!d.ok) {
@@ -847,7 +834,7 @@ function gridKeydown(e) {
 function loadGridCell(td) {
   if (!td.classList.contains('cell')) return;
   const [tp, cp, pp, mbs, gpus] = td.dataset.layout.split(',');
-  state = { ...state, tp, cp, pp, mbs, gpus };
+  setState({ ...state, tp, cp, pp, mbs, gpus });
   writeForm(state);
   update();
 }
@@ -965,7 +952,7 @@ function scheduleFinetune(problem) {
 
 function runFinetune(problem) {
   const t0 = performance.now();
-  const d = problem ? { ok: false, error: problem } : memest.answer(finetuneRequest(state));
+  const d = answerUnless(problem, () => finetuneRequest(state));
   timings.finetuneMs = performance.now() - t0;
   clearErrors();
   document.body.classList.toggle('invalid', !d.ok);
@@ -1049,7 +1036,7 @@ function clearSearch() {
 
 function runSearch(problem) {
   const t0 = performance.now();
-  const d = problem ? { ok: false, error: problem } : memest.answer(searchRequest(state));
+  const d = answerUnless(problem, () => searchRequest(state));
   timings.searchMs = performance.now() - t0;
   clearSearch();
   document.body.classList.toggle('invalid', !d.ok);
@@ -1153,7 +1140,7 @@ function applyLayout(l, entry = {}) {
   for (const k of ['fp8', 'compile']) if (entry[k] != null) set.training[k] = entry[k];
   const { state: next } = applySet(state, set);
   selectTab('pretrain');
-  state = { ...next, tab: 'pretrain' };
+  setState({ ...next, tab: 'pretrain' });
   writeForm(state);
   update();
 }
@@ -1386,23 +1373,7 @@ function update() {
   if (!chartFrame) finishKeystroke();
   probe.updates += 1;
 }
-
-/** An input's time to its answer on screen: from the input event to the end of the update
- *  (the chart included, drawn on the frame after). */
-function finishKeystroke() {
-  if (timings.inputAt == null) return;
-  timings.keystrokeMs.push(performance.now() - timings.inputAt);
-  timings.inputAt = null;
-}
-
-let pending = 0;
-function scheduleUpdate() {
-  if (pending) return;
-  pending = requestAnimationFrame(() => {
-    pending = 0;
-    update();
-  });
-}
+onUpdate(update);
 
 // ---- downloads and sharing -----------------------------------------------------------------
 
@@ -1478,10 +1449,7 @@ async function start() {
   let theme = 'auto';
   try { theme = localStorage.getItem('memest-theme') || 'auto'; } catch { /* ignore */ }
   applyTheme(THEMES.includes(theme) ? theme : 'auto');
-  memest = await memestReady;
-  performance.mark('memest-library-ready');
-  paperBands = memest.verdictBands();
-  peakBands = memest.peakVerdictBands();
+  await libraryReady();
   renderBandLegend();
   const enums = memest.enums();
   $('recompute').replaceChildren(...enums.recompute.map((name) => new Option(name, name)));
@@ -1532,9 +1500,8 @@ async function start() {
   // The answer first; the preset lists (the library's presets mode) once it is on screen.
   update();
   await new Promise((resolve) => { requestAnimationFrame(() => setTimeout(resolve, 0)); });
-  const models = memest.models();
-  modelPresets = models;
-  gpuPresets = memest.gpus();
+  loadPresets();
+  const models = modelPresets;
   fillSelect($('model-preset'), models.map((m) => ({
     value: m.id, label: `${m.name} (${(m.num_parameters / 1e9).toFixed(2)} B)`,
   })), 'Custom: config.json…');
@@ -1546,7 +1513,7 @@ async function start() {
   $('import-gpu').append(...gpuPresets.map((g) => new Option(`${g.name} (${(g.memory_bytes / GiB).toFixed(2)} GiB usable)`, g.id)));
   $('import-model').append(...models.map((m) => new Option(`${m.name} (${(m.num_parameters / 1e9).toFixed(2)} B)`, m.id)));
   $('version').textContent = `libmemest ${memest.version()} (WebAssembly)`;
-  state = withPresetCapacity(state);
+  setState(withPresetCapacity(state));
   writeForm(state);
 
   const form = $('inputs');
@@ -1560,7 +1527,7 @@ async function start() {
     if (e.target.id === 'gpu-preset' && next.g === 'custom') $('gpu-memory').focus();
     if (e.target.id === 'gpu-preset' && next.g === 'profile') $('gpu-profile').focus();
     if (e.target.id === 'model-preset' && next.m === 'custom') $('model-config').focus();
-    state = next;
+    setState(next);
     scheduleUpdate();
   });
   form.addEventListener('submit', (e) => e.preventDefault());
@@ -1580,7 +1547,7 @@ async function start() {
 
   // config.json by file or drag-and-drop anywhere on the form
   const loadConfigText = (text) => {
-    state = { ...readForm(), m: 'custom', cfg: text };
+    setState({ ...readForm(), m: 'custom', cfg: text });
     writeForm(state);
     update();
   };
@@ -1592,7 +1559,7 @@ async function start() {
   $('gpu-profile-file').addEventListener('change', async (e) => {
     const f = e.target.files?.[0];
     if (!f) return;
-    state = { ...readForm(), g: 'profile', gp: await f.text() };
+    setState({ ...readForm(), g: 'profile', gp: await f.text() });
     writeForm(state);
     update();
   });
@@ -1688,7 +1655,7 @@ async function start() {
     applyTheme(THEMES[(THEMES.indexOf(cur) + 1) % THEMES.length]);
   });
   window.addEventListener('hashchange', () => {
-    state = withPresetCapacity(stateFromHash(location.hash));
+    setState(withPresetCapacity(stateFromHash(location.hash)));
     writeForm(state);
     selectTab(state.tab);
     update();
