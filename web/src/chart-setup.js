@@ -1,5 +1,5 @@
 // Chart.js with the parts the page draws (stacked bars, annotation lines), loaded on its own
-// (a dynamic import from main.js) so that the first answer does not wait for it.
+// (a dynamic import from stage-chart.js) so that the first answer does not wait for it.
 import {
   Chart, BarController, BarElement, LineController, LineElement, PointElement,
   CategoryScale, LinearScale, Legend, Tooltip,
