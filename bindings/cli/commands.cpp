@@ -29,12 +29,20 @@ struct PretrainOptions {
   AdapterOptions adapter;
   std::string emit;  // print the layout as a stack's settings instead of the estimate
   Output output;
+  // --tp, --cp, --pp: whether the command line set them (fit_default_layout)
+  CLI::Option *tp_flag = nullptr, *cp_flag = nullptr, *pp_flag = nullptr;
 };
 
+constexpr const char* kDefaultLayoutNote =
+    " (the default applies where tp x cp x pp divides --gpus; elsewhere, e.g. --gpus 1, an unset "
+    "--tp, --cp or --pp is 1)";
+
 void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
-  add_integer(cmd, "--tp", o.tp, "Tensor-parallel size")->capture_default_str();
-  add_integer(cmd, "--cp", o.cp, "Context-parallel size")->capture_default_str();
-  add_integer(cmd, "--pp", o.pp, "Pipeline-parallel size")->capture_default_str();
+  o.tp_flag = add_integer(cmd, "--tp", o.tp, std::string("Tensor-parallel size") + kDefaultLayoutNote)
+                  ->capture_default_str();
+  o.cp_flag = add_integer(cmd, "--cp", o.cp, "Context-parallel size")->capture_default_str();
+  o.pp_flag = add_integer(cmd, "--pp", o.pp, std::string("Pipeline-parallel size") + kDefaultLayoutNote)
+                  ->capture_default_str();
   add_integer(cmd, "--vpp", o.vpp, "Virtual stages per device (interleaved 1F1B)")->capture_default_str();
   cmd.add_flag("--uneven-pipeline", o.uneven,
                "When pp does not divide the layers, let the first and last stage hold one fewer");
@@ -61,6 +69,24 @@ void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
   add_real(cmd, "--moe-capacity-factor", o.moe_capacity_factor,
            "MoE expert capacity factor (0 = drop-less routing)", Sign::non_negative)
       ->capture_default_str();
+}
+
+// Whether tp x cp x pp divides gpus (stepwise: no product to overflow).
+bool layout_divides(int64_t gpus, int64_t tp, int64_t cp, int64_t pp) {
+  if (gpus <= 0 || tp <= 0 || cp <= 0 || pp <= 0) return true;  // the library names the field
+  return gpus % tp == 0 && (gpus / tp) % cp == 0 && (gpus / tp / cp) % pp == 0;
+}
+
+// The default layout (tp 4, cp 1, pp 2: the README's example on 8 GPUs) is kept where it
+// divides --gpus; elsewhere (one GPU, two, six...) each of --tp, --cp and --pp that the command
+// line leaves unset is 1, so that `memest pretrain --gpus 1` estimates one GPU instead of
+// refusing a layout nobody asked for. A value given on the command line is kept as given: when
+// it does not divide, the library's refusal names it.
+void fit_default_layout(PretrainOptions& o) {
+  if (layout_divides(o.run.gpus, o.tp, o.cp, o.pp)) return;
+  if (o.tp_flag->count() == 0) o.tp = 1;
+  if (o.cp_flag->count() == 0) o.cp = 1;
+  if (o.pp_flag->count() == 0) o.pp = 1;
 }
 
 ojson pretrain_request(const PretrainOptions& o) {
@@ -216,6 +242,7 @@ Command add_pretrain(CLI::App& app) {
       ->check(CLI::IsMember(library_names("emit_formats")));
   add_format_option(*cmd, o->output, "table");
   return {cmd, [o] {
+            fit_default_layout(*o);
             if (o->emit.empty()) return answer(pretrain_request(*o).dump(), o->output);
             const ojson doc = {{"mode", "emit"}, {"format", o->emit}, {"request", pretrain_request(*o)}};
             ojson response;

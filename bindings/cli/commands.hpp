@@ -33,8 +33,9 @@ Command add_gpus(CLI::App& app);
 // on stdout) and returns the exit code (2 bad input, 1 internal).
 int ask_library(const std::string& request, ojson& response, bool error_document);
 
-// Prints a response in `output`'s format (table, csv or json).
-void print_response(const ojson& response, const Output& output);
+// Prints a response in `output`'s format (table, csv or json). `requested_gpus` (0: unknown) is
+// the request's parallel.gpus, for an answer that does not echo it (LLMem's CPU offloading).
+void print_response(const ojson& response, const Output& output, int64_t requested_gpus = 0);
 
 // ask_library, then print_response: the whole of a subcommand after its request is built.
 int answer(const std::string& request, const Output& output, bool error_document = false);

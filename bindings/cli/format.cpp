@@ -526,12 +526,14 @@ std::string finetune_methods_table(const ojson& r) {
 
 }  // namespace
 
-std::string finetune_table(const ojson& r) {
+std::string finetune_table(const ojson& r, int64_t requested_gpus) {
   const ojson& m = r["model"];
   const ojson& g = r["gpu"];
-  std::string out = fmt::format("{} | {:.2f} B parameters | fine-tuning (LLMem) on {} x {} ({})\n",
+  // the answer's layout says the count; LLMem's CPU offloading answer has none: the request's
+  const int64_t gpus = r.contains("layout") ? r["layout"]["gpus"].get<int64_t>() : requested_gpus;
+  std::string out = fmt::format("{} | {:.2f} B parameters | fine-tuning (LLMem) on {}{} ({})\n",
                                 m["name"].get<std::string>(), m["num_parameters"].get<double>() / 1e9,
-                                r.contains("layout") ? r["layout"]["gpus"].get<int64_t>() : 0,
+                                gpus > 0 ? fmt::format("{} x ", gpus) : std::string(),
                                 g["name"].get<std::string>(), gib(g["memory_bytes"].get<double>()));
   const bool automatic = r["method"] == "auto";
   if (automatic) {

@@ -20,7 +20,9 @@ std::string model_states_csv(const ojson& response);
 // ep, the estimate, tokens/s, the bubble, MFU, the step breakdown and the reason.
 std::string search_table(const ojson& response, bool wide = false);
 std::string search_csv(const ojson& response);
-std::string finetune_table(const ojson& response);
+// `requested_gpus`: the request's GPU count, said when the answer has no layout (Algorithm 1
+// selected CPU offloading); 0 leaves the count out.
+std::string finetune_table(const ojson& response, int64_t requested_gpus = 0);
 std::string finetune_csv(const ojson& response);
 
 // Lists of presets: `rows` is an array of flat objects; columns are taken from the first.

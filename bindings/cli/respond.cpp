@@ -33,7 +33,7 @@ int ask_library(const std::string& request, ojson& response, bool error_document
   return kExitOk;
 }
 
-void print_response(const ojson& response, const Output& output) {
+void print_response(const ojson& response, const Output& output, int64_t requested_gpus) {
   const std::string mode = response["mode"].get<std::string>();
   const bool csv = output.format == "csv";
   if (output.format == "json") {
@@ -45,7 +45,7 @@ void print_response(const ojson& response, const Output& output) {
                 << " settings:\n" << response["launch"]["text"].get<std::string>();
     }
   } else if (mode == "finetune") {
-    std::cout << (csv ? finetune_csv(response) : finetune_table(response));
+    std::cout << (csv ? finetune_csv(response) : finetune_table(response, requested_gpus));
   } else if (mode == "pretrain") {
     std::cout << (csv ? pretrain_csv(response) : pretrain_table(response));
   } else {
@@ -56,7 +56,15 @@ void print_response(const ojson& response, const Output& output) {
 int answer(const std::string& request, const Output& output, bool error_document) {
   ojson response;
   if (int rc = ask_library(request, response, error_document); rc != kExitOk) return rc;
-  print_response(response, output);
+  // the request's GPU count, for an answer that does not repeat it (the library read the
+  // request, so it parses; anything else leaves the count unknown)
+  const ojson sent = ojson::parse(request, nullptr, false);
+  int64_t gpus = 0;
+  if (sent.is_object() && sent.contains("parallel") && sent["parallel"].is_object() &&
+      sent["parallel"].contains("gpus") && sent["parallel"]["gpus"].is_number_integer()) {
+    gpus = sent["parallel"]["gpus"].get<int64_t>();
+  }
+  print_response(response, output, gpus);
   return kExitOk;
 }
 

@@ -115,7 +115,7 @@ TEST_CASE("Invalid requests through `memest request`: exit 2, the error document
 TEST_CASE("Flag-level errors: exit 2, a message on stderr, nothing on stdout") {
   const char* cases[][2] = {
       {"pretrain --tp 3 --gpus 12 --pp 1", "parallel.tp=3 does not divide num_attention_heads=32"},
-      {"pretrain --gpus 12", "parallel.gpus=12 is not divisible by tp*cp*pp=8"},
+      {"pretrain --gpus 12 --tp 4 --pp 2", "parallel.gpus=12 is not divisible by tp*cp*pp=8"},
       {"pretrain --model llama-9", "unknown model preset \"llama-9\""},
       {"pretrain --gpu tpu-v5", "unknown GPU preset \"tpu-v5\""},
       {"pretrain --seq 0", "training.seq_len"},
@@ -421,4 +421,47 @@ TEST_CASE("--ddp on wraps one GPU in DDP; a bucket size alone does not; --ddp of
   const Run meg = run("pretrain --model llama-3.1-8b --gpus 1 --tp 1 --pp 1 --ddp on --format json");
   CHECK(meg.rc == 2);
   CHECK(meg.err.find("training.ddp") != std::string::npos);
+}
+
+TEST_CASE("finetune: the table names the GPU count asked for, also when LLMem selects CPU offloading") {
+  // Llama-3.1-8B does not fit one RTX 4090 at batch 1: Algorithm 1 selects CPU offloading, and
+  // that answer has no layout; the heading still says the count the command asked for
+  for (const char* gpus : {"1", "3"}) {
+    const Run r = run(std::string("finetune -m llama-3.1-8b -g rtx4090-24gb -n ") + gpus);
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.find("selected: cpu_offload") != std::string::npos);
+    CHECK(r.out.find(std::string("fine-tuning (LLMem) on ") + gpus + " x NVIDIA GeForce RTX 4090") !=
+          std::string::npos);
+    CHECK(r.out.find(" on 0 x ") == std::string::npos);
+  }
+  // a method that fits: the layout's count, as before
+  const Run fit = run("finetune -m opt-1.3b -g a100-80gb -n 2");
+  REQUIRE(fit.rc == 0);
+  CHECK(fit.out.find("fine-tuning (LLMem) on 2 x NVIDIA A100 SXM 80GB") != std::string::npos);
+}
+
+TEST_CASE("pretrain: the default layout (tp 4, pp 2) falls back to tp = cp = pp = 1 where it does not divide --gpus, set values stay") {
+  const auto layout = [](const std::string& args) {
+    const Run r = run("pretrain " + args + " --format json");
+    INFO(args << ": " << r.err);
+    REQUIRE(r.rc == 0);
+    const json l = json::parse(r.out)["layout"];
+    return std::vector<int64_t>{l["gpus"].get<int64_t>(), l["tp"].get<int64_t>(), l["cp"].get<int64_t>(),
+                                l["pp"].get<int64_t>()};
+  };
+  // the README's default example, and counts the default layout divides: unchanged
+  CHECK(layout("") == std::vector<int64_t>{8, 4, 1, 2});
+  CHECK(layout("--gpus 16") == std::vector<int64_t>{16, 4, 1, 2});
+  // one GPU (and two, and six): what fits them, not "gpus=1 is not divisible by tp*cp*pp=8"
+  CHECK(layout("--gpus 1") == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(layout("--gpus 2") == std::vector<int64_t>{2, 1, 1, 1});
+  CHECK(layout("--gpus 6 --global-batch 768") == std::vector<int64_t>{6, 1, 1, 1});
+  // a value set on the command line is kept; only the unset ones fall back
+  CHECK(layout("--gpus 4 --tp 4") == std::vector<int64_t>{4, 4, 1, 1});
+  CHECK(layout("--gpus 2 --pp 2") == std::vector<int64_t>{2, 1, 1, 2});
+  // set explicitly, the layout is the user's: the library refuses it, naming the count
+  const Run set = run("pretrain --gpus 1 --tp 4 --pp 2 --format json");
+  CHECK(set.rc == 2);
+  CHECK(set.out.empty());
+  CHECK(set.err.find("parallel.gpus=1 is not divisible by tp*cp*pp=8") != std::string::npos);
 }
