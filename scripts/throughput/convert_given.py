@@ -428,6 +428,16 @@ def convert(row):
         training["optimizer"] = "adamw"
         assumed.append("states: FSDP1 fp32 sharded params/grads, bf16 compute (amp_bf16 and PURE alike); "
                        "optimizer decoupled AdamW (MPT yamls)")
+    if src == "nemo-dgxc":
+        # NVIDIA's performance recipes reduce gradients in bf16: Megatron's main grads in bf16
+        # (grad_reduce_in_fp32=False, --grad-reduce-in-bf16), not its fp32 default under --bf16.
+        training["grad_dtype"] = "bf16"
+        assumed.append("states: main grads in bf16 (grad_reduce_in_fp32 False): NeMo-Framework-Launcher "
+                       "examples/training/llama/h100/llama3_8b_bf16.sh, llama3_70b_bf16.sh, "
+                       "llama3_70b_fp8.sh pass +training.model.optim.grad_sync_dtype=bf16; NeMo "
+                       "nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py "
+                       "setup_mcore_distributed_parallel sets DistributedDataParallelConfig("
+                       "grad_reduce_in_fp32=(optim.grad_sync_dtype == 'fp32'))")
     if src == "opt":
         training["param_dtype"] = "fp32"
         training["grad_dtype"] = "fp32"
