@@ -6,7 +6,7 @@ import { finetuneRequest } from './state.js';
 import { state } from './page-state.js';
 import { answerUnless } from './wasm-bridge.js';
 import { timings, probe } from './probe.js';
-import { clearErrors, showError } from './form-errors.js';
+import { clearErrors, showErrors, errorStatus } from './form-errors.js';
 import { sortableTable } from './sortable-table.js';
 import { $, el, setStatus, verdictWords } from './dom.js';
 import { gib, fmtGiB, percent, words } from './format.js';
@@ -71,9 +71,9 @@ function runFinetune(problem) {
   document.body.classList.toggle('invalid', !d.ok);
   clearFinetune();
   if (!d.ok) {
-    showError(d.error);
-    $('finetune-error').textContent = d.error.message;
-    setStatus('error', [`Not computed: ${d.error.message}`]);
+    showErrors(d);
+    $('finetune-error').textContent = (d.errors ?? [d.error]).map((e) => e.message).join(' ');
+    setStatus('error', [errorStatus(d)]);
   } else {
     lastFinetune = d;
     renderFinetune(d);

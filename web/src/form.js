@@ -3,8 +3,10 @@
 // library's enums and presets, and the form's own events (typing, config.json and device-profile
 // files, drag and drop). The inputs' values travel to the library as state.js makes them.
 import { GiB } from '@memest';
-import { pretrainRequest, BUCKETS, bucketApplies, POLICY, policyApplies, DDP_ONE, ddpApplies } from './state.js';
-import { state, setState, update, scheduleUpdate } from './page-state.js';
+import {
+  pretrainRequest, BUCKETS, bucketApplies, POLICY, policyApplies, DDP_ONE, ddpApplies, fieldOfState,
+} from './state.js';
+import { state, setState, markLayoutSet, update, scheduleUpdate } from './page-state.js';
 import { memest, gpuPresets, modelPresets } from './wasm-bridge.js';
 import { timings } from './probe.js';
 import { $, el, fillSelect } from './dom.js';
@@ -145,6 +147,23 @@ export function syncFields(s) {
 }
 
 /**
+ * The form's own check of the fields it shows: each `required` input (index.html) of the active
+ * tab that is empty (a number input holds '' for text that is not a number) is a problem named
+ * as the library names the field, all of them at once. Its value is the library's to check.
+ */
+export function emptyFieldProblems(s) {
+  const problems = [];
+  for (const [key, id] of Object.entries(FORM)) {
+    const input = $(id);
+    if (!input.required || input.readOnly || input.closest('[hidden]')) continue;
+    if (String(s[key] ?? '').trim() !== '') continue;
+    const field = fieldOfState(key);
+    problems.push({ code: 'missing_field', field, message: `${field}: empty (type a number)` });
+  }
+  return problems;
+}
+
+/**
  * Hides the recompute options the library refuses for the form's training stack (op_selective
  * under megatron): each option is asked of the library (one cell of its table, the form's
  * layout); only a refusal naming training.recompute hides it. The option the form holds stays
@@ -233,6 +252,7 @@ export function initForm() {
     if (e.target.id === 'gpu-preset' && next.g === 'custom') $('gpu-memory').focus();
     if (e.target.id === 'gpu-preset' && next.g === 'profile') $('gpu-profile').focus();
     if (e.target.id === 'model-preset' && next.m === 'custom') $('model-config').focus();
+    markLayoutSet(e.target.id);  // tp, cp or pp typed: the user's from now on
     setState(next);
     scheduleUpdate();
   });

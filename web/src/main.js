@@ -2,13 +2,13 @@
 // what an update does (recomputeActiveTab) and wires the modules once the library is ready.
 // Every number, verdict threshold and name comes from the library (wasm-bridge.js); the modules
 // only move values between the form, the library and the DOM.
-import { DEFAULTS, stateFromHash, hashFromState, formProblem } from './state.js';
-import { state, setState, update, onUpdate } from './page-state.js';
+import { DEFAULTS, stateFromHash, hashFromState, formProblems } from './state.js';
+import { state, setState, setStateFromHash, fitLayout, update, onUpdate } from './page-state.js';
 import { memest, loadLibrary, libraryReady, loadPresets } from './wasm-bridge.js';
 import { probe, finishKeystroke } from './probe.js';
 import {
   withPresetCapacity, writeForm, syncFields, syncRecomputeOptions, fillFormChoices, fillPresets,
-  initForm,
+  initForm, emptyFieldProblems,
 } from './form.js';
 import { clearErrors } from './form-errors.js';
 import { loadChartJs, scheduleChart, chartScheduled } from './stage-chart.js';
@@ -33,11 +33,15 @@ const chartReady = loadChartJs();
 /** Recomputes the active tab from the state; the other tabs' results are dropped (stale). What
  *  update() and scheduleUpdate() (page-state.js) do. */
 function recomputeActiveTab() {
+  // the layout sizes the user has not set follow the GPU count (one GPU: tp = cp = pp = 1)
+  for (const k of fitLayout()) $(k).value = state[k];
   syncFields(state);
   const hash = hashFromState(state);
   if (hash !== location.hash) history.replaceState(null, '', hash || location.pathname + location.search);
   clearErrors();
-  const problem = formProblem(state);
+  // every problem of the form's own (the texts that are not JSON, the empty fields), or null
+  const problems = [...formProblems(state), ...emptyFieldProblems(state)];
+  const problem = problems.length ? problems : null;
   if (state.tab !== 'pretrain') {
     cancelGrid();
     clearPretrain();
@@ -88,7 +92,7 @@ async function start() {
   initThemeControls();
   // a link's hash pasted or edited (back / forward): its state, in the form and the active tab
   window.addEventListener('hashchange', () => {
-    setState(withPresetCapacity(stateFromHash(location.hash)));
+    setStateFromHash(withPresetCapacity(stateFromHash(location.hash)), location.hash);
     writeForm(state);
     selectTab(state.tab);
     update();

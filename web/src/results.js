@@ -7,7 +7,7 @@ import { state, setState, update } from './page-state.js';
 import { paperBands, peakBands, answerUnless } from './wasm-bridge.js';
 import { timings } from './probe.js';
 import { writeForm } from './form.js';
-import { showError } from './form-errors.js';
+import { showErrors, errorStatus } from './form-errors.js';
 import { scheduleChart, clearChart, stageValue } from './stage-chart.js';
 import { scheduleGrid } from './layout-grid.js';
 import { $, el, setStatus, verdictWords } from './dom.js';
@@ -319,9 +319,9 @@ export function runPretrain(problem) {
   timings.pretrainMs = performance.now() - t0;
   document.body.classList.toggle('invalid', !d.ok);
   if (!d.ok) {
-    showError(d.error);
+    showErrors(d);
     clearPretrain();
-    setStatus('error', [`Not computed: ${d.error.message}`]);
+    setStatus('error', [errorStatus(d)]);
   } else {
     lastPretrain = d;
     renderPretrain(d);

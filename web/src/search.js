@@ -8,7 +8,7 @@ import { state, setState, update, scheduleUpdate } from './page-state.js';
 import { memest, answerUnless } from './wasm-bridge.js';
 import { timings, probe } from './probe.js';
 import { SEARCH_VARIANTS, variantBoxes, writeForm } from './form.js';
-import { showError } from './form-errors.js';
+import { showErrors, errorStatus } from './form-errors.js';
 import { sortableTable } from './sortable-table.js';
 import { selectTab } from './tabs.js';
 import { $, el, setStatus, verdictWords } from './dom.js';
@@ -32,9 +32,9 @@ export function runSearch(problem) {
   document.body.classList.toggle('invalid', !d.ok);
   probe.searchRuns += 1;
   if (!d.ok) {
-    showError(d.error);
-    $('search-error').textContent = d.error.message;
-    setStatus('error', [`Not computed: ${d.error.message}`]);
+    showErrors(d);
+    $('search-error').textContent = (d.errors ?? [d.error]).map((e) => e.message).join(' ');
+    setStatus('error', [errorStatus(d)]);
     return;
   }
   lastSearch = d;

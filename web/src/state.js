@@ -1,7 +1,9 @@
 // The page's state: one flat object, mirrored in the URL (share the exact configuration) and
 // turned into the library's JSON requests. No estimate is computed here.
 
-/** The README's default example: Llama-3.1-8B on 8 x A100 40GB, (TP, CP, PP, MBS) = (4, 1, 2, 1). */
+/** The README's default example: Llama-3.1-8B on 8 x A100 40GB, (TP, CP, PP, MBS) = (4, 1, 2, 1).
+ *  On a GPU count that layout does not divide, the sizes the user has not set are 1
+ *  (fitDefaultLayout), as `memest pretrain` does. */
 export const DEFAULTS = Object.freeze({
   m: 'llama-3.1-8b', cfg: '', g: 'a100-40gb', mem: '40', gp: '',
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
@@ -127,12 +129,51 @@ function num(text) {
 
 /**
  * Why the form cannot become a request at all, as the library's error documents say it
- * ({code, field, message}), or null. Only the pasted config.json is checked here: text that is
+ * ({code, field, message}): every such problem of the state, in the form's order (none: []).
+ * Only the pasted texts are checked here, the config.json and the device profile: text that is
  * not JSON (cut short, say) would otherwise reach the library as a string, which it reads as a
- * preset id ("unknown preset").
+ * preset id ("unknown preset"). Every value is the library's to check, one field at a time.
  */
+export function formProblems(state) {
+  return [configProblem(state), profileProblem(state)].filter(Boolean);
+}
+
+/** The first of formProblems, or null. */
 export function formProblem(state) {
-  return profileProblem(state) ?? configProblem(state);
+  return formProblems(state)[0] ?? null;
+}
+
+/** The parallel sizes whose defaults (tp 4, cp 1, pp 2: the README's example on 8 GPUs) give
+ *  way on a GPU count they do not divide (fitDefaultLayout). */
+export const LAYOUT_KEYS = Object.freeze(['tp', 'cp', 'pp']);
+
+/** The LAYOUT_KEYS a URL's hash sets (a link's layout is the user's). */
+export function layoutKeysOfHash(hash) {
+  const params = new URLSearchParams(String(hash ?? '').replace(/^#/, ''));
+  return LAYOUT_KEYS.filter((k) => params.has(k));
+}
+
+/**
+ * The state with the layout the form's GPU count can run, as `memest pretrain` chooses it: the
+ * LAYOUT_KEYS not in `explicit` (the set the user has set) hold their defaults where tp x cp x
+ * pp divides the GPUs, and 1 elsewhere (one GPU: tp = cp = pp = 1); the explicit ones stay as
+ * they are (when they do not divide, the library says why). The same object when nothing
+ * changes. A default, not a check: the library still checks the layout.
+ * @param {Record<string, string>} state
+ * @param {Set<string>} explicit
+ */
+export function fitDefaultLayout(state, explicit) {
+  const gpus = Number(state.gpus);
+  if (!Number.isInteger(gpus) || gpus < 1) return state;
+  const next = { ...state };
+  for (const k of LAYOUT_KEYS) if (!explicit.has(k)) next[k] = DEFAULTS[k];
+  let rest = gpus;
+  for (const k of LAYOUT_KEYS) {
+    const size = Number(next[k]);
+    rest = Number.isInteger(size) && size >= 1 && rest % size === 0 ? rest / size : NaN;
+  }
+  if (Number.isNaN(rest)) for (const k of LAYOUT_KEYS) if (!explicit.has(k)) next[k] = '1';
+  return LAYOUT_KEYS.every((k) => next[k] === state[k]) ? state : next;
 }
 
 /** A pasted device profile (the GPU's "profile" choice) that is not a JSON object. */
@@ -534,6 +575,13 @@ export function applySet(state, set) {
     }
   }
   return { state: next, unknown };
+}
+
+/** The request field of a state key (the form's own problems name it as the library would);
+ *  the state key itself when the form has no such field. */
+export function fieldOfState(key) {
+  if (key === 'mem') return 'gpu.memory_gib';
+  return Object.keys(STATE_OF_FIELD).find((f) => STATE_OF_FIELD[f] === key) ?? key;
 }
 
 /** The error slot (and input) of each state key, where it differs from the key. */

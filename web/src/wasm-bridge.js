@@ -1,7 +1,8 @@
 // The bridge to libmemest (WebAssembly, ../wasm/memest.mjs): loads the module, holds what the
 // page reads of it once (the verdict bands, the model and GPU presets) and asks it for answers
-// (memest.answer calls memest_request_json). A form problem found before asking (formProblem)
-// is answered as the library's errors are: {ok: false, error: {code, field, message}}.
+// (memest.answer calls memest_request_json). The form's own problems found before asking
+// (formProblems) are answered as the library's errors are: {ok: false, error: {code, field,
+// message}}, with every one of them in `errors`.
 import { createMemest } from '@memest';
 
 /** @type {import('../../wasm/memest.mjs').Memest} */
@@ -36,8 +37,9 @@ export function loadPresets() {
   gpuPresets = memest.gpus();
 }
 
-/** The library's answer to request(), or, when the form cannot make a request (`problem`, as
- *  formProblem says it), that problem as an error answer without asking the library. */
-export function answerUnless(problem, request) {
-  return problem ? { ok: false, error: problem } : memest.answer(request());
+/** The library's answer to request(), or, when the form cannot make a request (`problems`: the
+ *  list main.js makes, or null), those problems as an error answer without asking the library:
+ *  the first in `error`, all of them in `errors`. */
+export function answerUnless(problems, request) {
+  return problems ? { ok: false, error: problems[0], errors: problems } : memest.answer(request());
 }
