@@ -23,12 +23,14 @@ export function fillSelect(select, items, customLabel) {
   if (customLabel) select.append(new Option(customLabel, 'custom'));
 }
 
-/** Sets the status line: state "result" (with the verdict), "error", "pending" or "loading". */
+/** Sets the status line: state "result" (with the verdict), "error", "pending" or "loading".
+ *  The document hears "memest:status" after (the downloads follow whether there is an answer). */
 export function setStatus(kind, parts, verdict = '') {
   const s = $('status');
   s.dataset.state = kind;
   s.dataset.verdict = verdict;
   s.replaceChildren(...parts);
+  document.dispatchEvent(new CustomEvent('memest:status', { detail: { kind } }));
 }
 
 export function verdictWords(verdict) {

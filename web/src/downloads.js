@@ -63,8 +63,20 @@ function csvOf(result) {
   return [csvLine(all), ...result.stages.map((s) => csvLine(all.map((c) => (extra.includes(c) ? stageValue(s, c) : s[c]))))].join('\n') + '\n';
 }
 
-/** The buttons' events: Copy link, Download JSON, Download CSV. */
+/** The download buttons are enabled only while the active tab shows an answer (no button that
+ *  does nothing). */
+export function syncDownloads() {
+  const none = currentResult() == null;
+  $('download-json').disabled = none;
+  $('download-csv').disabled = none;
+}
+
+/** The buttons' events: Copy link, Download JSON, Download CSV; the downloads follow the status
+ *  line (an answer shown or not). */
 export function initSharing() {
+  $('share').disabled = false;
+  document.addEventListener('memest:status', syncDownloads);
+  syncDownloads();
   $('share').addEventListener('click', async () => {
     const url = location.href;
     try {

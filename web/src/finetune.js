@@ -47,6 +47,7 @@ export function clearFinetune() {
   $('finetune-table').replaceChildren();
   $('finetune-methods-wrap').hidden = true;
   $('finetune-terms').tBodies[0].replaceChildren();
+  $('finetune-terms-wrap').hidden = true;  // no empty table without an answer
   $('finetune-environment').textContent = '';
 }
 
@@ -92,7 +93,9 @@ function renderFinetune(d) {
   $('ft-method-batch').textContent = offload ? 'CPU offloading' : `${method} · batch ${batch}`;
   const peak = offload ? null : (d.peak_bytes ?? d.estimate_bytes);
   $('ft-peak').textContent = peak != null ? fmtGiB(peak) : '—';
-  $('ft-peak-share').textContent = peak != null && cap > 0 ? `${percent(peak / cap)} of ${fmtGiB(cap)}` : '';
+  // the library's usage_fraction (peak / capacity) where it gives one
+  const share = typeof d.usage_fraction === 'number' ? d.usage_fraction : peak / cap;
+  $('ft-peak-share').textContent = peak != null && cap > 0 ? `${percent(share)} of ${fmtGiB(cap)}` : '';
   const who = `${d.model.name} on ${d.layout?.gpus ?? state.gpus} × ${d.gpu.name}, fine-tuning (LLMem): `;
   let summary;
   if (offload) {
@@ -101,7 +104,7 @@ function renderFinetune(d) {
     const how = d.selected
       ? `LLMem's Algorithm 1 selects ${method} (the best score among the methods that avoid OOM) at its largest batch, ${batch} per GPU`
       : `${method} at batch ${batch} per GPU`;
-    summary = `${how} — peak ${fmtGiB(peak)} of ${fmtGiB(cap)} (${percent(peak / cap)}).`;
+    summary = `${how} — peak ${fmtGiB(peak)} of ${fmtGiB(cap)} (${percent(share)}).`;
   }
   $('finetune-summary').textContent = `${words(verdict)}: ${summary}`;
   setStatus('result', [who, verdictWords(verdict), ` — ${summary}`], verdict);
@@ -122,6 +125,7 @@ function renderFinetune(d) {
   }
   const parts = d.parts ?? {};
   const perGpu = d.per_gpu ?? {};
+  $('finetune-terms-wrap').hidden = false;
   $('finetune-terms-caption').textContent = offload
     ? 'LLMem\'s terms: none (CPU offloading)'
     : `LLMem's terms of ${method} at batch ${batch} (GiB): a single GPU's, and what each adds per GPU under the method`;

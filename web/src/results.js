@@ -44,14 +44,17 @@ function renderPretrain(r) {
     : '';
   const m = r.model;
   const moe = m.active_parameters != null && m.active_parameters !== m.num_parameters;
-  $('model-line').textContent = `${m.name} · ${paramsText(m.num_parameters)} parameters` +
+  $('model-line').replaceChildren(`${m.name} · ${paramsText(m.num_parameters)} parameters` +
     (moe ? ` (${paramsText(m.active_parameters)} active per token)` : '') +
     (m.mixer_pattern ? ` · hybrid layers: mixers ${m.mixer_pattern}, MLPs ${m.mlp_pattern}` : '') + ' · ' +
-    `dp ${r.layout.dp}` + (moe ? ` · ep ${r.layout.ep}, etp ${r.layout.etp}, edp ${r.layout.edp}` : '') +
+    `dp ${r.layout.dp} · `, zeroRan(r),
+    (moe ? ` · ep ${r.layout.ep}, etp ${r.layout.etp}, edp ${r.layout.edp}` : '') +
     ` · ${r.training.activation_model} activation model` +
-    (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : '');
+    (r.training.num_microbatches ? ` · ${r.training.num_microbatches} micro-batches` : ''));
   renderExperts(r);
 
+  $('chart-box').hidden = false;
+  $('stages-wrap').hidden = false;
   const tbody = $('stages-table').tBodies[0];
   tbody.replaceChildren(...r.stages.map((s) => {
     const tr = el('tr', { dataset: { stage: String(s.stage) } });
@@ -73,6 +76,15 @@ function renderPretrain(r) {
   renderStep(r);
   renderSuggestions(r);
   scheduleChart(r);
+}
+
+/** The ZeRO stage the library ran (the response's layout.zero, not the form's value), and the
+ *  form's when the library says it ran another. */
+function zeroRan(r) {
+  const ran = r.layout.zero;
+  const asked = Number(state.zero);
+  return el('span', { id: 'ran-zero', dataset: { value: String(ran) } },
+    `ZeRO ${ran}` + (Number.isInteger(asked) && asked !== ran ? ` (the form's ${asked}: the ${r.training.framework} stack runs ${ran})` : ''));
 }
 
 /** Next to the verdict: the probability of running out of memory and the margin (capacity less
@@ -283,6 +295,9 @@ export function clearPretrain() {
   for (const id of ['verdict-band', 'peak-share', 'gpu-name', 'paper-verdict', 'model-line']) $(id).textContent = '';
   clearRisk();
   $('stages-table').tBodies[0].replaceChildren();
+  // no empty chart and no empty table without an answer
+  $('stages-wrap').hidden = true;
+  $('chart-box').hidden = true;
   clearStack();
   clearAdapter();
   $('experts-line').replaceChildren();

@@ -24,6 +24,7 @@ export function applyStoredTheme() {
 
 /** The Theme button, and the chart redrawn when the system's colour scheme changes. */
 export function initThemeControls() {
+  $('theme').disabled = false;
   $('theme').addEventListener('click', () => {
     const cur = document.documentElement.dataset.theme ?? 'auto';
     applyTheme(THEMES[(THEMES.indexOf(cur) + 1) % THEMES.length]);
