@@ -19,6 +19,7 @@ import { clearSearch, runSearch, fillSearchChoices, initSearchControls } from '.
 import { clearImport, runImport, fillImportPresets, initImportTab } from './import-tab.js';
 import { selectTab, initTabs } from './tabs.js';
 import { initSharing } from './downloads.js';
+import { initGpuFit } from './gpu-fit.js';
 import { applyStoredTheme, initThemeControls } from './theme.js';
 import { $, setStatus } from './dom.js';
 
@@ -87,6 +88,7 @@ async function start() {
   initSearchControls();
   initImportTab();
   initLayoutGrid();
+  initGpuFit();
   initTabs();
   initSharing();
   initThemeControls();

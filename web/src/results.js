@@ -8,6 +8,7 @@ import { paperBands, peakBands, answerUnless } from './wasm-bridge.js';
 import { timings } from './probe.js';
 import { writeForm } from './form.js';
 import { showErrors, errorStatus } from './form-errors.js';
+import { resetGpuFit } from './gpu-fit.js';
 import { scheduleChart, clearChart, stageValue } from './stage-chart.js';
 import { scheduleGrid } from './layout-grid.js';
 import { $, el, setStatus, verdictWords } from './dom.js';
@@ -298,6 +299,7 @@ export function clearPretrain() {
   // no empty chart and no empty table without an answer
   $('stages-wrap').hidden = true;
   $('chart-box').hidden = true;
+  resetGpuFit(false);
   clearStack();
   clearAdapter();
   $('experts-line').replaceChildren();
@@ -349,4 +351,7 @@ export function runPretrain(problem) {
     }
   }
   scheduleGrid(problem ? null : req);
+  // "Which GPUs would fit this" answers another request: dropped; it can be asked when this one
+  // has an answer
+  resetGpuFit(d.ok);
 }
