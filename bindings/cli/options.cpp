@@ -213,12 +213,16 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
   add_enum_choice(cmd, "--loss", st.loss,
                   "Loss on the logits (auto: fused under megatron, else unfused, which upcasts "
                   "to fp32; unfused_16bit keeps 16-bit logits: fp16/bf16 models without "
-                  "autocast)",
+                  "autocast; chunked: torchtune's chunked output; chunked_lm_head: LitGPT's; "
+                  "chunked_linear: torchtitan's ChunkedLossWrapper)",
                   MEMEST_ENUM_LOSS);
   add_integer(cmd, "--recompute-every", st.recompute_every,
               "Checkpoint one block in N (with --recompute)", Sign::positive)
       ->capture_default_str();
   cmd.add_flag("--fp8", st.fp8, "Float8 / Transformer Engine fp8 linear layers");
+  cmd.add_flag("--fp4", st.fp4,
+               "NVFP4 linear layers (Transformer Engine's NVFP4 recipe, Megatron-LM --fp4-format "
+               "e2m1; --framework megatron on a GPU that trains in NVFP4: B200, GB200)");
   cmd.add_flag("--compile", st.compile,
                "torch.compile each block and the loss (fsdp, deepspeed, pytorch); the same as "
                "--compile-components all");
@@ -298,6 +302,14 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
   cmd.add_flag("--logits-held", st.logits_held,
                "The training loop keeps the model's output (and its logits) through backward "
                "(`out = model(x); out.loss.backward()`)");
+  add_integer(cmd, "--loss-chunks", st.loss_chunks,
+              "Chunks of a chunked --loss (chunked: torchtune's num_output_chunks, default 8; "
+              "chunked_lm_head: LitGPT, default one per 128 tokens; chunked_linear: torchtitan's "
+              "ChunkedLossWrapper num_chunks, default 8)", Sign::positive);
+  cmd.add_flag("--fsdp-use-orig-params", st.fsdp_use_orig_params,
+               "fsdp1 + LoRA: whole blocks wrapped with use_orig_params=True, so each block's "
+               "FlatParameter holds frozen weights and adapters and its gradient spans both "
+               "(LitGPT's Fabric FSDPStrategy; accelerate's transformer wrap without peft's policy)");
 }
 
 void put_stack(const StackOptions& st, ojson& training) {
@@ -341,6 +353,9 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (st.no_loss_parallel) training["loss_parallel"] = false;
   if (st.fp8_all_gather) training["fp8_all_gather"] = true;
   if (st.logits_held) training["logits_held"] = true;
+  if (st.loss_chunks != 0) training["loss_chunks"] = st.loss_chunks;
+  if (st.fsdp_use_orig_params) training["fsdp_use_orig_params"] = true;
+  if (st.fp4) training["fp4"] = true;
 }
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {

@@ -134,6 +134,9 @@ struct StackOptions {
   bool no_loss_parallel = false;   // --no-loss-parallel
   bool fp8_all_gather = false;     // --fp8-all-gather
   bool logits_held = false;        // --logits-held
+  int64_t loss_chunks = 0;         // --loss-chunks (1.9)
+  bool fsdp_use_orig_params = false;  // --fsdp-use-orig-params (1.9)
+  bool fp4 = false;                // --fp4 (1.9)
 };
 
 void add_stack_options(CLI::App& cmd, StackOptions& stack);

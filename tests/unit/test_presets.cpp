@@ -180,7 +180,7 @@ TEST_CASE("An unknown preset id gets the closest ids, or the list when none is c
   memest_gpu g = memest_test::sized<memest_gpu>();
   CHECK(memest_gpu_from_preset("h100", &g) == MEMEST_ERR_UNKNOWN_PRESET);
   CHECK(std::string(memest_last_error()) ==
-        "gpu: unknown GPU preset \"h100\"; did you mean \"h100-80gb\" or \"h100-94gb\"?");
+        "gpu: unknown GPU preset \"h100\"; did you mean \"h100-80gb\" or \"h100-pcie-80gb\" or \"h100-94gb\"?");
   // A 100 MB id is quoted cut, and answered at once.
   const std::string huge(100u << 20, 'x');
   const std::string long_message = message(huge);

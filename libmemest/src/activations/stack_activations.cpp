@@ -118,6 +118,35 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
       }
       break;
     }
+    case LossKind::ChunkedLmHead: {
+      // litgpt/model.py GPT.forward: with lm_head_chunk_size the head runs per sequence chunk
+      // and returns the list of chunk logits, which finetune/lora.py keeps (`logits = model(...)`)
+      // until after `fabric.backward(loss)`: every chunk's logits stay alive (d). utils.py
+      // chunked_cross_entropy: F.cross_entropy(chunk, ...) per chunk, reduction "none": each
+      // chunk's log_softmax result is saved (l); under autocast log_softmax runs on an fp32
+      // copy of its chunk (u, transient). Backward peak at a chunk's LogSoftmaxBackward: the
+      // saved log-probs plus that chunk's nll and log-softmax gradients (2l/C) and, under
+      // autocast, the gradient cast back to the logits' dtype (d/C).
+      const double c = std::max(1.0, in.chunks);
+      const double l = in.autocast ? 4.0 : d;
+      const double u = in.autocast ? 4.0 : 0.0;
+      r.forward = nv * (d + l + u / c);
+      r.backward = nv * (d + l + (2 * l + (in.autocast ? d : 0.0)) / c);
+      break;
+    }
+    case LossKind::ChunkedLinear: {
+      // torchtitan components/loss.py ChunkedLossWrapper: per chunk lm_head(h_chunk) (d), the
+      // inner CrossEntropyLoss's .float() copy (4) and log_softmax (4), then chunk_loss.backward()
+      // at once: the saved log-probs, nll and log-softmax gradients (12) while the loop's
+      // `logits` still references the chunk (d). GradAccumulator keeps the hidden states'
+      // gradient in fp32 (zeros_like(dtype=torch.float32): 4 N h), cast to their dtype before
+      // the decoder's backward (d N h beside it).
+      const double c = std::max(1.0, in.chunks);
+      const double per_chunk = in.compiled ? nv * 2 * d / c : nv * (12 + d) / c;
+      r.forward = per_chunk + 4 * n * in.hidden;
+      r.backward = n * in.hidden * (4 + d);
+      break;
+    }
     case LossKind::LinearFused: {
       // Liger-Kernel ops/fused_linear_cross_entropy.py: chunk = next_pow2(ceil(BT / ceil(V/H)))
       // rows; per chunk the logits are written in the input's dtype, the Triton kernel upcasts
@@ -532,8 +561,13 @@ double autocast_weight_copies_bytes(double linear_params) { return 2 * linear_pa
 
 // ---- 5. fp8 -----------------------------------------------------------------------------------
 
+double quantised_element_bytes(Fp8Impl impl) {
+  return impl == Fp8Impl::TransformerEngineNvfp4 ? 0.5 + 1.0 / 16 : 1.0;
+}
+
 double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params) {
-  return impl == Fp8Impl::TransformerEngine ? 2 * linear_params : 0.0;
+  if (impl == Fp8Impl::Torchao) return 0.0;
+  return 2 * quantised_element_bytes(impl) * linear_params;  // row-wise + column-wise
 }
 
 double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x) {
@@ -549,10 +583,16 @@ double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const Activatio
   // linear input is an fp8 tensor kept for the wgrad GEMM with its column-wise (transposed)
   // data only, 1 byte per element, except a norm output that must be all-gathered again under
   // SP, which keeps its row-wise data too (2 bytes: no change).
+  // q: bytes per element of one quantised copy (1, or NVFP4's 0.5625).
+  const double q = quantised_element_bytes(impl);
   double delta = 0;
-  if (!sp) delta -= 2 * n * h;      // two norm outputs, 2 -> 1 byte
-  delta -= n * f / t;               // fc2 input (SwiGLU/GELU output), 2 -> 1 byte
-  delta += n * a * dh / t;          // proj input: fp8 copy beside core attention's bf16 output
+  if (!sp) {
+    delta += 2 * n * h * (q - 2);   // two norm outputs, 2 -> q bytes
+  } else {
+    delta += 2 * n * h / t * (2 * q - 2);  // both copies of the local norm outputs (fp8: 0)
+  }
+  delta += n * f / t * (q - 2);     // fc2 input (SwiGLU/GELU output), 2 -> q bytes
+  delta += n * a * dh / t * q;      // proj input: a quantised copy beside core attention's output
   return delta;
 }
 

@@ -30,6 +30,11 @@ enum class LossKind {
   LinearFused,  // Liger-Kernel fused linear + cross-entropy (ops/fused_linear_cross_entropy.py)
   Unfused16Bit, // F.cross_entropy on the model's 16-bit logits, no .float() and no autocast
                 // (HF modeling_gpt2.py before 4.46; fp16 DeepSpeed / ColossalAI Gemini models)
+  ChunkedLmHead, // LitGPT: GPT.forward(lm_head_chunk_size=128) returns the logits as a list of
+                 // sequence chunks, utils.py chunked_cross_entropy runs F.cross_entropy per
+                 // chunk (no .float())
+  ChunkedLinear, // torchtitan ChunkedLossWrapper (components/loss.py): LM head + loss + that
+                 // chunk's backward, one chunk at a time
 };
 
 struct LossInputs {
@@ -38,7 +43,12 @@ struct LossInputs {
                               // vocab-parallel)
   double hidden = 0;          // h, the width of the output layer's input (LinearFused)
   double logit_bytes = 2;     // bytes per logit the output layer writes (2: bf16, 4: fp32)
-  double chunks = 8;          // Chunked: num_output_chunks (torchtune's default 8)
+  double chunks = 8;          // Chunked, ChunkedLmHead, ChunkedLinear: the chunks (plan/stack.hpp
+                              // loss_chunks_in_effect)
+  bool autocast = false;      // ChunkedLmHead: the stack runs under torch.autocast, whose fp32
+                              // list (aten/src/ATen/autocast_mode.cpp) runs log_softmax on an
+                              // fp32 copy: fp32 log-probs; without it they stay in the logits'
+                              // dtype (LitGPT's bf16-true)
   bool logits_held = false;   // the training loop still references the logits during the
                               // backward (a plain `out = model(...); out.loss.backward()`);
                               // torchtitan (`del pred`), torchtune (`del logits`), Megatron and
@@ -74,6 +84,13 @@ struct LossMemory {
 //   Unfused16Bit forward N*V*(2d + (shift_copy ? d : 0)), backward N*V*3d (+ d when
 //                logits_held): 6 and 6 bytes per fp16 logit with the shift
 //   Chunked      forward N*V*(d + 4 + c/C), backward N*V*(4 + 8/C) (+ d when logits_held)
+//   ChunkedLmHead with l = 4 under autocast (else d) and u = 4 under autocast (else 0):
+//                forward N*V*(d + l + u/C), backward N*V*(d + l + (2l + (u ? d : 0))/C): the
+//                logits list stays referenced by the loop through backward (d always)
+//   ChunkedLinear forward N*V*(12 + d)/C + 4*N*h, backward N*h*(4 + d): one chunk's logits,
+//                fp32 copy, log-probs and gradients at a time, beside the fp32 GradAccumulator
+//                of the hidden states (and its cast back to their dtype); compiled: the
+//                chunk's term is N*V*2d/C
 //   compiled     Unfused, Unfused16Bit: forward N*V*d, backward N*V*2d (the saved input and
 //                its gradient);
 //                Chunked: forward N*V*d, backward N*V*d*(1 + 1/C)
@@ -263,20 +280,28 @@ double autocast_weight_copies_bytes(double linear_params);
 enum class Fp8Impl {
   Torchao,            // torchao float8/float8_linear.py (tensorwise, dynamic scaling)
   TransformerEngine,  // Transformer Engine's Linear / LayerNormLinear / LayerNormMLP
+  TransformerEngineNvfp4,  // the same modules under TE's NVFP4BlockScaling recipe
 };
+// Bytes per element of one quantised copy (row-wise or column-wise) of a tensor: fp8 1;
+// NVFP4 (TE docs/features/low_precision_training/nvfp4: E2M1 values with one FP8 E4M3 scale
+// per 16 consecutive elements, plus one fp32 scale per tensor) 0.5 + 1/16 = 0.5625.
+double quantised_element_bytes(Fp8Impl impl);
 // Persistent fp8 weight copies, bytes per GPU for `linear_params` parameters of fp8 linears on
 // the stage (per stage, not per micro-batch).
 // torchao: 0 (casts are made per matmul and freed; FSDP2's fp8 all-gather changes the
 // unsharded parameters, a state-side term). Transformer Engine: 2 bytes per parameter (the fp8
-// weight and its fp8 transpose, cached across the micro-batches of a step).
+// weight and its fp8 transpose, cached across the micro-batches of a step); under NVFP4 the
+// row-wise and the (transposed) column-wise copies, 2 x 0.5625 = 1.125 bytes per parameter.
 double fp8_weight_copies_bytes(Fp8Impl impl, double linear_params);
 // Change of one block's saved activations, bytes per GPU per micro-batch (negative: less).
 // torchao (eager): 0, Float8Linear saves its high-precision input and weight and re-casts in
 // backward. Transformer Engine: the linears' inputs that only a linear keeps are saved in fp8
 // (the two norm outputs without SP and the SwiGLU/GELU output: -1 byte per element) and the
 // projection keeps an fp8 copy of the attention output beside the bf16 one core attention
-// keeps (+1). Add per layer to Megatron's layer_activation_bytes (any stage). Read from the
-// code, not yet checked against a measurement.
+// keeps (+1). Under NVFP4 the same tensors at 0.5625 bytes per element (the wgrad operand's
+// column-wise copy), and a norm output re-gathered under SP keeps both copies (2 x 0.5625
+// against bf16's 2). Add per layer to Megatron's layer_activation_bytes (any stage). Read from
+// the code, not yet checked against a measurement.
 double fp8_activation_delta(Fp8Impl impl, const memest_model& m, const ActivationLayout& x);
 
 }  // namespace memest

@@ -156,6 +156,9 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.first_stage_layers = d.first_stage_layers;  // 1.7
   c.pipeline_layout = nullptr;
   c.ddp = st.ddp;
+  c.loss_chunks = st.loss_chunks;  // 1.9
+  c.fsdp_use_orig_params = st.fsdp_use_orig_params;
+  c.fp4 = st.fp4;
   return c;
 }
 
@@ -313,6 +316,9 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.logits_held = c.logits_held;
   r.first_stage_layers = c.first_stage_layers;
   st.ddp = c.ddp;
+  st.loss_chunks = c.loss_chunks;
+  st.fsdp_use_orig_params = c.fsdp_use_orig_params;
+  st.fp4 = c.fp4;
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it
     constexpr size_t kLongest = 65536;

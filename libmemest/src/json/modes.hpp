@@ -44,7 +44,11 @@ constexpr const char* kPretrainTraining[] = {
     // the precision policy and the loss beside the stored dtypes (1.6)
     "reduce_dtype", "loss_parallel", "autocast", "fp8_all_gather", "no_sync", "logits_held",
     // DDP on one process (1.7)
-    "ddp"};
+    "ddp",
+    // the chunked losses' chunks, FSDP1's mixed flat parameters (1.9)
+    "loss_chunks", "fsdp_use_orig_params",
+    // NVFP4 linears (1.9)
+    "fp4"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -79,6 +79,7 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
   const std::string p = dtype_of(t.value("param_bytes", 2.0));
   if (p == "bf16") o.add("--bf16", true);
   if (get_bool(t, "fp8")) o.add("--fp8-format", "hybrid");
+  if (get_bool(t, "fp4")) o.add("--fp4-format", "e2m1");
   if (get_str(t, "moe_dispatcher", "alltoall") == "deepep") o.add("--moe-token-dispatcher-type", "flex");
   std::string text;
   for (const json& s : o.settings) {

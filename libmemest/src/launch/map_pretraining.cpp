@@ -466,6 +466,16 @@ void map_megatron(MapContext& c) {
       b.from_file("training.param_dtype", "fp8", *g);
     }
   }
+  if (const Setting* v = a.take("fp4-format")) {
+    // --fp4-format e2m1 (megatron/training/arguments.py): Transformer Engine's NVFP4 recipe.
+    // --first-last-layers-bf16 keeps end layers out of it, which is not modelled: every layer
+    // is counted in NVFP4 (its weight copies and its quantised saved inputs).
+    b.from_file("training.fp4", true, *v);
+    if (const Setting* g = a.take("first-last-layers-bf16"); g && boolean_of(*g)) {
+      b.warn(*g, "--first-last-layers-bf16 keeps the first and last layers in bf16, which is "
+                 "not modelled: every layer is counted in NVFP4");
+    }
+  }
   if (const Setting* v = a.take("optimizer")) {
     const std::string o = string_of(*v);
     if (o == "adam") b.from_file("training.optimizer", "adam", *v);

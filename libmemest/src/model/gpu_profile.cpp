@@ -43,6 +43,9 @@ double validate_gpu(const memest_gpu& gpu, const std::string& field, bool requir
   if (gpu.fp8 != 0 && gpu.fp8 != 1) {
     fail(field + ".fp8", "must be 0 (no fp8 tensor cores) or 1, got " + std::to_string(gpu.fp8));
   }
+  if (gpu.fp4 != 0 && gpu.fp4 != 1) {
+    fail(field + ".fp4", "must be 0 (no NVFP4 training) or 1, got " + std::to_string(gpu.fp4));
+  }
   if (gpu.gpus_per_node < 1 || gpu.gpus_per_node > kMaxGpusPerNode) {
     fail(field + ".gpus_per_node", "must be between 1 and " + std::to_string(kMaxGpusPerNode) +
                                        ", got " + std::to_string(gpu.gpus_per_node));

@@ -43,6 +43,9 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"inter_node_latency_us", &memest_gpu::inter_node_latency_us, 1, 0, 1e6},
     {"fp8_gemm_efficiency", &memest_gpu::fp8_gemm_efficiency, 1, 0, 1},
     {"fa2_attention_efficiency", &memest_gpu::fa2_attention_efficiency, 1, 0, 1},
+    // appended in 1.9: NVFP4 training (0 or 1) and its peak
+    {"fp4", &memest_gpu::fp4, 1, 0, 1},
+    {"peak_fp4_tflops", &memest_gpu::peak_fp4_tflops, 1, 0, 1e6},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.

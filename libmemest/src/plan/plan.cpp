@@ -313,11 +313,22 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   // `output.loss.backward()`: the logits stay referenced through the backward)
   in.logits_held = plan.stack.logits_held == 1;
   in.held_fp32 = m.logits_fp32 == 1;
+  in.chunks = static_cast<double>(
+      loss_chunks_in_effect(plan.loss, plan.stack.loss_chunks, x.seq_len / std::max<int64_t>(1, x.cp)));
+  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
+  // training.autocast: -1 the stack's default (autocast for fp32 parameters outside FSDP's
+  // policy), 0 none, 1 autocast (only fp32 parameters are cast).
+  const bool autocast = plan.framework != MEMEST_FRAMEWORK_MEGATRON &&
+                        plan.precision.param_bytes >= 4 &&
+                        (plan.stack.autocast == 1 || (plan.stack.autocast < 0 && !fsdp));
+  in.autocast = autocast;
   LossKind kind = LossKind::Fused;
   switch (plan.loss) {
     case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
     case MEMEST_LOSS_CHUNKED: kind = LossKind::Chunked; break;
     case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
+    case MEMEST_LOSS_CHUNKED_LM_HEAD: kind = LossKind::ChunkedLmHead; break;
+    case MEMEST_LOSS_CHUNKED_LINEAR: kind = LossKind::ChunkedLinear; break;
     case MEMEST_LOSS_UNFUSED_16BIT:
       // the code that skips the upcast (HF models before 4.46 and the scripts that copied
       // them) also shifts the logits rather than padding the labels: one more 16-bit copy
@@ -351,11 +362,7 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   // The blocks of the other stacks (eager_block_bytes): torchtitan's under fsdp, Hugging
   // Face's (and torchtune's) elsewhere; fp32 parameters outside FSDP's MixedPrecisionPolicy run
   // under torch.autocast (AMP).
-  const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
-  // training.autocast: -1 the stack's default (autocast for fp32 parameters outside FSDP's
-  // policy), 0 none, 1 autocast (only fp32 parameters are cast).
-  k.autocast = plan.precision.param_bytes >= 4 &&
-               (plan.stack.autocast == 1 || (plan.stack.autocast < 0 && !fsdp));
+  k.autocast = autocast;
   const double residual = k.autocast ? 4.0 : 2.0;
   EagerBlockOptions eo;
   eo.block = fsdp ? EagerBlock::Torchtitan : EagerBlock::HuggingFace;

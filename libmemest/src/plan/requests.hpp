@@ -61,6 +61,11 @@ struct Stack {
   int32_t logits_held = 0;     // the training loop references the logits through backward
   int32_t ddp = -1;            // -1: DDP wraps the model when dp > 1; 1: also one process
                                // (torchrun with DDP on one GPU); 0: one GPU, not wrapped
+  // 1.9
+  int32_t loss_chunks = 0;     // chunks of a chunked loss; 0: the loss's own default
+  int32_t fsdp_use_orig_params = 0;  // fsdp1 + lora: blocks' flat parameters mix frozen
+                                     // weights and adapters (states/adapter_states.cpp)
+  int32_t fp4 = 0;             // NVFP4 linears (Transformer Engine, Megatron --fp4-format e2m1)
   // The reduction's bytes per element in effect.
   double reduce_dtype_bytes(double grad_bytes) const {
     return reduce_bytes > 0 ? reduce_bytes : grad_bytes;

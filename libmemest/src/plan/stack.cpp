@@ -65,6 +65,16 @@ int32_t resolved_loss(int32_t framework, int32_t loss) {
   return framework == MEMEST_FRAMEWORK_MEGATRON ? MEMEST_LOSS_FUSED : MEMEST_LOSS_UNFUSED;
 }
 
+int64_t loss_chunks_in_effect(int32_t loss, int32_t loss_chunks, int64_t local_seq_len) {
+  if (loss != MEMEST_LOSS_CHUNKED && loss != MEMEST_LOSS_CHUNKED_LM_HEAD &&
+      loss != MEMEST_LOSS_CHUNKED_LINEAR) {
+    return 0;
+  }
+  if (loss_chunks > 0) return loss_chunks;
+  if (loss == MEMEST_LOSS_CHUNKED_LM_HEAD) return std::max<int64_t>(1, (local_seq_len + 127) / 128);
+  return 8;
+}
+
 bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
   const Stack& st = r.stack;
   const int32_t fw = st.framework;
@@ -211,6 +221,46 @@ void validate_stack(const PretrainRequest& r) {
   if (megatron && !st.loss_parallel) {
     fail("training.loss_parallel", "Megatron-LM's cross-entropy is always vocab-parallel: leave "
                                    "loss_parallel on under framework megatron");
+  }
+  // 1.9: the chunked losses' chunks
+  const int32_t loss = resolved_loss(fw, st.loss);
+  if (megatron && (loss == MEMEST_LOSS_CHUNKED_LM_HEAD || loss == MEMEST_LOSS_CHUNKED_LINEAR)) {
+    fail("training.loss", std::string(enum_name(MEMEST_ENUM_LOSS, loss)) +
+                              " is " + (loss == MEMEST_LOSS_CHUNKED_LM_HEAD ? "LitGPT's" : "torchtitan's") +
+                              " loss, not Megatron-LM's: use fused or unfused under framework megatron");
+  }
+  if (st.loss_chunks < 0) {
+    fail("training.loss_chunks", "must be 0 (the loss's own default) or a positive count, got " +
+                                     std::to_string(st.loss_chunks));
+  }
+  if (st.loss_chunks > 0 && loss_chunks_in_effect(loss, 0, 0) == 0) {
+    fail("training.loss_chunks", "counts the chunks of a chunked loss (chunked, chunked_lm_head, "
+                                 "chunked_linear); the loss here is " + std::string(enum_name(MEMEST_ENUM_LOSS, loss)));
+  }
+  const int64_t local_seq = r.cp > 0 ? r.seq_len / r.cp : r.seq_len;
+  if (st.loss_chunks > 0 && st.loss_chunks > local_seq) {
+    fail("training.loss_chunks", std::to_string(st.loss_chunks) + " chunks of a sequence of " +
+                                     std::to_string(local_seq) + " tokens per GPU: at most one "
+                                     "chunk per token");
+  }
+  // FSDP1's flat parameters that mix frozen weights and adapters
+  check_flag("training.fsdp_use_orig_params", st.fsdp_use_orig_params);
+  if (st.fsdp_use_orig_params) {
+    if (!(fsdp && st.fsdp_version == 1 && zero >= 2)) {
+      fail("training.fsdp_use_orig_params", "is FSDP1's FlatParameter sharing: it needs framework "
+                                            "fsdp1 with sharded parameters (zero 2 or 3)");
+    }
+    if (r.adapter.type != MEMEST_ADAPTER_LORA) {
+      fail("training.fsdp_use_orig_params",
+           "mixes frozen weights and LoRA adapters in one FlatParameter: it needs adapter lora "
+           "(without an adapter every weight is trainable and nothing changes; QLoRA's 4-bit "
+           "weights are wrapped apart from the 16-bit adapters)");
+    }
+    if (r.adapter.bytes != r.precision.param_bytes) {
+      fail("training.adapter.dtype", "FSDP1 flattens tensors of one dtype only (torch/distributed/fsdp/"
+                            "_flat_param.py _validate_tensors_to_flatten): with "
+                            "fsdp_use_orig_params the adapters must be in param_dtype");
+    }
   }
   if (!megatron && is_mla(r.model) && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
     fail("training.recompute", "op_selective (torchtitan's per-op policy) is modelled for "
@@ -388,6 +438,25 @@ void validate_stack(const PretrainRequest& r) {
     fail("training.fp8", std::string("the GPU (") + r.gpu.name +
                              ") has no fp8 tensor cores (Hopper, Ada and Blackwell have them; "
                              "set gpu.fp8 to 1 for a custom GPU that does)");
+  }
+  // 1.9: NVFP4 (Transformer Engine's NVFP4BlockScaling recipe, docs/features/
+  // low_precision_training/nvfp4: training on SM 10.0 / 10.3), as Megatron-LM runs it
+  check_flag("training.fp4", st.fp4);
+  if (st.fp4) {
+    if (st.fp8) {
+      fail("training.fp4", "NVFP4 and fp8 are two Transformer Engine recipes for the same "
+                           "linears (Megatron-LM's --fp4-format or --fp8-format): turn one off");
+    }
+    if (!megatron) {
+      fail("training.fp4", "NVFP4 training is modelled as Megatron-LM runs it (--fp4-format "
+                           "e2m1 with Transformer Engine): use framework megatron");
+    }
+    if (!(r.gpu.fp4 > 0)) {
+      fail("training.fp4", std::string("the GPU (") + r.gpu.name +
+                               ") does not train in NVFP4 (Transformer Engine supports it on SM "
+                               "10.0 and 10.3: B200, GB200; set gpu.fp4 to 1 for a custom GPU "
+                               "that does)");
+    }
   }
 }
 

@@ -59,6 +59,14 @@ int32_t effective_zero(int32_t framework, int32_t zero);
 // HF's ForCausalLMLoss: all F.cross_entropy on upcast logits).
 int32_t resolved_loss(int32_t framework, int32_t loss);
 
+// The chunks a chunked loss runs in (0 for the other losses): training.loss_chunks, else the
+// loss's own default: torchtune's CEWithChunkedOutputLoss num_output_chunks = 8
+// (modules/loss/ce_chunked_output_loss.py), torchtitan's ChunkedLossWrapper num_chunks = 8
+// (components/loss.py), LitGPT's lm_head_chunk_size = 128 tokens of each sequence
+// (finetune/lora.py `model(input_ids, lm_head_chunk_size=128)`, model.py GPT.forward splits
+// the sequence): ceil(local sequence / 128).
+int64_t loss_chunks_in_effect(int32_t loss, int32_t loss_chunks, int64_t local_seq_len);
+
 // The layout-dependent rules of validate_stack, without throwing (the search's candidates):
 // false when the framework cannot run the request's layout. `num_microbatches`: per step, 0
 // when unknown.

@@ -198,7 +198,16 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     adapter_block = std::max(ap.dense_layer, ap.moe_layer);
     // the frozen base holds the experts too (no gradient, no optimizer state); adapters run
     // without expert parallelism, so the experts shard with the rest (validate_adapter)
-    as = adapter_state_bytes(sin, plan.adapter, m, params + expert_params, trainable);
+    // fsdp1 with fsdp_use_orig_params: the blocks' frozen weights share FlatParameters with
+    // the adapters; the root unit (embedding, final norm, head) holds no adapter and stays
+    // frozen (plan/stack.cpp allows it with lora at pp = tp = 1 only: the stage is the model)
+    const double mixed_base =
+        plan.stack.fsdp_use_orig_params == 1
+            ? params + expert_params - (edge.word_embedding + edge.embedding_extra +
+                                        edge.final_norm + edge.lm_head)
+            : 0.0;
+    as = adapter_state_bytes(sin, plan.adapter, m, params + expert_params, trainable,
+                             std::max(0.0, mixed_base));
     ss = as.total;
   } else {
     ss = stack_state_bytes(sin);
@@ -267,7 +276,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     switch (plan.framework) {
       case MEMEST_FRAMEWORK_FSDP:
         if (plan.zero >= 2) {
-          framework_buffers = adapter_block * ab;  // one block's reduce-scatter input
+          // one block's reduce-scatter input: the adapters' gradients, or with
+          // fsdp_use_orig_params the block's whole flat gradient (states/adapter_states.cpp)
+          framework_buffers = (adapter_block + (plan.stack.fsdp_use_orig_params == 1 ? block : 0.0)) * ab;
           if (plan.zero == 3) framework_buffers += 2 * (base_block_bytes + adapter_block * ab);
         } else {
           framework_buffers = ddp_bucket_bytes(trainable, ab, ddp,
@@ -370,11 +381,12 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
           in_flight * hybrid_activation_delta(m, plan.layout, mix, plan.stack_terms.shares, false);
     }
   }
-  if (plan.stack.fp8) {
+  if (plan.stack.fp8 || plan.stack.fp4) {
     // fp8 linears (activations/stack_activations.hpp): Transformer Engine under megatron and
     // deepspeed, torchao's Float8Linear under fsdp and pytorch; only blocks that keep their
-    // activations change.
-    const Fp8Impl impl = (megatron || plan.framework == MEMEST_FRAMEWORK_DEEPSPEED)
+    // activations change. NVFP4: Transformer Engine under megatron (plan/stack.cpp).
+    const Fp8Impl impl = plan.stack.fp4 ? Fp8Impl::TransformerEngineNvfp4
+                         : (megatron || plan.framework == MEMEST_FRAMEWORK_DEEPSPEED)
                              ? Fp8Impl::TransformerEngine
                              : Fp8Impl::Torchao;
     const double linear = layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0);

@@ -44,7 +44,7 @@ double largest_quantised_weight(const memest_model& m) {
 
 AdapterStates adapter_state_bytes(const StackStateInput& in, const Adapter& a,
                                   const memest_model& m, double base_params,
-                                  double adapter_params) {
+                                  double adapter_params, double mixed_base_params) {
   AdapterStates s;
   const bool qlora = a.type == MEMEST_ADAPTER_QLORA;
   const double param_bytes = in.precision.param_bytes;
@@ -87,9 +87,20 @@ AdapterStates adapter_state_bytes(const StackStateInput& in, const Adapter& a,
 
   s.adapter_weights = t.weights;
   s.adapter_gradients = t.gradients;
+  if (mixed_base_params > 0) {
+    // FSDP1 with use_orig_params and whole blocks wrapped (torch/distributed/fsdp/_flat_param.py
+    // FlatParamHandle: one FlatParameter per unit, requires_grad when any of its parameters
+    // does; _runtime_utils.py _post_backward_hook reduce-scatters flat_param.grad): the
+    // gradient is one flat tensor over the frozen weights and the adapters alike (the frozen
+    // parts zero), sharded after the reduce-scatter, unsharded under no_sync -- as a full
+    // fine-tuning's of the same parameters, in the adapters' (= the parameters') dtype.
+    StackStateInput mixed = ad;
+    mixed.params = adapter_params + mixed_base_params;
+    s.adapter_gradients = stack_state_bytes(mixed).gradients;
+  }
   s.adapter_optimizer = t.optimizer;
   s.total.weights = s.base_weights + s.quant_metadata + t.weights;
-  s.total.gradients = t.gradients;
+  s.total.gradients = s.adapter_gradients;
   s.total.optimizer = t.optimizer;
   s.total.master = t.master;
   s.total.paged = t.paged;

@@ -53,9 +53,12 @@ struct AdapterStates {
 // adapters keep weights, gradients (autograd gives a gradient the parameter's dtype) and
 // optimizer states derived for the adapter dtype (plan/stack.hpp derived_optimizer_bytes: fp32
 // adapters under AdamW 8 bytes, no master). `in` gives the framework, ZeRO stage, shard group
-// and offload settings; its params and precision are replaced.
+// and offload settings; its params and precision are replaced. `mixed_base_params` (> 0 under
+// fsdp1 with training.fsdp_use_orig_params): the frozen parameters that share FlatParameters
+// with the adapters, whose flat gradient spans them too.
 AdapterStates adapter_state_bytes(const StackStateInput& in, const Adapter& a,
                                   const memest_model& m, double base_params,
-                                  double adapter_params);
+                                  double adapter_params,
+                                  double mixed_base_params = 0);
 
 }  // namespace memest

@@ -10,6 +10,9 @@ DeviceRates device_rates(const memest_gpu& g) {
   // A GPU with fp8 tensor cores and no stated FP8 peak: twice the BF16 rate (Hopper, Ada,
   // Blackwell and MI300 datasheets all list FP8 dense at 2x BF16 dense).
   d.fp8_flops = g.peak_fp8_tflops > 0 ? g.peak_fp8_tflops * 1e12 : (g.fp8 > 0 ? 2 * d.bf16_flops : 0);
+  // NVFP4: twice the FP8 rate where no FP4 peak is stated (the B200 / GB200 datasheets list
+  // dense FP4 at 2x dense FP8)
+  d.fp4_flops = g.fp4 > 0 ? (g.peak_fp4_tflops > 0 ? g.peak_fp4_tflops * 1e12 : 2 * d.fp8_flops) : 0;
   d.hbm_bytes = g.hbm_gbps * 1e9;
   d.gemm_efficiency = g.gemm_efficiency;
   d.fp8_gemm_efficiency = g.fp8_gemm_efficiency > 0 ? g.fp8_gemm_efficiency : g.gemm_efficiency;
@@ -31,17 +34,18 @@ namespace {
 // efficiency is symmetric in the dimensions) and the bytes of one input element.
 struct GemmRates {
   double compute;      // seconds of its FLOPs at the achieved rate
-  double input_bytes;  // 2, or 1 for FP8
+  double input_bytes;  // 2, 1 for FP8, 0.5625 for NVFP4
 };
 
-GemmRates gemm_rates(const DeviceRates& d, double m, double n, double k, bool fp8) {
-  const bool eight = fp8 && d.fp8_flops > 0;
-  const double peak = eight ? d.fp8_flops : d.bf16_flops;
+GemmRates gemm_rates(const DeviceRates& d, double m, double n, double k, int inputs) {
+  const bool four = inputs == kGemmNvfp4 && d.fp4_flops > 0;
+  const bool eight = !four && inputs != kGemmBf16 && d.fp8_flops > 0;
+  const double peak = four ? d.fp4_flops : eight ? d.fp8_flops : d.bf16_flops;
   // FP8 GEMMs reach a lower share of their (twice as high) peak than BF16's: the profile's
-  // fp8_gemm_efficiency replaces the ceiling.
+  // fp8_gemm_efficiency replaces the ceiling (NVFP4's too, an assumption).
   const double shape = gemm_efficiency(d, m, n, k) / d.gemm_efficiency;
-  const double ceiling = eight ? d.fp8_gemm_efficiency : d.gemm_efficiency;
-  return {2 * m * n * k / (peak * ceiling * shape), eight ? 1.0 : 2.0};
+  const double ceiling = four || eight ? d.fp8_gemm_efficiency : d.gemm_efficiency;
+  return {2 * m * n * k / (peak * ceiling * shape), four ? 0.5625 : eight ? 1.0 : 2.0};
 }
 
 // Roofline of one GEMM C[M,N] = A[M,K] B[K,N] given its FLOP time.
@@ -52,16 +56,16 @@ double roofline(const DeviceRates& d, const GemmRates& g, double m, double n, do
 
 }  // namespace
 
-double gemm_seconds(const DeviceRates& d, double m, double n, double k, bool fp8) {
+double gemm_seconds(const DeviceRates& d, double m, double n, double k, int inputs) {
   if (!(m > 0 && n > 0 && k > 0)) return 0;
-  return roofline(d, gemm_rates(d, m, n, k, fp8), m, n, k);
+  return roofline(d, gemm_rates(d, m, n, k, inputs), m, n, k);
 }
 
-LinearSeconds linear_seconds(const DeviceRates& d, double m, double n, double k, bool fp8,
+LinearSeconds linear_seconds(const DeviceRates& d, double m, double n, double k, int inputs,
                              bool weight_grad) {
   LinearSeconds s;
   if (!(m > 0 && n > 0 && k > 0)) return s;
-  const GemmRates g = gemm_rates(d, m, n, k, fp8);
+  const GemmRates g = gemm_rates(d, m, n, k, inputs);
   s.forward = roofline(d, g, m, n, k);
   s.backward = roofline(d, g, m, k, n) + (weight_grad ? roofline(d, g, k, n, m) : 0);
   return s;

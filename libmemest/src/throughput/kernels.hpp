@@ -11,6 +11,7 @@ namespace memest {
 struct DeviceRates {
   double bf16_flops = 0;      // dense BF16 Tensor Core peak, FLOP/s
   double fp8_flops = 0;       // dense FP8 peak (0: none)
+  double fp4_flops = 0;       // dense FP4 peak (0: none)
   double hbm_bytes = 0;       // device-memory bandwidth, bytes/s
   double gemm_efficiency = 0; // achieved / peak of a large GEMM
   double fp8_gemm_efficiency = 0;  // the same for FP8 inputs
@@ -26,10 +27,15 @@ DeviceRates device_rates(const memest_gpu& g);
 // padded or idle, as the cuBLAS/CUTLASS tile sizes of 64-256 make small GEMMs slow).
 double gemm_efficiency(const DeviceRates& d, double m, double n, double k);
 
+// The GEMM inputs' precision: bf16, FP8 (Transformer Engine / torchao Float8 linear layers) or
+// NVFP4 (Transformer Engine's NVFP4BlockScaling); the output stays 16-bit.
+enum GemmInputs : int { kGemmBf16 = 0, kGemmFp8 = 1, kGemmNvfp4 = 2 };
+
 // One GEMM C[M,N] = A[M,K] B[K,N]: the slower of its FLOPs at the achieved rate and its bytes at
-// HBM bandwidth (roofline), plus one kernel's overhead. `fp8`: FP8 inputs at the FP8 peak
-// (Transformer Engine / torchao Float8 linear layers); the output stays 16-bit.
-double gemm_seconds(const DeviceRates& d, double m, double n, double k, bool fp8);
+// HBM bandwidth (roofline), plus one kernel's overhead. FP8 inputs run at the FP8 peak and
+// fp8_gemm_efficiency; NVFP4 inputs at the FP4 peak with the same efficiency (no FP4 GEMM
+// measurement yet: an assumption) and 0.5625 bytes per input element.
+double gemm_seconds(const DeviceRates& d, double m, double n, double k, int inputs);
 
 // A linear layer's GEMMs in training: forward Y = X W (M x N x K), the input gradient
 // dX = dY W^T (M x K x N) and the weight gradient dW = X^T dY (K x N x M). `weight_grad` false
@@ -37,7 +43,7 @@ double gemm_seconds(const DeviceRates& d, double m, double n, double k, bool fp8
 struct LinearSeconds {
   double forward = 0, backward = 0;
 };
-LinearSeconds linear_seconds(const DeviceRates& d, double m, double n, double k, bool fp8,
+LinearSeconds linear_seconds(const DeviceRates& d, double m, double n, double k, int inputs,
                              bool weight_grad = true);
 
 // Seconds to move `bytes` through HBM (memory-bound kernels: norms, activations, casts,

@@ -75,7 +75,7 @@ struct Context {
   double t_sp;     // ranks the sequence is split over between blocks (t with SP, else 1)
   double rows;     // GEMM rows of a TP-split linear: the micro-batch's tokens on this CP rank
   double h;
-  bool fp8;
+  int gemm_inputs;  // kGemmBf16, kGemmFp8 or kGemmNvfp4 (throughput/kernels.hpp)
   bool fused;      // memory-bound kernels fused (Megatron/TE, or torch.compile'd blocks)
   double recompute_share;  // of the layers, those whose forward runs again in backward
   bool frozen_base;        // LoRA/QLoRA: no weight gradients for the base linears
@@ -95,7 +95,7 @@ struct Context {
     t_sp = x.sequence_parallel ? t : 1;
     rows = s * b / c;
     h = static_cast<double>(m.hidden_size);
-    fp8 = p.stack.fp8 != 0;
+    gemm_inputs = p.stack.fp4 ? kGemmNvfp4 : p.stack.fp8 ? kGemmFp8 : kGemmBf16;
     fused = p.framework == MEMEST_FRAMEWORK_MEGATRON || p.stack.compile == MEMEST_COMPILE_ALL ||
             p.stack.compile == MEMEST_COMPILE_MODEL;
     recompute_share = x.recompute == MEMEST_RECOMPUTE_FULL
@@ -114,14 +114,16 @@ double fp8_cast_bytes(const Context& x, double m, double n, double k, bool backw
   // Transformer Engine casts a linear's inputs to FP8 with their scaling amax: forward the
   // activation (read 2, write 1 byte per element); backward the output gradient, cast and
   // transposed for the weight gradient (read 2, write 1 + 1), and the saved input's transpose
-  // (write 1). The weight's cast is cached across micro-batches (is_first_microbatch).
-  if (!x.fp8) return 0;
-  return backward ? 4 * m * n + m * k : 3 * m * k;
+  // (write 1). The weight's cast is cached across micro-batches (is_first_microbatch). NVFP4
+  // writes q = 0.5625 bytes per element where FP8 writes 1.
+  if (x.gemm_inputs == kGemmBf16) return 0;
+  const double q = x.gemm_inputs == kGemmNvfp4 ? 0.5625 : 1.0;
+  return backward ? (2 + 2 * q) * m * n + q * m * k : (2 + q) * m * k;
 }
 
 // A TP-split linear (column- or row-parallel) of n_out x k_in on this GPU.
 void linear(const Context& x, LayerTime& out, double m, double n, double k, double& gemm) {
-  const LinearSeconds l = linear_seconds(x.dev, m, n, k, x.fp8, !x.frozen_base);
+  const LinearSeconds l = linear_seconds(x.dev, m, n, k, x.gemm_inputs, !x.frozen_base);
   out.forward += l.forward + memory_seconds(x.dev, fp8_cast_bytes(x, m, n, k, false), 0);
   out.backward += l.backward + memory_seconds(x.dev, fp8_cast_bytes(x, m, n, k, true), 0);
   gemm += l.forward + l.backward;
@@ -132,7 +134,7 @@ void linear(const Context& x, LayerTime& out, double m, double n, double k, doub
 void grouped_linear(const Context& x, LayerTime& out, double groups, double m, double n, double k,
                     double& gemm) {
   if (!(m > 0)) return;
-  const LinearSeconds l = linear_seconds(x.dev, m, n, k, x.fp8, !x.frozen_base);
+  const LinearSeconds l = linear_seconds(x.dev, m, n, k, x.gemm_inputs, !x.frozen_base);
   const double launches_saved = (groups - 1) * x.dev.kernel_seconds;
   const double f = groups * l.forward - launches_saved;
   const double bw = groups * l.backward - (x.frozen_base ? 1 : 2) * launches_saved;
@@ -227,7 +229,7 @@ void attention_part(const Context& x, LayerTime& out, double& gemm) {
     const double heads = a / t * x.b;
     const double sq = x.s / x.c;
     for (int i = 0; i < 2; ++i) {
-      const LinearSeconds l = linear_seconds(x.dev, sq, x.s, head, false);
+      const LinearSeconds l = linear_seconds(x.dev, sq, x.s, head, kGemmBf16);
       out.forward += heads * (l.forward - x.dev.kernel_seconds) + x.dev.kernel_seconds;
       out.backward += heads * (l.backward - 2 * x.dev.kernel_seconds) + 2 * x.dev.kernel_seconds;
     }
@@ -494,7 +496,8 @@ LayerTime head_and_loss(const Context& x) {
   // once and writes their gradient (about 12 bytes per logit); an unfused loss upcasts,
   // log-softmaxes and gathers in separate kernels (about 3 times that).
   const bool fused = x.plan.loss == MEMEST_LOSS_FUSED || x.plan.loss == MEMEST_LOSS_LINEAR_FUSED ||
-                     x.plan.loss == MEMEST_LOSS_CHUNKED || x.plan.stack.compile == MEMEST_COMPILE_ALL ||
+                     x.plan.loss == MEMEST_LOSS_CHUNKED || x.plan.loss == MEMEST_LOSS_CHUNKED_LM_HEAD ||
+                     x.plan.loss == MEMEST_LOSS_CHUNKED_LINEAR || x.plan.stack.compile == MEMEST_COMPILE_ALL ||
                      x.plan.stack.compile == MEMEST_COMPILE_LOSS;
   const double logits = x.rows * v / x.t;
   out.forward += memory_seconds(x.dev, (fused ? 6 : 18) * logits, fused ? 2 : 6);
