@@ -379,3 +379,24 @@ TEST_CASE("fine-tuning: LoRA and QLoRA beside CPU offloading, marked as a differ
     CHECK(at(b + 1)["oom_predicted"] == true);
   }
 }
+
+TEST_CASE("fine-tuning: on one GPU the adapter alternatives run plain PyTorch, not a ZeRO stage") {
+  // Llama-3.1-8B on one RTX 4090 at seq 512: full fine-tuning falls back to CPU offloading;
+  // the alternatives run under framework pytorch and must be estimated, not refused (they
+  // were refused with "parallel.zero" when the alternative kept FSDP's zero 3).
+  const auto a = test::request(test::json{{"mode", "finetune"}, {"model", "llama-3.1-8b"},
+                                          {"gpu", "rtx4090-24gb"}, {"parallel", {{"gpus", 1}}},
+                                          {"training", {{"seq_len", 512}}},
+                                          {"finetune", {{"method", "auto"}}}});
+  REQUIRE(a.status == MEMEST_OK);
+  CHECK(a.body["selected"] == "cpu_offload");
+  CHECK(a.body["layout"]["gpus"] == 1);  // the answer names the GPU count it was asked about
+  REQUIRE(a.body["alternatives"].size() == 2);
+  for (const auto& alt : a.body["alternatives"]) {
+    CHECK(alt["framework"] == "pytorch");
+    CHECK_FALSE(alt.contains("reason"));
+    CHECK(alt["peak_bytes"].get<double>() > 0);
+  }
+  // QLoRA's NF4 base leaves room for a batch on 24 GB
+  CHECK(a.body["alternatives"][1]["max_batch"].get<int64_t>() >= 1);
+}

@@ -229,3 +229,20 @@ TEST_CASE("NVFP4 through a request: Megatron on a B200, refused elsewhere by nam
   custom["gpu"] = {{"preset", "b200-180gb"}, {"fp4", 2}};
   CHECK(refused_field(custom) == "gpu.fp4");
 }
+
+TEST_CASE("the response's layout.zero is the stage the framework runs") {
+  // fsdp at zero 1 shards parameters, gradients and optimizer like zero 3 (fully_shard's
+  // default): the response says 3, and its figures equal zero 3's.
+  test::json req = {{"mode", "pretrain"},
+                    {"model", "llama-3.1-8b"},
+                    {"gpu", "h100-80gb"},
+                    {"parallel", {{"gpus", 8}, {"zero", 1}}},
+                    {"training", {{"seq_len", 2048}, {"micro_batch", 1}, {"framework", "fsdp"}}}};
+  const test::json one = ok(req);
+  CHECK(one["layout"]["zero"] == 3);
+  req["parallel"]["zero"] = 3;
+  CHECK(ok(req)["peak_bytes"] == one["peak_bytes"]);
+  req["training"]["framework"] = "megatron";
+  req["parallel"]["zero"] = 1;
+  CHECK(ok(req)["layout"]["zero"] == 1);  // Megatron's distributed optimizer: as asked
+}

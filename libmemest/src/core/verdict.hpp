@@ -37,7 +37,9 @@ inline double oom_probability(double peak_bytes, double capacity_bytes) {
   if (capacity_bytes <= 0) return 0;
   if (peak_bytes <= 0) return 0;
   const double z = std::log(capacity_bytes / peak_bytes) / MEMEST_PEAK_ERROR_SIGMA;
-  return 0.5 * std::erfc(z / std::sqrt(2.0));
+  // Rounded to 1e-12: C libraries' erfc differ in the last bit (glibc and emscripten's musl),
+  // and every front end must answer the same number; the digits below are noise anyway.
+  return std::round(0.5 * std::erfc(z / std::sqrt(2.0)) * 1e12) / 1e12;
 }
 
 // The 90 % band of the real peak: peak * exp(-/+ z95 * sigma).

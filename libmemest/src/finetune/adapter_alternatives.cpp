@@ -27,7 +27,9 @@ std::vector<AdapterAlternative> adapter_alternatives(const FinetuneRequest& r) {
     p.seq_len = r.seq_len;
     p.flash_attention = r.flash_attention;
     p.recompute = a.recompute;
-    p.zero = 3;
+    // FSDP shards across the GPUs; one GPU runs plain PyTorch, which shards nothing (a
+    // ZeRO stage there is refused: plan/stack.cpp)
+    p.zero = r.gpus > 1 ? 3 : 0;
     p.precision.param_bytes = 2;
     p.precision.optimizer = MEMEST_OPTIMIZER_ADAMW;
     p.precision.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;

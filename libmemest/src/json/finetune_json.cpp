@@ -106,7 +106,9 @@ ojson finetune_response(const FinetuneRequest& r) {
   }
   j["methods"] = methods;
   if (choice.selected == MEMEST_FINETUNE_CPU_OFFLOAD) {
-    // Nothing fits at batch 1: the smallest GPU-only peak shows by how much.
+    // Nothing fits at batch 1: the smallest GPU-only peak shows by how much. No method's
+    // layout was chosen; the GPU count asked about is still the answer's.
+    j["layout"] = {{"gpus", r.gpus}};
     j["estimate_bytes"] = smallest_peak;
     j["estimate_gib"] = smallest_peak / kGiB;
     j["capacity_bytes"] = r.gpu.memory_bytes;

@@ -216,7 +216,10 @@ ojson pretrain_response(const PretrainRequest& r) {
           {"gpu", gpu_json(r.gpu)},
           {"layout",
            {{"gpus", r.gpus}, {"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}, {"vpp", r.vpp},
-            {"dp", res.dp}, {"sp", r.sequence_parallel == 1}, {"zero", r.zero},
+            // the ZeRO stage the framework runs (plan/stack.cpp effective_zero: FSDP's zero 1
+            // shards like 3, plain PyTorch shards nothing), not the number asked for
+            {"dp", res.dp}, {"sp", r.sequence_parallel == 1},
+            {"zero", effective_zero(r.stack.framework, r.zero)},
             {"uneven_pipeline", r.uneven_pipeline == 1}, {"ep", res.ep}, {"etp", res.etp},
             {"edp", res.edp}, {"last_stage_layers", r.last_stage_layers},
             {"first_stage_layers", r.first_stage_layers},
