@@ -566,3 +566,15 @@ TEST_CASE("fp8: torchao saves high-precision inputs, Transformer Engine fp8 copi
   CHECK(memest::fp8_activation_delta(memest::Fp8Impl::TransformerEngine, m, layout(8, true)) ==
         -10485760.0);
 }
+
+TEST_CASE("NVFP4: Transformer Engine's quantised saved inputs at 0.5625 bytes per element") {
+  const memest_model m = llama8b();
+  // t = 1: two norm outputs 2 * 4096 * (0.5625 - 2) = -11776, fc2 input 14336 * -1.4375 =
+  // -20608, proj input copy 4096 * 0.5625 = +2304: -30080 B per token * 8192 = -246415360.
+  CHECK(memest::fp8_activation_delta(memest::Fp8Impl::TransformerEngineNvfp4, m, layout(1, false)) ==
+        -246415360.0);
+  // t = 8 with SP: the local norm outputs keep both copies, 2 * 512 * (1.125 - 2) = -896; fc2
+  // 1792 * -1.4375 = -2576; proj 512 * 0.5625 = +288: -3184 B per token * 8192 = -26083328.
+  CHECK(memest::fp8_activation_delta(memest::Fp8Impl::TransformerEngineNvfp4, m, layout(8, true)) ==
+        -26083328.0);
+}
