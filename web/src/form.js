@@ -4,7 +4,8 @@
 // files, drag and drop). The inputs' values travel to the library as state.js makes them.
 import { GiB } from '@memest';
 import {
-  pretrainRequest, BUCKETS, bucketApplies, POLICY, policyApplies, DDP_ONE, ddpApplies, fieldOfState,
+  pretrainRequest, BUCKETS, bucketApplies, POLICY, policyApplies, DDP_ONE, ddpApplies, FIELDS_19, field19Applies,
+  fieldOfState,
 } from './state.js';
 import { state, setState, markLayoutSet, update, scheduleUpdate } from './page-state.js';
 import { memest, gpuPresets, modelPresets } from './wasm-bridge.js';
@@ -29,6 +30,7 @@ const FORM = {
   co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   [DDP_ONE.key]: DDP_ONE.id,
+  ...Object.fromEntries(FIELDS_19.map((f) => [f.key, f.id])),
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
   dq: 'double-quant', qlh: 'quantize-lm-head', moop: 'search-max-oom',
@@ -139,6 +141,9 @@ export function syncFields(s) {
   $('buckets-hint').hidden = buckets === 0;
   // DDP on one GPU: only where the library reads training.ddp (state.js DDP_ONE)
   $(`${DDP_ONE.id}-field`).hidden = !ddpApplies(s, s.tab === 'search' ? 'search' : 'pretrain');
+  // the 1.9 fields: loss chunks, use_orig_params, fp4, only where the library reads each
+  // (state.js FIELDS_19)
+  for (const f of FIELDS_19) $(`${f.id}-field`).hidden = !field19Applies(f, s, s.tab === 'search' ? 'search' : 'pretrain');
   // the import tab has its own fields (what the launch files leave out): the form is not read
   $('inputs').hidden = s.tab === 'import';
   $('inputs').parentElement.classList.toggle('wide', s.tab === 'import');

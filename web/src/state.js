@@ -46,6 +46,10 @@ export const DEFAULTS = Object.freeze({
   // library's default), autocast and no_sync ('' = the stack's default, '1' on, '0' off), fp8
   // all-gather, the logits held through backward
   rd: '', lp: '1', ac: '', fag: '0', ns: '', lh: '0',
+  // the 1.9 fields (FIELDS_19 says where the library reads each): the chunks of a chunked loss
+  // ('' = the loss's own default), FSDP1 flat parameters that mix frozen weights and LoRA
+  // adapters (use_orig_params), NVFP4 linears under Megatron; off / default, as the library's
+  lc: '', uop: '0', fp4: '0',
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
@@ -347,6 +351,47 @@ export function ddpFields(state, mode = 'pretrain') {
   return ddpApplies(state, mode) && (state[DDP_ONE.key] ?? DEFAULTS[DDP_ONE.key]) === '1' ? { ddp: true } : {};
 }
 
+/** The losses that chunk the LM head and the loss (1.9, training.loss_chunks applies). */
+export const CHUNKED_LOSSES = Object.freeze(['chunked', 'chunked_lm_head', 'chunked_linear']);
+
+/**
+ * The request fields of C ABI 1.9, each a control of the training stack shown, and sent, only
+ * where the library reads it (as DDP_ONE): the state key, the request field, the control's id,
+ * its kind ('int': a number input, '' = the default, left out; 'flag': a checkbox, checked
+ * sends true) and where it applies (mode 'pretrain' or 'search'):
+ *  - loss_chunks: a chunked loss (chunked, chunked_lm_head, chunked_linear);
+ *  - fsdp_use_orig_params: framework fsdp1 with a LoRA / QLoRA adapter (pretraining only: the
+ *    search takes no adapter); the library checks the dtype and ZeRO stage;
+ *  - fp4: framework megatron; the library checks the GPU (fp4) and fp8.
+ */
+export const FIELDS_19 = Object.freeze([
+  { key: 'lc', field: 'loss_chunks', id: 'loss-chunks', kind: 'int',
+    applies: (s) => CHUNKED_LOSSES.includes(s.loss ?? DEFAULTS.loss) },
+  { key: 'uop', field: 'fsdp_use_orig_params', id: 'use-orig-params', kind: 'flag',
+    applies: (s, mode) => mode !== 'search' && (s.fw ?? DEFAULTS.fw) === 'fsdp1' && (s.ad ?? DEFAULTS.ad) !== 'none' },
+  { key: 'fp4', field: 'fp4', id: 'fp4', kind: 'flag', applies: (s) => (s.fw ?? DEFAULTS.fw) === 'megatron' },
+]);
+
+/** Whether the library reads a FIELDS_19 field of the form (mode as ddpApplies). */
+export function field19Applies(entry, state, mode = 'pretrain') {
+  return entry.applies(state, mode);
+}
+
+/** The FIELDS_19 fields of the form that apply and differ from the library's defaults. */
+export function fields19(state, mode = 'pretrain') {
+  const out = {};
+  for (const f of FIELDS_19) {
+    if (!field19Applies(f, state, mode)) continue;
+    const v = String(state[f.key] ?? DEFAULTS[f.key]).trim();
+    if (f.kind === 'flag') {
+      if (v === '1') out[f.field] = true;
+    } else if (v !== '' && v !== DEFAULTS[f.key]) {
+      out[f.field] = num(v);
+    }
+  }
+  return out;
+}
+
 /** The frameworks whose FSDP mechanisms the library models (FSDP2 fully_shard and FSDP1). */
 const FSDP = ['fsdp', 'fsdp1'];
 /** Every framework but Megatron-LM (which runs its own mixed precision and loss). */
@@ -469,7 +514,7 @@ export function pretrainRequest(state) {
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
-      ...ddpFields(state), ...adapterFields(state),
+      ...ddpFields(state), ...fields19(state), ...adapterFields(state),
     },
   };
 }
@@ -501,7 +546,7 @@ export function searchRequest(state) {
     training: {
       seq_len: num(state.seq), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
-      ...ddpFields(state, 'search'),
+      ...ddpFields(state, 'search'), ...fields19(state, 'search'),
     },
     search: { top: num(state.top), ...searchLimit(state), ...searchVariants(state) },
   };
@@ -548,6 +593,7 @@ const STATE_OF_FIELD = {
   'training.attention_kernel': 'ak', 'training.comm_overlap': 'co',
   ...Object.fromEntries(BUCKETS.map((b) => [`training.buckets.${b.field}`, b.key])),
   [`training.${DDP_ONE.field}`]: DDP_ONE.key,
+  ...Object.fromEntries(FIELDS_19.map((f) => [`training.${f.field}`, f.key])),
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
   'training.adapter.double_quant': 'dq',
@@ -592,6 +638,7 @@ const SLOT_OF_STATE = {
   op: 'offload-params', oa: 'offload-activations', md: 'moe-dispatcher', ak: 'attention-kernel', co: 'comm-overlap',
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   [DDP_ONE.key]: DDP_ONE.id,
+  ...Object.fromEntries(FIELDS_19.map((f) => [f.key, f.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
