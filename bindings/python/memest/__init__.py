@@ -147,8 +147,10 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            attention_kernel: Optional[str] = None, reduce_dtype: Optional[str] = None,
            loss_parallel: Optional[bool] = None, autocast: Optional[bool] = None,
            fp8_all_gather: Optional[bool] = None, no_sync: Optional[bool] = None,
-           logits_held: Optional[bool] = None, ddp: Optional[bool] = None) -> Dict[str, Any]:
-    """The training-stack fields of the training block (README "Training stack"), by their JSON
+           logits_held: Optional[bool] = None, ddp: Optional[bool] = None,
+           loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
+           fp4: Optional[bool] = None) -> Dict[str, Any]:
+    """The training-stack fields of the training block (docs/training-stack.md), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
     return _section(framework=framework, optimizer_in_backward=optimizer_in_backward,
@@ -159,7 +161,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     moe_dispatcher=moe_dispatcher, attention_kernel=attention_kernel,
                     reduce_dtype=reduce_dtype, loss_parallel=loss_parallel, autocast=autocast,
                     fp8_all_gather=fp8_all_gather, no_sync=no_sync, logits_held=logits_held,
-                    ddp=ddp)
+                    ddp=ddp, loss_chunks=loss_chunks,
+                    fsdp_use_orig_params=fsdp_use_orig_params, fp4=fp4)
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -227,8 +230,8 @@ def _dumps(req: Any) -> str:
 
 
 def request(req: Mapping[str, Any]) -> Result:
-    """Answers any request, given as a dict in the JSON request format (README: "JSON request
-    and response"), for every mode the library knows ("pretrain", "model_states", "finetune",
+    """Answers any request, given as a dict in the JSON request format (docs/json-reference.md),
+    for every mode the library knows ("pretrain", "model_states", "finetune",
     "search", "enums", ...). Returns the typed result for the mode (a Result for modes it does
     not know). Raises a MemestError subclass for a bad request: a field set to None (JSON null)
     is refused like any wrong type; leave it out for the library's default."""
@@ -261,7 +264,10 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
              no_sync: Optional[bool] = None,
              logits_held: Optional[bool] = None,
-             ddp: Optional[bool] = None) -> PretrainResult:
+             ddp: Optional[bool] = None,
+             loss_chunks: Optional[int] = None,
+             fsdp_use_orig_params: Optional[bool] = None,
+             fp4: Optional[bool] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -269,7 +275,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     "selective", "full", "op_selective"), activation_model, optimizer (enums()["optimizer"]);
     dtypes: "bf16" | "fp16" | "fp32" | "fp8".
 
-    The training stack (README "Training stack"): framework (enums()["framework"]: "megatron"
+    The training stack (docs/training-stack.md): framework (enums()["framework"]: "megatron"
     by default, "fsdp", "deepspeed", "pytorch", "fsdp1"), loss (enums()["loss"]),
     optimizer_in_backward, recompute_every (one block in N checkpointed), fp8, compile (True =
     "all", False = "none",
@@ -280,7 +286,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     optimizer state bytes are derived from optimizer, framework and param_dtype unless
     optimizer_bytes is given. A combination the library refuses (op_selective under megatron)
     raises InvalidArgumentError naming the field ("training.recompute").
-    The adapter (README "LoRA and QLoRA"): {"type": "lora" | "qlora", "rank", "alpha",
+    The adapter (docs/adapters.md): {"type": "lora" | "qlora", "rank", "alpha",
     "dropout", "targets": ["q_proj", ...] (enums()["lora_target"]), "dtype", "double_quant"};
     the response's `trainable_parameters` and `adapter` (base, adapter weights/gradients/
     optimizer, quantisation metadata) name its parts.
@@ -333,6 +339,22 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     0-1 only; elsewhere, or False with more than one data-parallel rank, InvalidArgumentError
     names "training.ddp".
 
+    The 1.9 fields (each echoed in the response's training block): loss_chunks, the chunks of
+    a chunked loss (enums()["loss"]: "chunked", torchtune's num_output_chunks, default 8;
+    "chunked_lm_head", LitGPT's LM head in 128-token chunks, default ceil(seq_len / 128);
+    "chunked_linear", torchtitan's ChunkedLossWrapper, default 8; None or 0: the loss's own
+    default; r.training.loss_chunks echoes the chunks in effect, 0 for a loss that is not
+    chunked; a count for another loss, below 0 or above the tokens raises InvalidArgumentError
+    naming "training.loss_chunks"). fsdp_use_orig_params: framework "fsdp1" with a "lora"
+    adapter in param_dtype, zero 2/3, each block's FlatParameter holding its frozen weights
+    with the adapters (use_orig_params=True with a policy wrapping whole blocks: LitGPT's Fabric
+    FSDPStrategy, accelerate's TRANSFORMER_BASED_WRAP without peft's policy), so the blocks'
+    frozen weights get a gradient too (stages[i].adapter.adapter_gradients_bytes); elsewhere
+    InvalidArgumentError names "training.fsdp_use_orig_params". fp4: NVFP4 linear layers
+    (Transformer Engine NVFP4BlockScaling, Megatron-LM --fp4-format e2m1) under framework
+    "megatron" with fp8 off on a GPU whose profile has fp4 = 1 (B200, GB200: the gpu object's
+    fp4 and peak_fp4_tflops); elsewhere InvalidArgumentError names "training.fp4".
+
     What a user compares with a measured run, and the verdict's margin (1.6):
     torch_max_memory_allocated_bytes / torch_max_memory_reserved_bytes (what torch.cuda reports,
     the CUDA context left out), nvidia_smi_bytes (reserved + context + paged memory), the peak's
@@ -357,7 +379,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       compile, offload, buckets, comm_overlap,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
-                                      logits_held, ddp),
+                                      logits_held, ddp, loss_chunks,
+                                      fsdp_use_orig_params, fp4),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     return request(req)  # type: ignore[return-value]
@@ -443,6 +466,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            autocast: Optional[bool] = None, fp8_all_gather: Optional[bool] = None,
            no_sync: Optional[bool] = None, logits_held: Optional[bool] = None,
            ddp: Optional[bool] = None,
+           loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
+           fp4: Optional[bool] = None,
            max_oom_probability: Optional[float] = None,
            emit: Optional[str] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
@@ -459,10 +484,11 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     names) are searched as well (default: the fp8 and compile arguments'); each row then has
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
     `throughput` (the step's parts, as pretrain()'s).
-    reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held and ddp
-    (1.7) are pretrain()'s. max_oom_probability (default search_max_oom_probability()) ranks only the
-    layouts whose probability of running out of memory is at most this (the rest are pruned as
-    "oom"); each row has `oom_probability`, `margin_bytes` and `peak_high_bytes`.
+    reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held, ddp (1.7),
+    loss_chunks, fsdp_use_orig_params and fp4 (1.9) are pretrain()'s. max_oom_probability
+    (default search_max_oom_probability()) ranks only the layouts whose probability of running
+    out of memory is at most this (the rest are pruned as "oom"); each row has
+    `oom_probability`, `margin_bytes` and `peak_high_bytes`.
     emit ("megatron", "torchtitan", "deepspeed", "accelerate"): the result's `launch` is the best
     layout in that stack's own flags or keys (an EmitResult, as emit_launch() gives it)."""
     req = {
@@ -476,7 +502,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       compile, offload, buckets, comm_overlap,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
-                                      logits_held, ddp)),
+                                      logits_held, ddp, loss_chunks,
+                                      fsdp_use_orig_params, fp4)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,
