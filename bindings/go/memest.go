@@ -367,6 +367,17 @@ func (g *GPU) FP8() float64      { return float64(g.c.fp8) }
 func (g *GPU) SetPCIeGBps(gbps float64) { g.c.pcie_gbps = C.double(gbps) }
 func (g *GPU) SetFP8(fp8 float64)       { g.c.fp8 = C.double(fp8) }
 
+// FP4 is 1 when the GPU trains in NVFP4 (1.9: Transformer Engine's NVFP4BlockScaling on B200
+// and GB200; a PretrainRequest.FP4 needs it), 0 when not (the default, custom GPUs too);
+// PeakFP4TFLOPS is its dense FP4 Tensor Core peak (0: twice the FP8 peak when FP4 is 1).
+func (g *GPU) FP4() float64           { return float64(g.c.fp4) }
+func (g *GPU) PeakFP4TFLOPS() float64 { return float64(g.c.peak_fp4_tflops) }
+
+// SetFP4 and SetPeakFP4TFLOPS change them (a custom GPU; the library checks the values: FP4
+// other than 0 or 1 is refused naming "gpu.fp4").
+func (g *GPU) SetFP4(fp4 float64)              { g.c.fp4 = C.double(fp4) }
+func (g *GPU) SetPeakFP4TFLOPS(tflops float64) { g.c.peak_fp4_tflops = C.double(tflops) }
+
 // cGPU is a copy of g in C memory (see cModel), or nil. Free it with C.free.
 func cGPU(g *GPU) *C.memest_gpu {
 	if g == nil {

@@ -40,6 +40,11 @@ const (
 	LossLinearFused = int(C.MEMEST_LOSS_LINEAR_FUSED)
 	// Since 1.4: F.cross_entropy on the model's shifted 16-bit logits without an upcast.
 	LossUnfused16Bit = int(C.MEMEST_LOSS_UNFUSED_16BIT)
+	// Since 1.9: LitGPT's LM head output kept as chunks of 128 tokens (chunked_cross_entropy),
+	// and torchtitan's ChunkedLossWrapper (the LM head and the loss one chunk at a time); their
+	// chunks: PretrainRequest.LossChunks.
+	LossChunkedLMHead = int(C.MEMEST_LOSS_CHUNKED_LM_HEAD)
+	LossChunkedLinear = int(C.MEMEST_LOSS_CHUNKED_LINEAR)
 )
 
 // What torch.compile compiles (memest_compile, the values of PretrainRequest.CompileParts; their
@@ -203,7 +208,7 @@ type PretrainRequest struct {
 	ActivationModel                       int
 	ParamBytes, GradBytes, OptimizerBytes float64
 	UnevenPipeline                        bool // lighter first and last stages when pp does not divide the layers
-	// The training stack (appended in 1.2; README "Training stack"): the library checks each
+	// The training stack (appended in 1.2; docs/training-stack.md): the library checks each
 	// value and combination and names the field of a refused one ("training.recompute").
 	Framework           int   // FrameworkMegatron (default), FrameworkFSDP, ...
 	Optimizer           int   // OptimizerAdam (default), ...: decides K when OptimizerBytes < 0
@@ -263,6 +268,21 @@ type PretrainRequest struct {
 	// Read under FrameworkPyTorch and FrameworkFSDP at Zero 0-1 only; elsewhere, or 0 with more
 	// than one data-parallel rank, the library refuses naming "training.ddp".
 	DDP int
+	// The 1.9 fields (JSON training.loss_chunks, fsdp_use_orig_params, fp4). LossChunks: the
+	// chunks of a chunked loss (LossChunked, LossChunkedLMHead, LossChunkedLinear); 0 (the
+	// default): the loss's own (8; LitGPT's ceil(SeqLen / 128)); refused naming
+	// "training.loss_chunks" for another loss, below 0 or above the tokens. FSDPUseOrigParams:
+	// FrameworkFSDP1 with a LoRA adapter in the parameters' dtype (a JSON request's
+	// training.adapter), zero 2/3: each block's FlatParameter holds its frozen weights with the
+	// adapters (use_orig_params=True with a policy wrapping whole blocks: LitGPT's Fabric
+	// FSDPStrategy, accelerate's TRANSFORMER_BASED_WRAP), so the frozen weights get a gradient
+	// too; elsewhere refused naming "training.fsdp_use_orig_params". FP4: NVFP4 linear layers
+	// (Transformer Engine NVFP4BlockScaling, Megatron-LM --fp4-format e2m1) under
+	// FrameworkMegatron with FP8 off on a GPU whose FP4() is 1 (B200, GB200); elsewhere refused
+	// naming "training.fp4".
+	LossChunks        int
+	FSDPUseOrigParams bool
+	FP4               bool
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -291,6 +311,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.reduce_bytes, c.loss_parallel, c.autocast = C.double(r.ReduceBytes), boolInt(r.LossParallel), C.int32_t(r.Autocast)
 	c.fp8_all_gather, c.no_sync, c.logits_held = boolInt(r.FP8AllGather), C.int32_t(r.NoSync), boolInt(r.LogitsHeld)
 	c.ddp = C.int32_t(r.DDP)
+	c.loss_chunks, c.fsdp_use_orig_params, c.fp4 = C.int32_t(r.LossChunks), boolInt(r.FSDPUseOrigParams), boolInt(r.FP4)
 	return c
 }
 
@@ -324,7 +345,8 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		MoeDispatcher: int(c.moe_dispatcher), AttentionKernel: int(c.attention_kernel),
 		ReduceBytes: float64(c.reduce_bytes), LossParallel: c.loss_parallel != 0, Autocast: int(c.autocast),
 		FP8AllGather: c.fp8_all_gather != 0, NoSync: int(c.no_sync), LogitsHeld: c.logits_held != 0,
-		DDP: int(c.ddp),
+		DDP:        int(c.ddp),
+		LossChunks: int(c.loss_chunks), FSDPUseOrigParams: c.fsdp_use_orig_params != 0, FP4: c.fp4 != 0,
 	}
 }
 

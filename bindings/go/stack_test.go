@@ -8,7 +8,7 @@ import (
 	memest "memest/bindings/go"
 )
 
-// The training-stack fields (README "Training stack") through the typed API: an FSDP2 request
+// The training-stack fields (docs/training-stack.md) through the typed API: an FSDP2 request
 // with torchtitan's per-op recomputation and an unfused loss gives the JSON entry point's
 // numbers, field for field.
 func TestStackTypedEqualsJSON(t *testing.T) {
@@ -182,7 +182,7 @@ func TestStackEnumConstants(t *testing.T) {
 	if memest.EnumNames(memest.EnumRecompute)[memest.RecomputeOpSelective] != tables["recompute"].([]any)[memest.RecomputeOpSelective] {
 		t.Error("op_selective")
 	}
-	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossUnfused16Bit+1 ||
+	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossChunkedLinear+1 ||
 		len(memest.EnumNames(memest.EnumOptimizer)) != memest.OptimizerPagedAdamW32bit+1 {
 		t.Error("loss / optimizer constants vs the tables")
 	}
