@@ -17,7 +17,11 @@ nvidia_smi_bytes, peak_band_bytes, oom_probability and margin_bytes (names from 
 training.ddp (DDP around one GPU: true counts its buckets); with 1.8, hybrid models (a nemotron_h,
 qwen3_next, falcon_h1, bamba, granitemoehybrid or mamba2 config.json as the request's model, its
 text as it is, Python's bare Infinity included) and the response model's mixer_pattern and
-mlp_pattern.
+mlp_pattern; with 1.9, training.loss_chunks (the chunks of the losses "chunked",
+"chunked_lm_head" and "chunked_linear", echoed as the chunks in effect), training.fsdp_use_orig_params
+(fsdp1 + LoRA: each block's FlatParameter mixes frozen weights and adapters), training.fp4
+(NVFP4 linears under megatron on a GPU with fp4 = 1: B200, GB200), the gpu object's fp4 and
+peak_fp4_tflops, and the preset "h100-pcie-80gb" (in `gpu_presets()`).
 
 Set `ENV["MEMEST_LIBRARY"]` to the path of libmemest.so before loading when it is not on the
 loader's path. (Julia is not installed on memest's CI: bindings/julia/test/ drives exactly these

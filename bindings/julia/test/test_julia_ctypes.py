@@ -219,6 +219,35 @@ def test_1_8_hybrid_config_through_request(m):
     assert info.value.code == "unsupported" and info.value.field == "parallel.cp"
 
 
+
+def test_1_9_request_fields_through_request(m):
+    """The 1.9 fields pass through Memest.request as the library spells them, on the hand-derived
+    values of tests/unit/test_memory_mechanisms_1_9.cpp; the new loss names and preset come from
+    the library."""
+    assert {"chunked_lm_head", "chunked_linear"} <= set(m.enum_names(m.kinds["loss"]))
+    assert "h100-pcie-80gb" in m.gpu_presets()
+
+    def pretrain(gpu, parallel, **training):
+        return json.loads(m.request(json.dumps({
+            "mode": "pretrain", "model": "llama-3.1-8b", "gpu": gpu, "parallel": parallel,
+            "training": training})))
+    one = dict(seq_len=4096, micro_batch=1, framework="pytorch", recompute="full",
+               loss="chunked_linear")
+    titan16 = pretrain("h100-80gb", {"gpus": 1}, loss_chunks=16, **one)
+    assert titan16["training"]["loss_chunks"] == 16
+    assert titan16["stages"][0]["stack"]["loss_bytes"] == 526778368
+    lora = dict(seq_len=2048, micro_batch=1, global_batch=8, framework="fsdp1",
+                adapter={"type": "lora", "dtype": "bf16"})
+    mixed = pretrain("h100-80gb", {"gpus": 8, "zero": 3}, fsdp_use_orig_params=True, **lora)
+    assert mixed["training"]["fsdp_use_orig_params"] is True
+    assert mixed["stages"][0]["adapter"]["adapter_gradients_bytes"] == 1745747968
+    nvfp4 = dict(seq_len=8192, micro_batch=1, global_batch=8, recompute="full", fp4=True)
+    b200 = pretrain("b200-180gb", {"gpus": 8, "tp": 1, "pp": 1}, **nvfp4)
+    assert b200["training"]["fp4"] is True and b200["gpu"]["profile"]["fp4"] == 1
+    with pytest.raises(twin.MemestError) as info:
+        pretrain("h100-80gb", {"gpus": 8, "tp": 1, "pp": 1}, **nvfp4)
+    assert info.value.code == "invalid_argument" and info.value.field == "training.fp4"
+
 # ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")

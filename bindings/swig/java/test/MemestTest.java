@@ -137,6 +137,74 @@ public class MemestTest {
     ddp.setGpus(1); ddp.setDdp(1); ddp.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
     expectError(() -> Memest.pretrain(ddp), "invalid_argument", "training.ddp");
 
+    // 1.9 (the hand-derived values of tests/unit/test_memory_mechanisms_1_9.cpp). The new names
+    // come from the library's tables.
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_LOSS).get(memest_loss.MEMEST_LOSS_CHUNKED_LM_HEAD).equals("chunked_lm_head")
+        && Memest.enumNames(memest_enum.MEMEST_ENUM_LOSS).get(memest_loss.MEMEST_LOSS_CHUNKED_LINEAR).equals("chunked_linear"),
+        "1.9 loss names");
+    check(Memest.gpuPresets().contains("h100-pcie-80gb") && Memest.gpu("h100-pcie-80gb").getFp4() == 0, "h100-pcie-80gb preset");
+    Gpu b200 = Memest.gpu("b200-180gb");
+    check(b200.getFp4() == 1 && b200.getPeak_fp4_tflops() == 2 * b200.getPeak_fp8_tflops(), "b200 fp4 " + b200.getFp4());
+    // loss_chunks: torchtitan's ChunkedLossWrapper, Llama-3.1-8B on one GPU under plain PyTorch,
+    // 4096 tokens, full recompute: 525336576 logits x 14 / 8 + the fp32 accumulator 4 x 4096 x
+    // 4096 = 986447872 bytes at the default 8 chunks, 459669504 + 67108864 = 526778368 at 16
+    PretrainRequest chunks = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    check(chunks.getLoss_chunks() == 0 && chunks.getFsdp_use_orig_params() == 0 && chunks.getFp4() == 0, "1.9 defaults");
+    chunks.setGpus(1); chunks.setTp(1); chunks.setPp(1); chunks.setSeq_len(4096); chunks.setMicro_batch(1);
+    chunks.setRecompute(memest_recompute.MEMEST_RECOMPUTE_FULL);
+    chunks.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    chunks.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    chunks.setLoss(memest_loss.MEMEST_LOSS_CHUNKED_LINEAR);
+    Memest.Pretrain eight = Memest.pretrain(chunks);
+    check(eight.loss().equals("chunked_linear") && eight.stages().get(0).getLoss_bytes() == 986447872.0,
+        "chunked_linear, 8 chunks: " + eight.stages().get(0).getLoss_bytes());
+    chunks.setLoss_chunks(16);
+    Memest.Pretrain sixteen = Memest.pretrain(chunks);
+    check(sixteen.stages().get(0).getLoss_bytes() == 526778368.0,
+        "chunked_linear, 16 chunks: " + sixteen.stages().get(0).getLoss_bytes());
+    String chunked = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 1}, \"training\": {\"seq_len\": 4096, \"micro_batch\": 1,"
+        + " \"framework\": \"pytorch\", \"recompute\": \"full\", \"loss\": \"chunked_linear\", \"loss_chunks\": 16}}");
+    check(jsonNumber(chunked, "loss_bytes") == sixteen.stages().get(0).getLoss_bytes()
+        && jsonNumber(chunked, "loss_chunks") == 16, "typed == JSON loss_chunks");
+    chunks.setLoss(memest_loss.MEMEST_LOSS_UNFUSED);
+    expectError(() -> Memest.pretrain(chunks), "invalid_argument", "training.loss_chunks");
+    // fsdp_use_orig_params: fsdp1 + LoRA (q_proj, v_proj, r 8, bf16) on 8 GPUs at zero 3: the
+    // adapters' gradient 3407872 x 2 / 8 = 851968 bytes wrapped apart, (6979584000 + 3407872) x
+    // 2 / 8 = 1745747968 with the blocks' frozen weights in each flat parameter
+    PretrainRequest origParams = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    origParams.setGpus(8); origParams.setZero(3); origParams.setSeq_len(2048); origParams.setMicro_batch(1); origParams.setGlobal_batch(8);
+    origParams.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP1);
+    origParams.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    origParams.setAdapter(memest_adapter.MEMEST_ADAPTER_LORA); origParams.setAdapter_bytes(2);
+    check(Memest.pretrain(origParams).stages().get(0).getAdapter_gradients_bytes() == 851968.0, "adapters wrapped apart");
+    origParams.setFsdp_use_orig_params(1);
+    Memest.Pretrain mixed = Memest.pretrain(origParams);
+    check(mixed.stages().get(0).getAdapter_gradients_bytes() == 1745747968.0
+        && mixed.stages().get(0).getGradients_bytes() == 1745747968.0,
+        "use_orig_params: " + mixed.stages().get(0).getAdapter_gradients_bytes());
+    origParams.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    expectError(() -> Memest.pretrain(origParams), "invalid_argument", "training.fsdp_use_orig_params");
+    // fp4: NVFP4 on 8 x B200 under Megatron, 8192 tokens, full recompute: the linears' 7504658432
+    // parameters in two 0.5625-byte copies instead of fp8's two 1-byte copies, 6566576128 bytes
+    // less; refused on an H100 and with fp8, naming training.fp4
+    PretrainRequest nv = Memest.pretrainRequest("llama-3.1-8b", "b200-180gb");
+    nv.setGpus(8); nv.setTp(1); nv.setPp(1); nv.setSeq_len(8192); nv.setMicro_batch(1); nv.setGlobal_batch(8);
+    nv.setRecompute(memest_recompute.MEMEST_RECOMPUTE_FULL);
+    nv.setFp8(1);
+    Memest.Pretrain nvFp8 = Memest.pretrain(nv);
+    nv.setFp8(0); nv.setFp4(1);
+    Memest.Pretrain nvFp4 = Memest.pretrain(nv);
+    check(nvFp8.stages().get(0).getWeights_bytes() - nvFp4.stages().get(0).getWeights_bytes() == 6566576128.0,
+        "fp4 weights: " + (nvFp8.stages().get(0).getWeights_bytes() - nvFp4.stages().get(0).getWeights_bytes()));
+    check(nvFp4.result().getTokens_per_s() > nvFp8.result().getTokens_per_s(), "NVFP4 runs faster than fp8");
+    nv.setFp8(1);
+    expectError(() -> Memest.pretrain(nv), "invalid_argument", "training.fp4");
+    PretrainRequest hopper = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    hopper.setGpus(8); hopper.setTp(1); hopper.setPp(1); hopper.setSeq_len(8192); hopper.setGlobal_batch(8);
+    hopper.setFp4(1);
+    expectError(() -> Memest.pretrain(hopper), "invalid_argument", "training.fp4");
+
     // bad input: the exception names the field
     r.setTp(3);
     expectError(() -> Memest.pretrain(r), "invalid_argument", "parallel.tp");
@@ -283,7 +351,7 @@ public class MemestTest {
     System.out.println("java MemestTest: " + checks + " checks passed");
   }
 
-  /** The training-stack fields (memest.h 1.2, README "Training stack"): an FSDP2 request with
+  /** The training-stack fields (memest.h 1.2, docs/training-stack.md): an FSDP2 request with
    *  torchtitan's per-op recomputation and an unfused loss equals the JSON answer; refused
    *  combinations name their field. */
   static void stackChecks() throws Exception {
