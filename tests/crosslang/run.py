@@ -135,7 +135,8 @@ def main():
             # further expectations: response fields with their values ("peak_verdict": "oom")
             # "stage_layers": each stage's layers; "layout_has": fields of the layout (a search's:
             # its first result's) with their values; "training_has": of the training echo;
-            # "stack_has": of the first stage's stack; "model_has": of the response's model echo
+            # "stack_has": of the first stage's stack; "stage_has": of the first stage;
+            # "model_has": of the response's model echo
             for key, value in exp.items():
                 if key == "stage_layers":
                     got = [s.get("layers") for s in ref.get("stages") or []]
@@ -146,6 +147,9 @@ def main():
                     got = {k: (ref.get("training") or {}).get(k) for k in value}
                 elif key == "stack_has":  # fields of the first stage's training-stack parts
                     st = ((ref.get("stages") or [{}])[0]).get("stack") or {}
+                    got = {k: st.get(k) for k in value}
+                elif key == "stage_has":  # fields of the first stage
+                    st = (ref.get("stages") or [{}])[0]
                     got = {k: st.get(k) for k in value}
                 elif key == "model_has":  # fields of the response's model echo
                     got = {k: (ref.get("model") or {}).get(k) for k in value}

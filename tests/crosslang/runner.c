@@ -714,6 +714,100 @@ static void typed_1_7(void) {
   CHECK(strcmp(memest_enum_name(MEMEST_ENUM_LORA_TARGET, MEMEST_LORA_ROUTER), "router") == 0);
 }
 
+/* 1.9: loss_chunks, fsdp_use_orig_params and fp4 through the typed struct, on the values of
+   tests/unit/test_memory_mechanisms_1_9.cpp. Llama-3.1-8B on one GPU under plain PyTorch,
+   4096 tokens, full recompute, torchtitan's ChunkedLossWrapper: 525336576 logits x 14 / 8 +
+   the fp32 accumulator 4 x 4096 x 4096 = 986447872 bytes at 8 chunks, 526778368 at 16.
+   fsdp1 + LoRA (q_proj, v_proj, r 8, bf16) on 8 GPUs at zero 3: the adapters' gradient
+   3407872 x 2 / 8 = 851968 wrapped apart, (6979584000 + 3407872) x 2 / 8 = 1745747968 with the
+   blocks' frozen weights in the flat parameter. NVFP4 needs gpu.fp4 (B200), refused on H100. */
+static void typed_1_9(void) {
+  memest_model model;
+  memest_gpu gpu, b200;
+  memest_pretrain_request r;
+  memest_pretrain_result out;
+  memest_stage stage;
+  char *json;
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  b200.struct_size = sizeof b200;
+  CHECK(memest_model_from_preset("llama-3.1-8b", &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("h100-80gb", &gpu) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("b200-180gb", &b200) == MEMEST_OK);
+  CHECK(gpu.fp4 == 0 && b200.fp4 == 1 && b200.peak_fp4_tflops == 2 * b200.peak_fp8_tflops);
+  CHECK(memest_gpu_from_preset("h100-pcie-80gb", &gpu) == MEMEST_OK && gpu.fp4 == 0);
+  CHECK(memest_gpu_from_preset("h100-80gb", &gpu) == MEMEST_OK);
+  CHECK(strcmp(memest_enum_name(MEMEST_ENUM_LOSS, MEMEST_LOSS_CHUNKED_LM_HEAD), "chunked_lm_head") == 0);
+  CHECK(strcmp(memest_enum_name(MEMEST_ENUM_LOSS, MEMEST_LOSS_CHUNKED_LINEAR), "chunked_linear") == 0);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.loss_chunks == 0 && r.fsdp_use_orig_params == 0 && r.fp4 == 0);
+  r.model = &model;
+  r.gpu = &gpu;
+  out.struct_size = sizeof out;
+
+  /* the chunked losses */
+  r.gpus = 1; r.tp = 1; r.pp = 1; r.seq_len = 4096; r.micro_batch = 1;
+  r.recompute = MEMEST_RECOMPUTE_FULL; r.framework = MEMEST_FRAMEWORK_PYTORCH;
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  r.loss = MEMEST_LOSS_CHUNKED_LINEAR;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.loss_bytes == 986447872.0);
+  r.loss_chunks = 16;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.loss_bytes == 526778368.0);
+  json = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+                " \"parallel\": {\"gpus\": 1}, \"training\": {\"seq_len\": 4096, \"micro_batch\": 1,"
+                " \"framework\": \"pytorch\", \"recompute\": \"full\", \"loss\": \"chunked_linear\","
+                " \"loss_chunks\": 16}}");
+  CHECK(json_number(json, "loss_bytes") == stage.loss_bytes);
+  CHECK(json_number(json, "peak_bytes") == out.peak_bytes);
+  CHECK(json_number(json, "loss_chunks") == 16);
+  memest_string_free(json);
+  r.loss = MEMEST_LOSS_CHUNKED_LM_HEAD; r.loss_chunks = 0;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  r.loss = MEMEST_LOSS_UNFUSED; r.loss_chunks = 4; /* not a chunked loss */
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.loss_chunks") == 0);
+  r.loss = MEMEST_LOSS_CHUNKED_LINEAR; r.loss_chunks = -1;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.loss_chunks") == 0);
+  r.loss = MEMEST_LOSS_AUTO; r.loss_chunks = 0;
+
+  /* fsdp1 + LoRA: FlatParameters that mix frozen weights and adapters */
+  r.gpus = 8; r.zero = 3; r.seq_len = 2048; r.global_batch = 8;
+  r.recompute = MEMEST_RECOMPUTE_NONE; r.framework = MEMEST_FRAMEWORK_FSDP1;
+  r.adapter = MEMEST_ADAPTER_LORA; r.adapter_bytes = 2;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.adapter_gradients_bytes == 851968.0);
+  r.fsdp_use_orig_params = 1;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.adapter_gradients_bytes == 1745747968.0);
+  CHECK(stage.gradients_bytes == 1745747968.0);
+  r.framework = MEMEST_FRAMEWORK_FSDP; /* FSDP2 has no FlatParameter */
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.fsdp_use_orig_params") == 0);
+  r.framework = MEMEST_FRAMEWORK_MEGATRON; r.adapter = MEMEST_ADAPTER_NONE; r.adapter_bytes = 4;
+  r.fsdp_use_orig_params = 0; r.zero = 0;
+
+  /* NVFP4 under Megatron: 7504658432 linear parameters in two 0.5625-byte copies instead of
+     fp8's two 1-byte copies, 6566576128 bytes less */
+  memest_stage fp8_stage;
+  r.gpu = &b200;
+  r.gpus = 8; r.tp = 1; r.pp = 1; r.seq_len = 8192; r.micro_batch = 1; r.global_batch = 8;
+  r.recompute = MEMEST_RECOMPUTE_FULL;
+  r.fp8 = 1;
+  CHECK(memest_pretrain(&r, &out, &fp8_stage, sizeof fp8_stage, 1) == MEMEST_OK);
+  r.fp8 = 0; r.fp4 = 1;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(fp8_stage.weights_bytes - stage.weights_bytes == 6566576128.0);
+  r.gpu = &gpu;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.fp4") == 0);
+  r.gpu = &b200; r.fp8 = 1;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.fp4") == 0);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--typed") == 0) {
     typed_pretrain();
@@ -722,6 +816,7 @@ int main(int argc, char **argv) {
     typed_search();
     typed_1_6();
     typed_1_7();
+    typed_1_9();
     typed_models();
     typed_enums();
     json_bad_inputs();
