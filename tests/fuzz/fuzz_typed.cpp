@@ -262,8 +262,9 @@ struct State {
 // Fields 0-63 are the 1.0 layout's (the corpus's seeds use them); 64 on reach the fields
 // appended since: the training stack (1.2), MoE, adapters (1.3), the step-time model (1.5),
 // the precision policy (1.6), pipeline layouts and DDP (1.7), hybrid layer patterns and mixers
-// (1.8: fields 80-82).
-constexpr int kFieldCount = 83;
+// (1.8: fields 80-82), chunked losses, FSDP1's mixed flat parameters and NVFP4 (1.9: fields
+// 83-85).
+constexpr int kFieldCount = 86;
 
 // Layout strings for pretrain.pipeline_layout: valid ones for the presets' depths, Megatron's
 // documented DeepSeek-V3 example, and malformed ones (the parser's refusals).
@@ -526,6 +527,18 @@ void apply(State& s, uint8_t field, Reader& in) {
       int32_t* flags[] = {&s.model.mamba_proj_bias, &s.model.mamba_conv_bias, &s.model.mamba_norm,
                           &s.model.attention_output_gate};
       *flags[which % (sizeof flags / sizeof flags[0])] = v;
+      break;
+    }
+    // ---- appended in 1.9
+    case 83: p.loss_chunks = static_cast<int32_t>(in.integer()); break;
+    case 84: {  // the request's 1.9 switches
+      const int32_t v = static_cast<int32_t>(in.integer());
+      (in.byte() % 2 ? p.fsdp_use_orig_params : p.fp4) = v;
+      break;
+    }
+    case 85: {  // the GPU's NVFP4 fields
+      const double v = in.number();
+      (in.byte() % 2 ? s.gpu.fp4 : s.gpu.peak_fp4_tflops) = v;
       break;
     }
     default: {  // a wrong struct size for the output (relative to sizeof)

@@ -26,7 +26,12 @@ F = dict(hidden_size=0, layers=1, heads=2, kv_heads=3, model_flag=10, num_parame
          include_oom=44, search_uneven=45, search_size=46, layout=47, layout_count=48,
          ft_gpus=49, ft_method=50, ft_tp=51, ft_batch=52, ft_seq=53, ft_gc=54, ft_fa=55,
          ft_param_bytes=56, ft_base=57, ft_page=58, ft_chunk=59, ft_size=60, states=61,
-         outputs=62, wrong_output_sizes=63)
+         outputs=62, wrong_output_sizes=63,
+         # appended fields: the framework, the stack's int32 switches (a byte picks which:
+         # 2 = loss), 1.9's loss_chunks, its switches (value, then a byte: odd
+         # fsdp_use_orig_params, even fp4) and the GPU's NVFP4 fields (value, then a byte: odd
+         # fp4, even peak_fp4_tflops)
+         framework=64, stack_flag=65, loss_chunks=83, switches_1_9=84, gpu_fp4=85)
 
 
 def i(v):
@@ -90,6 +95,16 @@ SEEDS = {
          "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 5632,
          "vocab_size": 32000}).encode(),
     "preset_id": bytes([PRESET, 0, 0]) + b"mistral-7b",
+    # 1.9: torchtitan's chunked loss (loss 7) at 16 chunks on one GPU under plain PyTorch (3);
+    # NVFP4 under Megatron on a B200 with its FP4 peak given
+    "pretrain_chunked_linear_16": seed(PRETRAIN, "llama-3.1-8b", "h100-80gb", ("gpus", i(1)),
+                                       ("tp", i(1)), ("pp", i(1)), ("seq_len", i(4096)),
+                                       ("framework", i(3)), ("stack_flag", bytes([2]), i(7)),
+                                       ("loss_chunks", i(16))),
+    "pretrain_nvfp4_b200": seed(PRETRAIN, "llama-3.1-8b", "b200-180gb", ("gpus", i(8)), ("tp", i(1)),
+                                ("pp", i(1)), ("seq_len", i(8192)), ("global_batch", i(8)),
+                                ("recompute", i(2)), ("switches_1_9", i(1), bytes([0])),
+                                ("gpu_fp4", d(9000.0), bytes([0]))),
 }
 
 
