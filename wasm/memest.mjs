@@ -50,13 +50,13 @@ import createMemestCore from './build/memest_core.mjs';
  */
 
 /**
- * A request of the JSON contract (README: "JSON request and response"): mode, model, gpu,
+ * A request of the JSON contract (docs/json-reference.md): mode, model, gpu,
  * parallel, training, finetune, search ...
  * @typedef {Record<string, any>} MemestRequest
  */
 
 /**
- * The training block of a pretrain or search request (README "JSON request and response"): the
+ * The training block of a pretrain or search request (docs/json-reference.md): the
  * fields below are those of the training stack and its precision policy; the library checks
  * every value and combination and names the field it refuses. Left out, a field takes the
  * library's default.
@@ -85,6 +85,21 @@ import createMemestCore from './build/memest_core.mjs';
  *                                         (pytorch, fsdp at zero 0-1; echoed "default"/true/false)
  * @property {boolean} [logits_held]       (1.6) the loop keeps the model's output through
  *                                         backward (refused under megatron)
+ * @property {string} [loss]              a name of enums().loss ("chunked_lm_head": LitGPT's
+ *                                         128-token LM head chunks, "chunked_linear":
+ *                                         torchtitan's ChunkedLossWrapper, 1.9)
+ * @property {number} [loss_chunks]       (1.9) chunks of a chunked loss ("chunked",
+ *                                         "chunked_lm_head", "chunked_linear"); 0 or left out:
+ *                                         the loss's own default (8; LitGPT ceil(seq_len / 128));
+ *                                         echoed as the chunks in effect, 0 for another loss
+ * @property {boolean} [fsdp_use_orig_params] (1.9) fsdp1 + a lora adapter in param_dtype, zero
+ *                                         2/3: each block's FlatParameter mixes its frozen
+ *                                         weights and the adapters, so the frozen weights get a
+ *                                         gradient too (LitGPT's Fabric FSDPStrategy)
+ * @property {boolean} [fp4]               (1.9) NVFP4 linears (Transformer Engine, Megatron's
+ *                                         --fp4-format e2m1): framework megatron, fp8 off, a GPU
+ *                                         whose profile has fp4 = 1 (B200, GB200; the gpu
+ *                                         object's fp4 and peak_fp4_tflops)
  * @property {{type: string, quantize_lm_head?: boolean, [key: string]: any}} [adapter]
  *                                         LoRA / QLoRA; quantize_lm_head (1.6): qlora with an
  *                                         untied head, the LM head in NF4 too
@@ -189,7 +204,7 @@ export class MemestError extends Error {
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
  * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch", "fsdp1"
  * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused",
- *                                        "unfused_16bit"
+ *                                        "unfused_16bit", "chunked_lm_head", "chunked_linear"
  * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...,
  *                                        "adamw_foreach", "paged_adamw_32bit"
  * @property {string[]} adapter           "none", "lora", "qlora"

@@ -311,7 +311,7 @@ test('the OOM request through WASM equals the CLI\'s `memest request` (when MEME
   assert.deepEqual(got.dominant_parts, want.dominant_parts);
 });
 
-// The training stack (README "Training stack"): the page's table and the JSON answer agree, and
+// The training stack (docs/training-stack.md): the page's table and the JSON answer agree, and
 // a refused combination is a cell error naming its field (the page hides op_selective by it).
 const fsdp = {
   mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
@@ -530,6 +530,99 @@ test('1.6 training fields: refused where they do not apply, the field named', ()
   assert.ok(tied, 'a preset with a tied head');
   const t = memest.answer({ ...qlora, model: tied.id, training: { ...qlora.training, adapter: { type: 'qlora', quantize_lm_head: true } } });
   assert.equal(t.error?.field, 'training.adapter.quantize_lm_head', JSON.stringify(t.error ?? {}));
+});
+
+// 1.9: loss_chunks and the two chunked losses, fsdp_use_orig_params, fp4 and the GPU's fp4 /
+// peak_fp4_tflops, the H100 PCIe preset. The bytes are the hand-derived values of
+// tests/unit/test_memory_mechanisms_1_9.cpp.
+const chunkedLinear = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 1 },
+  training: { seq_len: 4096, micro_batch: 1, framework: 'pytorch', recompute: 'full', loss: 'chunked_linear' },
+};
+const fsdp1Lora = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 8, zero: 3 },
+  training: { seq_len: 2048, micro_batch: 1, global_batch: 8, framework: 'fsdp1', adapter: { type: 'lora', dtype: 'bf16' } },
+};
+const nvfp4 = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'b200-180gb', parallel: { gpus: 8, tp: 1, pp: 1 },
+  training: { seq_len: 8192, micro_batch: 1, global_batch: 8, recompute: 'full', fp4: true },
+};
+
+test('1.9: the new loss names and the H100 PCIe preset come from the library', () => {
+  for (const name of ['chunked', 'chunked_lm_head', 'chunked_linear']) assert.ok(memest.enums().loss.includes(name), name);
+  assert.ok(memest.gpus().some((g) => g.id === 'h100-pcie-80gb'), 'h100-pcie-80gb');
+  assert.equal(memest.request({ ...chunkedLinear, gpu: 'h100-pcie-80gb' }).gpu.profile.fp4, 0);
+});
+
+test('1.9 loss_chunks: echoed as the chunks in effect, the loss term at 8 and 16 chunks, pretrainTable() reads it', () => {
+  // 4096 tokens x 128256 = 525336576 logits: x 14 / 8 + the fp32 accumulator 4 x 4096 x 4096 =
+  // 986447872 bytes at 8 chunks; 459669504 + 67108864 = 526778368 at 16
+  const eight = memest.request(chunkedLinear);
+  assert.equal(eight.training.loss, 'chunked_linear');
+  assert.equal(eight.training.loss_chunks, 8);
+  assert.equal(eight.stages[0].stack.loss_bytes, 986447872);
+  const req16 = { ...chunkedLinear, training: { ...chunkedLinear.training, loss_chunks: 16 } };
+  const sixteen = memest.request(req16);
+  assert.equal(sixteen.training.loss_chunks, 16);
+  assert.equal(sixteen.stages[0].stack.loss_bytes, 526778368);
+  // without recompute and with the step in backward the loss term reaches the peak: the
+  // table's cell is the request's
+  const none = (chunks) => ({ ...chunkedLinear,
+    training: { ...chunkedLinear.training, recompute: 'none', optimizer_in_backward: true, loss_chunks: chunks } });
+  const [cell] = memest.pretrainTable(none(16), [[1, 1, 1, 1, 1]]);
+  assert.equal(cell.ok, true, JSON.stringify(cell.error));
+  assert.equal(cell.peak_bytes, memest.request(none(16)).peak_bytes);
+  assert.ok(cell.peak_bytes < memest.request(none(8)).peak_bytes, 'fewer bytes at 16 chunks');
+  // LitGPT's head chunks: 4096 / 128 = 32; a loss that is not chunked echoes 0
+  const lit = memest.request({ ...chunkedLinear, training: { ...chunkedLinear.training, loss: 'chunked_lm_head' } });
+  assert.equal(lit.training.loss_chunks, 32);
+  assert.equal(memest.request({ ...chunkedLinear, training: { ...chunkedLinear.training, loss: 'unfused' } }).training.loss_chunks, 0);
+  for (const training of [{ loss: 'unfused', loss_chunks: 4 }, { loss_chunks: -1 }, { loss_chunks: 4097 }]) {
+    const d = memest.answer({ ...chunkedLinear, training: { ...chunkedLinear.training, ...training } });
+    assert.equal(d.error?.field, 'training.loss_chunks', JSON.stringify(training));
+  }
+});
+
+test('1.9 fsdp_use_orig_params: the blocks\' frozen weights share the adapters\' flat gradient', () => {
+  // adapters wrapped apart: 3407872 x 2 / 8 = 851968 bytes; mixed with the blocks' 6979584000
+  // frozen weights: (6979584000 + 3407872) x 2 / 8 = 1745747968
+  const apart = memest.request(fsdp1Lora);
+  const mixed = memest.request({ ...fsdp1Lora, training: { ...fsdp1Lora.training, fsdp_use_orig_params: true } });
+  assert.equal(apart.training.fsdp_use_orig_params, false);
+  assert.equal(mixed.training.fsdp_use_orig_params, true);
+  assert.equal(apart.stages[0].adapter.adapter_gradients_bytes, 851968);
+  assert.equal(mixed.stages[0].adapter.adapter_gradients_bytes, 1745747968);
+  assert.equal(mixed.stages[0].gradients_bytes, 1745747968);
+  const fsdp2 = memest.answer({ ...fsdp1Lora, training: { ...fsdp1Lora.training, framework: 'fsdp', fsdp_use_orig_params: true } });
+  assert.equal(fsdp2.error?.field, 'training.fsdp_use_orig_params');
+});
+
+test('1.9 fp4: NVFP4 linears on a B200 under Megatron, refused on an H100 naming training.fp4', () => {
+  const fp4 = memest.request(nvfp4);
+  const fp8 = memest.request({ ...nvfp4, training: { ...nvfp4.training, fp4: false, fp8: true } });
+  assert.equal(fp4.training.fp4, true);
+  assert.equal(fp8.training.fp4, false);
+  assert.equal(fp4.gpu.profile.fp4, 1);
+  assert.equal(fp4.gpu.profile.peak_fp4_tflops, 2 * fp4.gpu.profile.peak_fp8_tflops);
+  // 7504658432 linear parameters x (2 - 2 x 0.5625) bytes = 6566576128 bytes less than fp8's copies
+  assert.equal(fp8.stages[0].weights_bytes - fp4.stages[0].weights_bytes, 6566576128);
+  assert.ok(fp4.throughput.tokens_per_s > fp8.throughput.tokens_per_s);
+  assert.equal(memest.answer({ ...nvfp4, gpu: 'h100-80gb' }).error?.field, 'training.fp4');
+  assert.equal(memest.answer({ ...nvfp4, training: { ...nvfp4.training, fp8: true } }).error?.field, 'training.fp4');
+  assert.equal(memest.answer({ ...nvfp4, gpu: { preset: 'b200-180gb', fp4: 2 } }).error?.field, 'gpu.fp4');
+  // a custom profile's fp4 and peak_fp4_tflops are read
+  const custom = memest.request({ ...nvfp4, gpu: { preset: 'h100-80gb', fp4: 1, peak_fp4_tflops: 3958 } });
+  assert.equal(custom.gpu.profile.peak_fp4_tflops, 3958);
+  assert.equal(custom.training.fp4, true);
+});
+
+test('1.9 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
+  for (const req of [{ ...chunkedLinear, training: { ...chunkedLinear.training, loss_chunks: 16 } },
+    { ...fsdp1Lora, training: { ...fsdp1Lora.training, fsdp_use_orig_params: true } }, nvfp4]) {
+    const want = await cliAnswer(req);
+    if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+    assert.deepEqual(memest.request(req), want);
+  }
 });
 
 test('1.6 through WASM equals the CLI\'s `memest request`: an FSDP1 + no_sync answer, field for field (when MEMEST_CLI is set)', async (t) => {
