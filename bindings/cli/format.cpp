@@ -54,15 +54,23 @@ std::string peak_verdict_note(const std::string& verdict) {
   return verdict;
 }
 
-// "training.recompute=full parallel.zero=3": a suggestion's changes as request fields.
+// "training.recompute=full parallel.zero=3 training.offload.params=true": a suggestion's
+// changes as request fields (nested blocks as dotted paths).
+void add_changes(const std::string& path, const ojson& fields, std::string& out) {
+  for (const auto& [key, value] : fields.items()) {
+    const std::string at = path + "." + key;
+    if (value.is_object()) {
+      add_changes(at, value, out);
+      continue;
+    }
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", at,
+                       value.is_string() ? value.get<std::string>() : value.dump());
+  }
+}
+
 std::string changes_text(const ojson& set) {
   std::string out;
-  for (const auto& [block, fields] : set.items()) {
-    for (const auto& [key, value] : fields.items()) {
-      out += fmt::format("{}{}.{}={}", out.empty() ? "" : " ", block, key,
-                         value.is_string() ? value.get<std::string>() : value.dump());
-    }
-  }
+  for (const auto& [block, fields] : set.items()) add_changes(block, fields, out);
   return out;
 }
 
@@ -79,8 +87,10 @@ std::string advice_text(const ojson& r) {
   if (r["suggestions"].empty()) return out + "  no single change found that fits: try memest search\n";
   out += "  would fit:\n";
   for (const ojson& s : r["suggestions"]) {
-    out += fmt::format("    {:<44} peak {}  ({})\n", s["change"].get<std::string>(),
-                       gib(s["peak_bytes"].get<double>()), changes_text(s["set"]));
+    const std::string host =
+        s.contains("host_bytes") ? fmt::format(", host {}", gib(s["host_bytes"].get<double>())) : "";
+    out += fmt::format("    {:<44} peak {}{}  ({})\n", s["change"].get<std::string>(),
+                       gib(s["peak_bytes"].get<double>()), host, changes_text(s["set"]));
   }
   return out;
 }

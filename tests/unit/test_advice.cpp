@@ -87,7 +87,7 @@ TEST_CASE("The enums mode gives both verdict bands") {
 TEST_CASE("A single setting that would not fit is not suggested") {
   // Llama-3.1-70B on 64 x A100 40GB, tp 8, pp 2, micro-batch 2: full recomputation, ZeRO-3 or
   // micro-batch 1 alone each leave it out of memory (checked here through the same entry
-  // point), so only the search's layouts are suggested.
+  // point), so only two settings together and the search's layouts are suggested.
   const test::json request = {
       {"mode", "pretrain"}, {"model", "llama-3.1-70b"}, {"gpu", "a100-40gb"},
       {"parallel", {{"gpus", 64}, {"tp", 8}, {"pp", 2}}},
@@ -108,7 +108,47 @@ TEST_CASE("A single setting that would not fit is not suggested") {
   REQUIRE(a.body["suggestions"].size() >= 1);
   for (const auto& s : a.body["suggestions"]) {
     CAPTURE(s["change"]);
-    CHECK(s["change"].get<std::string>().rfind("tp ", 0) == 0);
+    // a layout of the search, or two settings together ("recompute full + ZeRO-3"), never one
+    const std::string change = s["change"].get<std::string>();
+    CHECK((change.rfind("tp ", 0) == 0 || change.find(" + ") != std::string::npos));
     CHECK(s["peak_verdict"] == "fits");
   }
+}
+
+TEST_CASE("Suggestions that know adapters: offloading with its host memory, bf16 adapters, double quantisation") {
+  // QLoRA on Llama-3.1-70B over 2 x RTX 4090 (fsdp1, zero 3, 2048 tokens): the NF4 base alone
+  // (17.9 GiB per GPU with FSDP1's unsharded root) leaves no room on 23.65 GiB, so no single
+  // change fits without recompute; recompute full with the base offloaded does, and says how
+  // much host memory it needs.
+  test::json request = {{"mode", "pretrain"}, {"model", "llama-3.1-70b"}, {"gpu", "rtx4090-24gb"},
+                        {"parallel", {{"gpus", 2}, {"zero", 3}}},
+                        {"training",
+                         {{"framework", "fsdp1"}, {"seq_len", 2048}, {"micro_batch", 1},
+                          {"global_batch", 2}, {"param_dtype", "bf16"},
+                          {"adapter", {{"type", "qlora"}}}}}};
+  auto check_all = [](const test::json& req, const std::string& wanted) {
+    const test::Answer a = test::request(req);
+    REQUIRE(a.status == MEMEST_OK);
+    CHECK(a.body["peak_verdict"] == "oom");
+    bool found = false;
+    for (const auto& s : a.body["suggestions"]) {
+      CAPTURE(s.dump());
+      test::json changed = req;
+      changed.merge_patch(s["set"]);  // nested blocks (training.offload, training.adapter)
+      const test::Answer b = test::request(changed);
+      REQUIRE(b.status == MEMEST_OK);
+      CHECK(b.body["peak_verdict"] == "fits");
+      CHECK(b.body["peak_bytes"].get<double>() == s["peak_bytes"].get<double>());
+      // the host memory a suggestion states is what its request needs
+      CHECK(s.value("host_bytes", 0.0) == b.body["host_bytes"].get<double>());
+      if (s["change"] == wanted) {
+        found = true;
+        CHECK(s["host_bytes"].get<double>() > 0);
+      }
+    }
+    CHECK(found);
+  };
+  check_all(request, "recompute full + offload parameters");
+  request["training"]["recompute"] = "full";
+  check_all(request, "offload parameters");
 }

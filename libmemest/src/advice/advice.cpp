@@ -43,7 +43,48 @@ bool evaluate(Suggestion& s) {
   s.peak_bytes = peak_memory(plan, nullptr);
   s.peak_verdict = peak_verdict_for(s.peak_bytes, s.request.gpu.memory_bytes);
   if (s.request.gpu.peak_bf16_tflops > 0) s.tflops_per_gpu = estimate_throughput(plan).tflops_per_gpu;
-  return s.peak_verdict == MEMEST_VERDICT_FITS;
+  if (s.peak_verdict != MEMEST_VERDICT_FITS) return false;
+  if (s.request.stack.offload_params || s.request.stack.offload_optimizer ||
+      s.request.stack.offload_activations) {
+    try {
+      s.host_bytes = compute_pretrain(s.request, nullptr, 0).host_bytes;  // what the host holds
+    } catch (const Error&) {
+      return false;  // a combination the stack refuses (plan/stack.cpp)
+    }
+  }
+  return true;
+}
+
+// A named change to a request.
+struct Change {
+  std::string name;
+  void (*apply)(PretrainRequest&);
+};
+
+// The single changes worth trying for `r`, in the order they are listed.
+std::vector<Change> candidate_changes(const PretrainRequest& r) {
+  std::vector<Change> out;
+  if (r.recompute != MEMEST_RECOMPUTE_FULL) {
+    out.push_back({"recompute full", [](PretrainRequest& x) { x.recompute = MEMEST_RECOMPUTE_FULL; }});
+  }
+  if (r.zero < 3) out.push_back({"ZeRO-3", [](PretrainRequest& x) { x.zero = 3; }});
+  if (r.micro_batch > 1) out.push_back({"micro-batch 1", [](PretrainRequest& x) { x.micro_batch = 1; }});
+  if (r.sequence_parallel == 0 && r.tp > 1) {
+    out.push_back({"sequence parallelism on", [](PretrainRequest& x) { x.sequence_parallel = 1; }});
+  }
+  if (r.adapter.enabled()) {
+    // The changes of a LoRA/QLoRA run (docs/adapters.md): the frozen base's sharded storage
+    // in host memory (FSDP's CPUOffload / DeepSpeed's offload_param; refused where nothing is
+    // sharded), adapters and their states in bf16, QLoRA's quantised statistics.
+    if (!r.stack.offload_params) {
+      out.push_back({"offload parameters", [](PretrainRequest& x) { x.stack.offload_params = 1; }});
+    }
+    if (r.adapter.bytes > 2) out.push_back({"bf16 adapters", [](PretrainRequest& x) { x.adapter.bytes = 2; }});
+    if (r.adapter.type == MEMEST_ADAPTER_QLORA && !r.adapter.double_quant) {
+      out.push_back({"double quantisation", [](PretrainRequest& x) { x.adapter.double_quant = 1; }});
+    }
+  }
+  return out;
 }
 
 // One setting changed at a time.
@@ -54,13 +95,19 @@ std::vector<Suggestion> single_changes(const PretrainRequest& r) {
     apply(s.request);
     if (evaluate(s)) out.push_back(s);
   };
-  if (r.recompute != MEMEST_RECOMPUTE_FULL) {
-    add("recompute full", [](PretrainRequest& x) { x.recompute = MEMEST_RECOMPUTE_FULL; });
-  }
-  if (r.zero < 3) add("ZeRO-3", [](PretrainRequest& x) { x.zero = 3; });
-  if (r.micro_batch > 1) add("micro-batch 1", [](PretrainRequest& x) { x.micro_batch = 1; });
-  if (r.sequence_parallel == 0 && r.tp > 1) {
-    add("sequence parallelism on", [](PretrainRequest& x) { x.sequence_parallel = 1; });
+  const std::vector<Change> changes = candidate_changes(r);
+  for (const Change& c : changes) add(c.name, c.apply);
+  if (out.empty()) {
+    // no single change fits: two together (a handful of candidates, so at most a few dozen
+    // estimates)
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      for (std::size_t k = i + 1; k < changes.size(); ++k) {
+        add(changes[i].name + " + " + changes[k].name, [&](PretrainRequest& x) {
+          changes[i].apply(x);
+          changes[k].apply(x);
+        });
+      }
+    }
   }
   for (int64_t factor : {2, 4, 8}) {  // more data-parallel ranks shard the ZeRO states further
     if (r.zero == 0 || r.gpus > kMaxGpus / factor) break;

@@ -142,6 +142,15 @@ ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
   if (to.sequence_parallel != from.sequence_parallel) parallel["sp"] = to.sequence_parallel == 1;
   if (to.micro_batch != from.micro_batch) training["micro_batch"] = to.micro_batch;
   if (to.recompute != from.recompute) training["recompute"] = recompute_name(to.recompute);
+  if (to.stack.offload_params != from.stack.offload_params) {
+    training["offload"] = {{"params", to.stack.offload_params == 1}};
+  }
+  ojson adapter = ojson::object();
+  if (to.adapter.bytes != from.adapter.bytes) adapter["dtype"] = dtype_name(to.adapter.bytes);
+  if (to.adapter.double_quant != from.adapter.double_quant) {
+    adapter["double_quant"] = to.adapter.double_quant == 1;
+  }
+  if (!adapter.empty()) training["adapter"] = adapter;
   ojson set = ojson::object();
   if (!parallel.empty()) set["parallel"] = parallel;
   if (!training.empty()) set["training"] = training;
@@ -164,6 +173,7 @@ void add_advice(const PretrainRequest& r, const memest_pretrain_result& res,
                   {"peak_bytes", s.peak_bytes},
                   {"peak_verdict", verdict_name(s.peak_verdict)}};
     if (s.tflops_per_gpu > 0) item["tflops_per_gpu"] = s.tflops_per_gpu;
+    if (s.host_bytes > 0) item["host_bytes"] = s.host_bytes;
     list.push_back(item);
   }
   j["suggestions"] = list;

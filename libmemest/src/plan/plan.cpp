@@ -314,7 +314,8 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   in.logits_held = plan.stack.logits_held == 1;
   in.held_fp32 = m.logits_fp32 == 1;
   in.chunks = static_cast<double>(
-      loss_chunks_in_effect(plan.loss, plan.stack.loss_chunks, x.seq_len / std::max<int64_t>(1, x.cp)));
+      loss_chunks_in_effect(plan.loss, plan.stack.loss_chunks,
+                            static_cast<int64_t>(x.seq_len / std::max(1.0, x.cp))));
   const bool fsdp = plan.framework == MEMEST_FRAMEWORK_FSDP;
   // training.autocast: -1 the stack's default (autocast for fp32 parameters outside FSDP's
   // policy), 0 none, 1 autocast (only fp32 parameters are cast).
