@@ -2,7 +2,7 @@
 // and the margin, the peak and the paper's estimate, the stages table, the stack, adapter,
 // experts and dominant parts, the step time and the library's suggestions (a click loads one).
 // The chart and the layouts table are stage-chart.js's and layout-grid.js's.
-import { pretrainRequest, applySet } from './state.js';
+import { pretrainRequest, applySet, setEntries } from './state.js';
 import { state, setState, update } from './page-state.js';
 import { paperBands, peakBands, answerUnless } from './wasm-bridge.js';
 import { timings } from './probe.js';
@@ -257,8 +257,7 @@ function renderParts(r) {
 
 /** "training.recompute = full, parallel.zero = 3": a suggestion's request fields. */
 function setText(set) {
-  return Object.entries(set ?? {}).flatMap(([block, fields]) => Object.entries(fields ?? {})
-    .map(([k, v]) => `${block}.${k} = ${v}`)).join(', ');
+  return setEntries(set).map(([field, v]) => `${field} = ${v}`).join(', ');
 }
 
 function renderSuggestions(r) {
@@ -270,6 +269,7 @@ function renderSuggestions(r) {
       'aria-label': `Use: ${s.change}` }, 'Use');
     use.addEventListener('click', () => applySuggestion(s));
     const figures = [`peak ${fmtGiB(s.peak_bytes)}`, words(s.peak_verdict)];
+    if (typeof s.host_bytes === 'number') figures.push(`host ${fmtGiB(s.host_bytes)}`);
     if (typeof s.tflops_per_gpu === 'number') figures.push(`${s.tflops_per_gpu.toFixed(1)} TFLOP/s per GPU`);
     return el('li', { dataset: { index: String(i), verdict: s.peak_verdict } },
       el('span', { className: 'change' }, s.change),

@@ -611,16 +611,23 @@ const STATE_OF_FIELD = {
 export function applySet(state, set) {
   const next = { ...state };
   const unknown = [];
-  for (const [block, fields] of Object.entries(set ?? {})) {
-    if (!fields || typeof fields !== 'object') { unknown.push(block); continue; }
-    for (const [key, value] of Object.entries(fields)) {
-      const stateKey = STATE_OF_FIELD[`${block}.${key}`];
-      if (!stateKey || (typeof value === 'object' && value !== null)) { unknown.push(`${block}.${key}`); continue; }
-      next[stateKey] = stateKey === 'cmp' ? compileName(value)
-        : typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
-    }
+  for (const [field, value] of setEntries(set)) {
+    const stateKey = STATE_OF_FIELD[field];
+    if (!stateKey || (typeof value === 'object' && value !== null)) { unknown.push(field); continue; }
+    next[stateKey] = stateKey === 'cmp' ? compileName(value)
+      : typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
   }
   return { state: next, unknown };
+}
+
+/** A suggestion's `set` as [dotted request field, value] pairs, nested blocks walked
+ *  (training.offload.params, training.adapter.dtype); a list stays one value. */
+export function setEntries(set, prefix = '') {
+  return Object.entries(set ?? {}).flatMap(([key, value]) => {
+    const field = prefix ? `${prefix}.${key}` : key;
+    return value && typeof value === 'object' && !Array.isArray(value)
+      ? setEntries(value, field) : [[field, value]];
+  });
 }
 
 /** The request field of a state key (the form's own problems name it as the library would);

@@ -111,7 +111,8 @@ async function pageSuggestions() {
 }
 
 /** "parallel.cp = 1, training.micro_batch = 1" for a suggestion's set, as the page writes it. */
-const setText = (set) => Object.entries(set).flatMap(([b, f]) => Object.entries(f).map(([k, v]) => `${b}.${k} = ${v}`)).join(', ');
+const setText = (set, prefix = '') => Object.entries(set).map(([k, v]) => (v && typeof v === 'object' && !Array.isArray(v)
+  ? setText(v, `${prefix}${k}.`) : `${prefix}${k} = ${v}`)).join(', ');
 
 test('the default page shows the README example (fits; 27.20 GiB by the paper) with no console errors', async () => {
   await expectResult('first load');

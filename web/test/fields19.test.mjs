@@ -142,3 +142,37 @@ test('NVFP4: shown under megatron; checked on a B200 is the CLI\'s answer, the U
   assert.equal(await page.isVisible('#fp4'), false, 'hidden under fsdp');
   await expectResult('fsdp with fp4 still in the state');
 });
+
+test('suggestions that know adapters: "offload parameters" shows its host memory, and Use applies the nested field', async () => {
+  // QLoRA Llama-3.1-70B on 2 x RTX 4090 under fsdp1 with full recomputation: the NF4 base leaves
+  // no room; the library suggests offloading the base's parameters (training.offload.params, a
+  // nested field of the suggestion's set) and says how much host memory that needs.
+  const state = { m: 'llama-3.1-70b', g: 'rtx4090-24gb', gpus: '2', tp: '1', cp: '1', pp: '1', vpp: '1', zero: '3',
+    seq: '2048', mbs: '1', gbs: '2', fw: 'fsdp1', rc: 'full', ad: 'qlora' };
+  const base = request({ model: 'llama-3.1-70b', gpu: 'rtx4090-24gb', gpus: 2, zero: 3, seq: 2048, gbs: 2 },
+    { framework: 'fsdp1', recompute: 'full', adapter: { type: 'qlora' } });
+  const want = cli(base);
+  assert.equal(want.ok, true, JSON.stringify(want.error));
+  assert.equal(want.peak_verdict, 'oom');
+  const offload = want.suggestions.find((s) => s.change === 'offload parameters');
+  assert.ok(offload, 'the library suggests offloading the parameters');
+  assert.deepEqual(offload.set, { training: { offload: { params: true } } });
+  assert.ok(offload.host_bytes > 0);
+  await show(hashOf(state));
+  await expectPeak(want, 'QLoRA 70B on 2 x RTX 4090');
+  const rows = await page.$$eval('#suggestions li', (lis) => lis.map((li) => ({
+    change: li.querySelector('.change').textContent, figures: li.querySelector('.figures').textContent,
+    set: li.querySelector('.set').textContent, use: !li.querySelector('button.use').disabled })));
+  const row = rows.find((r) => r.change === 'offload parameters');
+  assert.ok(row, JSON.stringify(rows));
+  assert.equal(row.set, 'training.offload.params = true');
+  assert.ok(row.figures.includes(`host ${g2(offload.host_bytes)} GiB`), row.figures);
+  assert.equal(row.use, true, 'Use is enabled for a nested field the form has');
+  // Use: the form takes the change and the page answers as the CLI does for the changed request
+  const applied = cli({ ...base, training: { ...base.training, offload: { params: true } } });
+  assert.equal(applied.peak_bytes, offload.peak_bytes);
+  const index = rows.indexOf(row);
+  await change(() => page.click(`#suggestions li:nth-child(${index + 1}) button.use`));
+  await expectPeak(applied, 'after Use');
+  assert.equal(await page.isChecked('#offload-params'), true);
+});
