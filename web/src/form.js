@@ -104,6 +104,18 @@ function isTiedPreset(s) {
   return modelPresets.find((m) => m.id === s.m)?.tie_word_embeddings === true;
 }
 
+/** Shows the field (`<id>-field`) of each entry of a table (state.js POLICY, BUCKETS) that
+ *  `applies`, hides the others; returns how many are shown. */
+function showApplying(entries, applies) {
+  let shown = 0;
+  for (const entry of entries) {
+    const on = applies(entry);
+    $(`${entry.id}-field`).hidden = !on;
+    shown += on ? 1 : 0;
+  }
+  return shown;
+}
+
 /** Shows the controls the active tab's request reads (data-modes), and the custom fields. */
 export function syncFields(s) {
   $('config-field').hidden = s.m !== 'custom';
@@ -121,24 +133,12 @@ export function syncFields(s) {
   // the NF4 LM head: QLoRA with an untied head (or a link that sets it: the library says why not)
   $('quantize-lm-head-field').hidden = (s.ad !== 'qlora' || isTiedPreset(s)) && s.qlh !== '1';
   // the precision policy and the loss: only where its framework reads it (state.js POLICY)
-  let policy = 0;
-  for (const p of POLICY) {
-    const shown = policyApplies(p, s);
-    $(`${p.id}-field`).hidden = !shown;
-    policy += shown ? 1 : 0;
-  }
-  $('policy').hidden = policy === 0;
+  $('policy').hidden = showApplying(POLICY, (p) => policyApplies(p, s)) === 0;
   // the MoE dispatcher: for a preset with experts (the library's presets), or a pasted config
   // (which may have them), or a link that sets it
   $('moe-dispatcher-field').hidden = !isMoe(s) && !s.md;
   // the framework's buffer sizes: only those its framework reads (state.js BUCKETS)
-  let buckets = 0;
-  for (const b of BUCKETS) {
-    const shown = bucketApplies(b, s);
-    $(`${b.id}-field`).hidden = !shown;
-    buckets += shown ? 1 : 0;
-  }
-  $('buckets-hint').hidden = buckets === 0;
+  $('buckets-hint').hidden = showApplying(BUCKETS, (b) => bucketApplies(b, s)) === 0;
   // DDP on one GPU: only where the library reads training.ddp (state.js DDP_ONE)
   $(`${DDP_ONE.id}-field`).hidden = !ddpApplies(s, s.tab === 'search' ? 'search' : 'pretrain');
   // the 1.9 fields: loss chunks, use_orig_params, fp4, only where the library reads each

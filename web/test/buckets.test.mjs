@@ -8,7 +8,7 @@
 // that expects the library's refusal fails unless the page shows that very message, no figures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { browser, cli, cliPretrain, expectResult, g2, page, probe, RESULTS, settle, show,
+import { browser, change, cli, cliPretrain, expectResult, g2, hashOf, page, RESULTS, show,
   usePage } from './harness.mjs';
 import { BUCKETS } from '../src/state.js';
 
@@ -25,16 +25,7 @@ const DDP = { m: 'gemma-3-1b', g: 'h100-80gb', gpus: '8', tp: '1', cp: '1', pp: 
 const ddpArgs = (gpus = '8', gbs = '64') => ['-m', 'gemma-3-1b', '-g', 'h100-80gb', '--gpus', gpus, '--tp', '1',
   '--cp', '1', '--pp', '1', '--zero', '0', '--seq-len', '2048', '--micro-batch', '1', '--global-batch', gbs,
   '--framework', 'pytorch'];
-const hashOf = (s) => `#${new URLSearchParams(s)}`;
-
 usePage();
-
-/** One form change (a callback), then its answer. */
-async function change(act) {
-  const before = await probe();
-  await act();
-  await settle(before);
-}
 
 /** The bucket controls the page shows, by id. */
 const shownBuckets = () => page.$$eval(BUCKETS.map((b) => `#${b.id}`).join(','),

@@ -11,18 +11,9 @@
 // figures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cli, expectResult, g2, page, probe, RESULTS, settle, show, usePage } from './harness.mjs';
-
-const hashOf = (s) => `#${new URLSearchParams(s)}`;
+import { change, cli, expectResult, g2, hashOf, page, RESULTS, show, usePage } from './harness.mjs';
 
 usePage();
-
-/** One form change (a callback), then its answer. */
-async function change(act) {
-  const before = await probe();
-  await act();
-  await settle(before);
-}
 
 /** The pretrain request the page sends for a state of these keys (sp on, no recomputation,
  *  FlashAttention: the page's defaults), with `training` extras. */

@@ -79,6 +79,16 @@ export async function expectResult(what = '') {
   assert.deepEqual(pageErrors, [], `${what}: console errors`);
 }
 
+/** A URL hash for a state of the page's keys (`#m=...&tp=...`). */
+export const hashOf = (s) => `#${new URLSearchParams(s)}`;
+
+/** One form change (a callback), then its answer. */
+export async function change(act) {
+  const before = await probe();
+  await act();
+  await settle(before);
+}
+
 /** Loads a state by URL (as a shared link does) and waits for its answer. */
 export async function show(hash) {
   const before = await probe();
