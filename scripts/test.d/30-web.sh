@@ -6,7 +6,8 @@
 #     wrapper's unit tests in Node (node:test), the OOM request against the CLI's, launch import.
 #  3. web/: npm ci (committed lockfile), vite build, then the E2E tests in Debian's headless
 #     Chromium (playwright-core) against the page on 127.0.0.1, cross-checked with the CLI (the
-#     Import tab: import.test.mjs; the fine-tuning user's rough edges and the axe-core
+#     Import tab: import.test.mjs; a model by Hugging Face id, the Hub intercepted:
+#     hf-config.test.mjs; the fine-tuning user's rough edges and the axe-core
 #     accessibility check: finetune-user.test.mjs).
 #  4. The size/timing benchmark (figures only, not a pass/fail gate): first result, keystroke to
 #     answer, the layouts table, the fine-tuning and search tabs.
@@ -36,7 +37,7 @@ echo "-- web: npm ci, vite build"
 (cd web && npm ci --no-audit --no-fund --loglevel=error && npx --no-install vite build --logLevel warn)
 
 echo "-- web: end-to-end tests in headless Chromium"
-(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/fields19.test.mjs test/buckets.test.mjs test/lora.test.mjs test/throughput.test.mjs test/import.test.mjs \
+(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/fields19.test.mjs test/buckets.test.mjs test/lora.test.mjs test/throughput.test.mjs test/import.test.mjs test/hf-config.test.mjs \
   test/finetune-user.test.mjs)
 
 echo "-- web: benchmark (figures, not assertions)"

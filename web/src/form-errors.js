@@ -14,7 +14,7 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'quantize-lm-head',
   ...POLICY.map((p) => p.id), 'search-max-oom', 'search-fp8', 'search-compile', ...BUCKETS.map((b) => b.id), DDP_ONE.id,
   ...FIELDS_19.map((f) => f.id), 'general'];
-const SLOT_INPUTS = { model: ['model-preset', 'model-config'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
+const SLOT_INPUTS = { model: ['model-preset', 'model-config', 'hf-id'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 export function clearErrors() {
   for (const slot of ERROR_SLOTS) $(`err-${slot}`).textContent = '';
@@ -30,6 +30,7 @@ export function showError(error) {
   const ids = SLOT_INPUTS[slot] ?? (slot === 'general' ? [] : [slot]);
   for (const id of ids) {
     if (id === 'model-config' && state.m !== 'custom') continue;
+    if (id === 'hf-id' && !state.hf) continue;
     if (id === 'gpu-profile' && state.g !== 'profile') continue;
     $(id).setAttribute('aria-invalid', 'true');
   }

@@ -20,6 +20,7 @@ import { clearImport, runImport, fillImportPresets, initImportTab } from './impo
 import { selectTab, initTabs } from './tabs.js';
 import { initSharing } from './downloads.js';
 import { initGpuFit } from './gpu-fit.js';
+import { reconcileHf, hfProblems, initHfConfig } from './hf-config.js';
 import { applyStoredTheme, initThemeControls } from './theme.js';
 import { $, setStatus } from './dom.js';
 
@@ -34,6 +35,7 @@ const chartReady = loadChartJs();
 /** Recomputes the active tab from the state; the other tabs' results are dropped (stale). What
  *  update() and scheduleUpdate() (page-state.js) do. */
 function recomputeActiveTab() {
+  reconcileHf();  // a model by Hugging Face id: fetched, or dropped when the model is no longer it
   // the layout sizes the user has not set follow the GPU count (one GPU: tp = cp = pp = 1)
   for (const k of fitLayout()) $(k).value = state[k];
   syncFields(state);
@@ -41,7 +43,7 @@ function recomputeActiveTab() {
   if (hash !== location.hash) history.replaceState(null, '', hash || location.pathname + location.search);
   clearErrors();
   // every problem of the form's own (the texts that are not JSON, the empty fields), or null
-  const problems = [...formProblems(state), ...emptyFieldProblems(state)];
+  const problems = hfProblems([...formProblems(state), ...emptyFieldProblems(state)]);
   const problem = problems.length ? problems : null;
   if (state.tab !== 'pretrain') {
     cancelGrid();
@@ -85,6 +87,7 @@ async function start() {
 
   // the controls' events, once the lists are filled
   initForm();
+  initHfConfig();
   initSearchControls();
   initImportTab();
   initLayoutGrid();

@@ -6,6 +6,9 @@
  *  (fitDefaultLayout), as `memest pretrain` does. */
 export const DEFAULTS = Object.freeze({
   m: 'llama-3.1-8b', cfg: '', g: 'a100-40gb', mem: '40', gp: '',
+  // a model by its Hugging Face id (hf-config.js: owner/name[@revision]), its config.json
+  // fetched from the Hub into cfg; the URL then carries the id, not the config
+  hf: '',
   gpus: '8', tp: '4', cp: '1', pp: '2', vpp: '1', zero: '1', sp: '1',
   // expert parallelism (mixture-of-experts models): ep, etp (0 = the same as tp)
   ep: '1', etp: '0',
@@ -92,14 +95,15 @@ export function stateFromHash(hash) {
   return state;
 }
 
-/** The hash for a state: only what differs from the defaults, config.json compacted. */
+/** The hash for a state: only what differs from the defaults, config.json compacted (or the
+ *  Hugging Face id it was fetched by). */
 export function hashFromState(state) {
   const params = new URLSearchParams();
   for (const [key, def] of Object.entries(DEFAULTS)) {
     const value = state[key] ?? def;
     if (value === def) continue;
-    if ((key === 'mem' && state.g !== 'custom') || (key === 'cfg' && state.m !== 'custom') ||
-        (key === 'gp' && state.g !== 'profile')) continue;
+    if ((key === 'mem' && state.g !== 'custom') || (key === 'cfg' && (state.m !== 'custom' || state.hf)) ||
+        (key === 'hf' && state.m !== 'custom') || (key === 'gp' && state.g !== 'profile')) continue;
     params.set(key, key === 'cfg' || key === 'gp' ? encodeConfig(value) : value);
   }
   const text = params.toString();
