@@ -4,16 +4,35 @@ repository root's (python3 -m pip install --no-build-isolation .) and bindings/p
 
 libmemest is compiled by the project's own CMake (static, so the embedded presets are generated
 exactly as for every other front end), then linked into the pybind11 bridge src/native.cpp.
-Offline: needs cmake, a C++17 compiler, nlohmann-json3-dev and Debian's python3-pybind11.
+Offline: needs cmake, a C++17 compiler, nlohmann-json3-dev and Debian's python3-pybind11 (a
+Python without pybind11 is told what to install: PYBIND11_MISSING).
 MEMEST_CMAKE_BUILD_DIR=<dir> reuses (or creates) that CMake build directory for the library.
 """
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
-from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
+
+# Said instead of "No module named 'pybind11'" when the Python running the build lacks it.
+PYBIND11_MISSING = (
+    "memest's Python build needs pybind11 (>= 2.6), which this Python ({python}, {version}) "
+    "cannot import. Install it for this Python: on Debian or Ubuntu (/usr/bin/python3) "
+    "`apt-get install python3-pybind11`, elsewhere `{python} -m pip install pybind11`. Or let pip "
+    "fetch it: pyproject.toml's [build-system] requires pybind11, so `pip install "
+    "./bindings/python` without --no-build-isolation builds in an isolated environment that has "
+    "it (that needs access to PyPI)."
+)
+
+try:
+    from pybind11.setup_helpers import Pybind11Extension, build_ext
+except ImportError as error:
+    raise ModuleNotFoundError(
+        PYBIND11_MISSING.format(python=sys.executable or "python3", version=sys.version.split()[0]),
+        name="pybind11",
+    ) from error
 
 HERE = Path(__file__).resolve().parent   # bindings/python
 ROOT = HERE.parent.parent                # the memest checkout: CMakeLists.txt, libmemest/
