@@ -6,6 +6,7 @@
 #include "core/enums.hpp"
 #include "core/limits.hpp"
 #include "json/request.hpp"
+#include "model/adapter.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/hybrid.hpp"
 #include "model/model.hpp"
@@ -178,11 +179,11 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   if (auto cf = training.number("moe_capacity_factor", 0, kMaxCapacityFactor)) {
     r.moe_capacity_factor = *cf;
   }
-  if (const json* o = training.object("adapter")) read_adapter(*o, r.adapter);
+  if (const json* o = training.object("adapter")) read_adapter(*o, r.adapter, r.model);
   return given;
 }
 
-void read_adapter(const json& object, Adapter& a) {
+void read_adapter(const json& object, Adapter& a, const memest_model& model) {
   JsonFields f(object, "training.adapter");
   f.reject_unknown({"type", "rank", "alpha", "dropout", "targets", "dtype", "double_quant",
                     "quantize_lm_head"});
@@ -224,10 +225,16 @@ void read_adapter(const json& object, Adapter& a) {
         throw Error(MEMEST_ERR_TYPE, at, at + ": must be a module name (a string)");
       }
       const std::string name = list[i].get<std::string>();
+      if (name == kAllLinearTarget) {
+        // peft's target_modules="all-linear": every linear but the output layer, for this model
+        bits |= all_linear_targets(model, at);
+        a.all_linear = true;
+        continue;
+      }
       const int32_t v = enum_value(MEMEST_ENUM_LORA_TARGET, name);
       if (v < 0) {
         fail(at, "\"" + echo(name) + "\" is not a canonical module name: use " +
-                     enum_choices(MEMEST_ENUM_LORA_TARGET) +
+                     enum_choices(MEMEST_ENUM_LORA_TARGET) + " or " + kAllLinearTarget +
                      " (fused tensors such as c_attn, qkv_proj, query_key_value or gate_up_proj "
                      "are targeted through q/k/v_proj and gate/up_proj)");
       }

@@ -65,8 +65,8 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r,
   return read_training(top, r, allowed, N);
 }
 
-// Reads training.adapter (README "LoRA and QLoRA").
-void read_adapter(const json& object, Adapter& a);
+// Reads training.adapter (README "LoRA and QLoRA"); `model` expands the target "all-linear".
+void read_adapter(const json& object, Adapter& a, const memest_model& model);
 
 // ---- writing responses
 const char* family_name(int32_t family);

@@ -114,6 +114,8 @@ ojson adapter_json(const Adapter& a) {
              {"dropout", a.dropout},
              {"targets", targets},
              {"dtype", a.bytes == 4 ? "fp32" : "bf16"}};
+  // the targets were given as peft's "all-linear": "targets" above is what it meant here
+  if (a.all_linear) j["all_linear"] = true;
   if (a.type == MEMEST_ADAPTER_QLORA) {
     j["double_quant"] = a.double_quant == 1;
     j["quantize_lm_head"] = a.quantize_lm_head == 1;

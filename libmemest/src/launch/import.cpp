@@ -4,8 +4,10 @@
 #include <cmath>
 #include <functional>
 
+#include "core/enums.hpp"
 #include "core/error.hpp"
 #include "launch/model_names.hpp"
+#include "model/adapter.hpp"
 #include "model/hf_config.hpp"
 #include "model/presets.hpp"
 
@@ -373,13 +375,16 @@ void settle_with_model(RequestBuilder& b) {
                    "run_clm.py block_size = min(1024, model_max_length)",
                    "examples/pytorch/language-modeling/run_clm.py");
   }
-  if (b.all_linear_targets && m.num_experts > 1 && b.has("training.adapter.targets")) {
-    // peft's all-linear targets every nn.Linear but the output layer
-    // (peft/tuners/tuners_utils.py _maybe_include_all_linear_layers): an MoE router is one
-    json* targets = &b.request["training"]["adapter"]["targets"];
-    if (std::find(targets->begin(), targets->end(), json("router")) == targets->end()) {
-      targets->push_back("router");
+  if (b.all_linear_targets && b.has("training.adapter.targets")) {
+    // peft's all-linear: every nn.Linear but the output layer, for this model (an MoE router
+    // is one; a GELU MLP has no gate_proj): model/adapter.hpp all_linear_targets, the meaning
+    // the JSON reader's "all-linear" target has too
+    const uint32_t bits = all_linear_targets(m, "training.adapter.targets");
+    json targets = json::array();
+    for (int32_t i = 0; i < MEMEST_LORA_TARGET_COUNT; ++i) {
+      if (bits & (1u << i)) targets.push_back(enum_name(MEMEST_ENUM_LORA_TARGET, i));
     }
+    b.request["training"]["adapter"]["targets"] = targets;
   }
   // transformers/integrations/deepspeed.py trainer_config_finalize: reduce_bucket_size =
   // hidden^2, stage3_prefetch_bucket_size = 0.9 hidden^2 (an integer since 4.39),

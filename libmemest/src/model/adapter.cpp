@@ -2,6 +2,7 @@
 
 #include "core/enums.hpp"
 #include "core/error.hpp"
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 
 namespace memest {
@@ -70,6 +71,26 @@ AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double
   if (has(MEMEST_LORA_EMBED_TOKENS)) out.embed_tokens = adapter(vocab, h);
   if (has(MEMEST_LORA_LM_HEAD)) out.lm_head = adapter(h, vocab);
   return out;
+}
+
+uint32_t all_linear_targets(const memest_model& m, const std::string& field) {
+  if (is_mla(m)) {
+    fail(field, "all-linear: under multi-head latent attention (kv_lora_rank > 0) the "
+                "attention's linears are q_a/q_b_proj, kv_a_proj_with_mqa and kv_b_proj, which "
+                "no canonical target names; list the targets instead (o_proj, the MLP's, router)",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  if (has_mixer_pattern(m)) {
+    fail(field, "all-linear: the model's Mamba / linear-attention mixers hold linears (in_proj, "
+                "out_proj) that no canonical target names; list the targets instead",
+         MEMEST_ERR_UNSUPPORTED);
+  }
+  uint32_t t = lora_bit(MEMEST_LORA_Q_PROJ) | lora_bit(MEMEST_LORA_K_PROJ) |
+               lora_bit(MEMEST_LORA_V_PROJ) | lora_bit(MEMEST_LORA_O_PROJ) |
+               lora_bit(MEMEST_LORA_UP_PROJ) | lora_bit(MEMEST_LORA_DOWN_PROJ);
+  if (m.gated_mlp) t |= lora_bit(MEMEST_LORA_GATE_PROJ);
+  if (is_moe(m)) t |= lora_bit(MEMEST_LORA_ROUTER);
+  return t;
 }
 
 std::string target_list(uint32_t targets) {

@@ -39,6 +39,20 @@ struct AdapterParams {
 AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double rank,
                                  const std::string& field);
 
+// peft's target_modules="all-linear" (peft/tuners/tuners_utils.py
+// _maybe_include_all_linear_layers: every nn.Linear of the model but the output layer, which
+// get_output_embeddings() names) as canonical targets: the attention's q/k/v/o_proj, the MLP's
+// gate_proj (a gated MLP only), up_proj and down_proj, and on a mixture-of-experts model the
+// router (an nn.Linear h -> E, named "gate" in Mixtral, Qwen-MoE, DeepSeek) with every expert's
+// projections. Neither embedding is a linear. The one meaning of "all-linear" in memest: the
+// JSON reader's "all-linear" target and the launch importer's all-linear settings both use it.
+// Throws memest::Error naming `field` for a model whose linears the canonical names cannot all
+// say: multi-head latent attention (q_a/q_b_proj, kv_a_proj_with_mqa, kv_b_proj) and hybrid
+// mixers (Mamba's in_proj/out_proj, gated DeltaNet's projections).
+uint32_t all_linear_targets(const memest_model& m, const std::string& field);
+// The name a target list gives for it (peft's INCLUDE_LINEAR_LAYERS_SHORTHAND).
+constexpr const char* kAllLinearTarget = "all-linear";
+
 // "q_proj,v_proj" for a target mask.
 std::string target_list(uint32_t targets);
 

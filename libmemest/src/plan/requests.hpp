@@ -85,6 +85,7 @@ struct Adapter {
   double bytes = 4;  // adapter weights, gradients and optimizer states' dtype
   int32_t double_quant = 0;
   int32_t quantize_lm_head = 0;  // qlora: the LM head in NF4 too (LitGPT quantises it)
+  bool all_linear = false;  // targets given as peft's "all-linear" (echoed beside the expansion)
   bool enabled() const { return type != MEMEST_ADAPTER_NONE; }
 };
 
