@@ -4,6 +4,7 @@
 #include "core/enums.hpp"
 #include "core/units.hpp"
 #include "json/modes.hpp"
+#include "json/recipes.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
@@ -53,7 +54,9 @@ ojson presets_response() {
     g["nominal_gib"] = p.nominal_gib;
     gpus.push_back(g);
   }
-  return {{"ok", true}, {"mode", "presets"}, {"models", models}, {"gpus", gpus}};
+  // the fine-tuning recipes a request's "recipe" names, with their fields and sources
+  return {{"ok", true}, {"mode", "presets"}, {"models", models}, {"gpus", gpus},
+          {"recipes", recipes_json()}};
 }
 
 }  // namespace
@@ -92,6 +95,8 @@ ojson enums_mode(const JsonFields& top) {
   ojson launch_formats = ojson::array(), emit_formats = ojson::array();
   for (const char* f : launch::kLaunchFormats) launch_formats.push_back(f);
   for (const char* f : launch::kEmitFormats) emit_formats.push_back(f);
+  ojson recipe_names = ojson::array();  // a request's "recipe" (mode "presets" has their fields)
+  for (const Recipe& r : recipes()) recipe_names.push_back(r.name);
   return {{"ok", true},
           {"mode", "enums"},
           {"enums", enums},
@@ -100,7 +105,8 @@ ojson enums_mode(const JsonFields& top) {
           {"peak_error_sigma", MEMEST_PEAK_ERROR_SIGMA},
           {"search_max_oom_probability", MEMEST_SEARCH_MAX_OOM_PROBABILITY},
           {"launch_formats", launch_formats},
-          {"emit_formats", emit_formats}};
+          {"emit_formats", emit_formats},
+          {"recipes", recipe_names}};
 }
 
 memest_model resolve_model(const json& value, const std::string& field, bool allow_bare) {
@@ -159,7 +165,13 @@ memest_gpu resolve_gpu(const json& value, const std::string& field) {
 }
 
 std::string answer_request(const std::string& text) {
-  const json doc = parse_document(text, "request");
+  json doc = parse_document(text, "request");
+  // a named recipe (json/recipes.hpp) fills the fields the request leaves out
+  std::string mode_name;
+  if (doc.is_object() && doc.contains("mode") && doc.at("mode").is_string()) {
+    mode_name = doc.at("mode").get<std::string>();
+  }
+  const ojson recipe = apply_recipe(doc, mode_name);
   JsonFields top(doc, "");
   auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets",
                                   "enums", "import", "emit"});
@@ -187,6 +199,7 @@ std::string answer_request(const std::string& text) {
   } else {
     response = search_mode(top);
   }
+  if (!recipe.is_null()) response["recipe"] = recipe;
   return response.dump(2, ' ', false, ojson::error_handler_t::replace);
 }
 
