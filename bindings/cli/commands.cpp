@@ -28,10 +28,53 @@ struct PretrainOptions {
   StackOptions stack;
   AdapterOptions adapter;
   std::string emit;  // print the layout as a stack's settings instead of the estimate
+  std::string recipe;  // a library recipe (mode "presets" lists them with their fields)
   Output output;
   // --tp, --cp, --pp: whether the command line set them (fit_default_layout)
   CLI::Option *tp_flag = nullptr, *cp_flag = nullptr, *pp_flag = nullptr;
+  CLI::App* cmd = nullptr;  // which flags the command line gave (with --recipe)
 };
+
+// The request fields this command always writes (with its own defaults) and the flags that set
+// them. With --recipe, each such field the recipe sets is left out of the request unless its
+// flag was given, so that the recipe's value applies and a flag given still wins.
+constexpr std::pair<const char*, const char*> kRecipeFlags[] = {
+    {"parallel.gpus", "--gpus"},           {"parallel.tp", "--tp"},
+    {"parallel.cp", "--cp"},               {"parallel.pp", "--pp"},
+    {"parallel.zero", "--zero"},           {"training.recompute", "--recompute"},
+    {"training.param_dtype", "--param-dtype"}, {"training.grad_dtype", "--grad-dtype"},
+    {"training.optimizer", "--optimizer"}, {"training.framework", "--framework"},
+    {"training.loss", "--loss"},           {"training.compile", "--compile-components"}};
+
+// The library's fields of one recipe (mode "presets").
+ojson recipe_fields(const std::string& name) {
+  ojson presets;
+  if (ask_library(R"({"mode": "presets"})", presets, false) != kExitOk) {
+    throw std::runtime_error("the library did not list its recipes");
+  }
+  for (const ojson& r : presets["recipes"]) {
+    if (r["name"] == name) return r["fields"];
+  }
+  return ojson::object();  // an unknown name: the library refuses it, naming "recipe"
+}
+
+void apply_recipe_flags(const PretrainOptions& o, ojson& request) {
+  if (o.recipe.empty()) return;
+  request["recipe"] = o.recipe;
+  const ojson fields = recipe_fields(o.recipe);
+  for (const auto& [path, flag] : kRecipeFlags) {
+    const std::string p = path;
+    const std::string block = p.substr(0, p.find('.')), key = p.substr(p.find('.') + 1);
+    const bool given = o.cmd->count(flag) > 0 || (p == "training.compile" && o.cmd->count("--compile") > 0);
+    if (!given) {
+      if (fields.contains(p)) request[block].erase(key);
+    } else if (p == "training.framework") {
+      request[block][key] = o.stack.framework;  // written even when it is the default
+    } else if (p == "training.loss") {
+      request[block][key] = o.stack.loss;
+    }
+  }
+}
 
 constexpr const char* kDefaultLayoutNote =
     " (the default applies where tp x cp x pp divides --gpus; elsewhere, e.g. --gpus 1, an unset "
@@ -201,6 +244,9 @@ const Columns kGpuColumns = {{"id", "id"}, {"name", "name"}, {"memory_gib", "mem
                              {"gpus_per_node", "gpus_per_node"},
                              {"peak_bf16_tflops", "peak_bf16_tflops"}};
 
+const Columns kRecipeColumns = {{"name", "name"}, {"description", "description"},
+                                {"source", "source"}};
+
 // Prints `columns` of each object in the presets response's `list` ("models" or "gpus").
 int print_presets(const char* list, const Columns& columns, const std::string& format) {
   ojson presets;
@@ -240,11 +286,22 @@ Command add_pretrain(CLI::App& app) {
              "Print this layout in a stack's own terms instead of the estimate: Megatron flags, "
              "torchtitan TOML keys, a DeepSpeed JSON or an accelerate config")
       ->check(CLI::IsMember(library_names("emit_formats")));
+  std::string recipe_help =
+      "A fine-tuning recipe from the library (memest recipes): its fields fill what the "
+      "command line does not give; a flag given wins. One of:";
+  for (const std::string& n : library_names("recipes")) recipe_help += " " + n;
+  cmd->add_option("--recipe", o->recipe, recipe_help)->check(CLI::IsMember(library_names("recipes")));
+  o->cmd = cmd;
   add_format_option(*cmd, o->output, "table");
   return {cmd, [o] {
             fit_default_layout(*o);
-            if (o->emit.empty()) return answer(pretrain_request(*o).dump(), o->output);
-            const ojson doc = {{"mode", "emit"}, {"format", o->emit}, {"request", pretrain_request(*o)}};
+            ojson request = pretrain_request(*o);
+            apply_recipe_flags(*o, request);
+            if (o->emit.empty()) return answer(request.dump(), o->output);
+            if (!o->recipe.empty()) {
+              throw InputError("--emit does not take --recipe: give the recipe's settings as flags");
+            }
+            const ojson doc = {{"mode", "emit"}, {"format", o->emit}, {"request", request}};
             ojson response;
             if (int rc = ask_library(doc.dump(), response, false); rc != kExitOk) return rc;
             if (o->output.format == "json") std::cout << response.dump(2) << "\n";
@@ -311,6 +368,20 @@ Command add_models(CLI::App& app) {
   auto o = std::make_shared<Output>();
   add_format_option(*cmd, *o, "table");
   return {cmd, [o] { return print_presets("models", kModelColumns, o->format); }};
+}
+
+Command add_recipes(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "recipes", "List the library's fine-tuning recipes (pretrain --recipe NAME) and their sources");
+  auto o = std::make_shared<Output>();
+  add_format_option(*cmd, *o, "table");
+  return {cmd, [o] {
+            if (o->format != "json") return print_presets("recipes", kRecipeColumns, o->format);
+            ojson presets;  // JSON: each recipe whole, with its fields and their sources
+            if (int rc = ask_library(R"({"mode": "presets"})", presets, false); rc != kExitOk) return rc;
+            std::cout << presets["recipes"].dump(2) << "\n";
+            return kExitOk;
+          }};
 }
 
 Command add_gpus(CLI::App& app) {

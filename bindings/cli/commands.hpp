@@ -25,6 +25,7 @@ Command add_request(CLI::App& app);
 Command add_import(CLI::App& app);     // import.cpp
 Command add_models(CLI::App& app);
 Command add_gpus(CLI::App& app);
+Command add_recipes(CLI::App& app);
 
 // ---- respond.cpp: the library call and the printing ----
 

@@ -281,6 +281,19 @@ std::string pretrain_table(const ojson& r) {
         gib(p["adapter_weights_bytes"].get<double>()),
         gib(p["adapter_gradients_bytes"].get<double>()),
         gib(p["adapter_optimizer_bytes"].get<double>()), gib(p["dequant_bytes"].get<double>()));
+    if (ad.contains("all_linear")) out += "  targets given as all-linear: every linear but the output layer\n";
+  }
+  if (r.contains("recipe")) {
+    // the library's recipe: which fields it set, which the request's own values kept
+    const ojson& rc = r["recipe"];
+    std::string set, kept;
+    for (auto it = rc["set"].begin(); it != rc["set"].end(); ++it) {
+      set += (set.empty() ? "" : ", ") + it.key() + "=" + it.value().dump();
+    }
+    for (const ojson& k : rc["kept"]) kept += (kept.empty() ? "" : ", ") + k.get<std::string>();
+    out += fmt::format("  recipe {} ({}): set {}{}\n", rc["name"].get<std::string>(),
+                       rc["source"].get<std::string>(), set.empty() ? "nothing" : set,
+                       kept.empty() ? "" : "; yours kept: " + kept);
   }
   out += advice_text(r);
   out += fmt::format("verdict: {}\n", peak_verdict_note(r["peak_verdict"].get<std::string>()));

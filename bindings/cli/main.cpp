@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<Command> commands = {add_pretrain(app), add_model_states(app), add_finetune(app),
                                          add_search(app),   add_request(app),      add_import(app),
-                                         add_models(app),   add_gpus(app)};
+                                         add_models(app),   add_gpus(app),
+                                         add_recipes(app)};
   if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
   try {
