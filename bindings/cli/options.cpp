@@ -368,7 +368,8 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
   a.dropout = add_real(cmd, "--lora-dropout", a.dropout_value, "LoRA dropout (default 0)", Sign::any);
   cmd.add_option("--lora-targets", a.targets_text,
                  "Modules to adapt, comma-separated: q_proj, k_proj, v_proj, o_proj, gate_proj, "
-                 "up_proj, down_proj, lm_head, embed_tokens (default q_proj,v_proj)");
+                 "up_proj, down_proj, lm_head, embed_tokens, router, or all-linear (peft's: every "
+                 "linear but the output layer) (default q_proj,v_proj)");
   a.dtype = add_choice(cmd, "--adapter-dtype", a.dtype_value,
                        "Adapter weights, gradients and optimizer states (default fp32, as peft "
                        "casts them)", {"fp32", "bf16", "fp16"});
