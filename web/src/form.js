@@ -33,7 +33,7 @@ const FORM = {
   ...Object.fromEntries(FIELDS_19.map((f) => [f.key, f.id])),
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', adt: 'adapter-dtype',
-  dq: 'double-quant', qlh: 'quantize-lm-head', moop: 'search-max-oom',
+  dq: 'double-quant', qlh: 'quantize-lm-head', moop: 'search-max-oom', rcp: 'recipe',
 };
 
 /** The LoRA target checkboxes (one per lora_target name of the library), as the state's comma

@@ -22,6 +22,7 @@ import { initSharing } from './downloads.js';
 import { initGpuFit } from './gpu-fit.js';
 import { reconcileHf, hfProblems, initHfConfig } from './hf-config.js';
 import { applyStoredTheme, initThemeControls } from './theme.js';
+import { fillRecipes, initRecipes } from './recipes.js';
 import { $, setStatus } from './dom.js';
 
 // Both start loading at once: the library (WebAssembly) for the first answer, Chart.js (its own
@@ -73,6 +74,7 @@ async function start() {
   renderBandLegend();
   const enums = memest.enums();
   fillFormChoices(enums);
+  fillRecipes();
   fillSearchChoices(enums);
   selectTab(state.tab);
   // The answer first; the preset lists (the library's presets mode) once it is on screen.
@@ -87,6 +89,7 @@ async function start() {
 
   // the controls' events, once the lists are filled
   initForm();
+  initRecipes();
   initHfConfig();
   initSearchControls();
   initImportTab();

@@ -59,6 +59,9 @@ export const DEFAULTS = Object.freeze({
   ad: 'none', lr: '8', la: '8', ldo: '0', lt: 'q_proj,v_proj', adt: 'fp32', dq: '0',
   // QLoRA: the (untied) LM head quantised to NF4 too (LitGPT), off as in the library
   qlh: '0',
+  // the library's fine-tuning recipe the form's fields were last set from (recipes.js; '' =
+  // none): the request carries the fields themselves, the URL the name too
+  rcp: '',
   // the search's largest probability of OOM for a ranked layout: '' = the library's default
   // (its enums mode's search_max_oom_probability), which the request then leaves out
   moop: '',
