@@ -48,6 +48,8 @@ function showNote(name) {
 /** Choosing a recipe writes its fields into the form (the tp, cp and pp it sets are the
  *  user's from then on), then answers. */
 export function initRecipes() {
+  // a link pasted or edited: its recipe's note, once main.js has read the link's state
+  window.addEventListener('hashchange', () => setTimeout(() => showNote(state.rcp), 0));
   $('recipe').addEventListener('change', () => {
     const recipe = recipes.find((r) => r.name === $('recipe').value);
     showNote(recipe?.name);

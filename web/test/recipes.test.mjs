@@ -77,9 +77,11 @@ test('torchtune-lora-single-device by link: one GPU, and the CLI\'s peak', async
   assert.equal(await page.inputValue('#loss'), 'chunked');
   const link = await page.evaluate(() => location.hash);
   await show('#');
+  assert.equal(await page.isVisible('#recipe-note'), false, 'no recipe: no note');
   await show(link);
   await expectResult('the link');
   assert.equal(await page.inputValue('#recipe'), 'torchtune-lora-single-device');
+  assert.match(await page.textContent('#recipe-note'), /8B_lora_single_device\.yaml/);
   const want = cli(withRecipe('torchtune-lora-single-device', 1));
   assert.equal(want.ok, true, JSON.stringify(want.error));
   // r 8 on q, v, o and the MLP: tests/unit/test_recipes.cpp works out 19660800
