@@ -57,7 +57,7 @@ __all__ = [
     "import_launch", "emit_launch",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
     "enums", "verdict_bands", "peak_verdict_bands", "verdict_words", "peak_error_sigma",
-    "search_max_oom_probability",
+    "search_max_oom_probability", "recipes",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -107,6 +107,14 @@ def search_max_oom_probability() -> float:
     running out of memory is at most this (MEMEST_SEARCH_MAX_OOM_PROBABILITY, from the enums
     mode)."""
     return float(json.loads(_native.request_json('{"mode": "enums"}'))["search_max_oom_probability"])
+
+
+def recipes() -> List[Record]:
+    """The library's fine-tuning recipes (pretrain(recipe=...)): each with its name,
+    description, source (repository, commit, file) and the request fields it sets
+    ("fields", by dotted path) with the setting that defines each ("field_sources")."""
+    return [Record(r) for r in
+            json.loads(_native.request_json('{"mode": "presets"}'))["recipes"]]
 
 
 def _model(model: ModelSpec) -> Any:
@@ -267,7 +275,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              ddp: Optional[bool] = None,
              loss_chunks: Optional[int] = None,
              fsdp_use_orig_params: Optional[bool] = None,
-             fp4: Optional[bool] = None) -> PretrainResult:
+             fp4: Optional[bool] = None,
+             recipe: Optional[str] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
 
@@ -362,6 +371,13 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     (peak_error_sigma()), oom_probability (of the real peak exceeding capacity) and
     margin_bytes (capacity - peak); each stage has the torch and nvidia-smi figures too, its
     overheads optimizer_step_bytes and its stack unsharded_root_bytes (fsdp1's root unit).
+
+    recipe: a fine-tuning recipe of the library (recipes(): "answerai-fsdp-qlora",
+    "torchtune-lora", ...). Its fields fill what this call leaves out; an argument given wins,
+    and an adapter dict given is merged field by field (adapter={"rank": 16} keeps the recipe's
+    type, alpha and targets). The result's `recipe` says which fields it set and which of yours
+    it kept; an unknown name raises UnknownPresetError naming "recipe". The adapter's targets may
+    be ["all-linear"] (peft's: every linear but the output layer, expanded for the model).
     """
     req = {
         "mode": "pretrain", "model": _model(model), "gpu": gpu,
@@ -383,6 +399,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       fsdp_use_orig_params, fp4),
                              adapter=dict(adapter) if adapter is not None else None),
     }
+    if recipe is not None:
+        req["recipe"] = recipe
     return request(req)  # type: ignore[return-value]
 
 
