@@ -361,7 +361,9 @@ void put_stack(const StackOptions& st, ojson& training) {
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
   add_enum_choice(cmd, "--adapter", a.type,
                   "Train a LoRA adapter on a frozen base (lora: base in --param-dtype; qlora: "
-                  "base linears in NF4); needs --framework pytorch, fsdp or deepspeed",
+                  "base linears in NF4); qlora needs --framework pytorch, fsdp or deepspeed; under "
+                  "megatron lora runs with tp/pp/cp/ep and --adapter-dtype equal to the "
+                  "--param-dtype (ms-swift's Megatron LoRA)",
                   MEMEST_ENUM_ADAPTER);
   a.rank = add_integer(cmd, "--lora-rank", a.rank_value, "LoRA rank r (default 8, peft's)");
   a.alpha = add_real(cmd, "--lora-alpha", a.alpha_value, "LoRA alpha (default 8)", Sign::any);
