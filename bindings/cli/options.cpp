@@ -214,7 +214,8 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                   "Loss on the logits (auto: fused under megatron, else unfused, which upcasts "
                   "to fp32; unfused_16bit keeps 16-bit logits: fp16/bf16 models without "
                   "autocast; chunked: torchtune's chunked output; chunked_lm_head: LitGPT's; "
-                  "chunked_linear: torchtitan's ChunkedLossWrapper)",
+                  "chunked_linear: torchtitan's ChunkedLossWrapper; flash_attn: flash-attn's "
+                  "CrossEntropyLoss, llm-foundry's fused_crossentropy)",
                   MEMEST_ENUM_LOSS);
   add_integer(cmd, "--recompute-every", st.recompute_every,
               "Checkpoint one block in N (with --recompute)", Sign::positive)

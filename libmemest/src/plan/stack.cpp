@@ -224,9 +224,12 @@ void validate_stack(const PretrainRequest& r) {
   }
   // 1.9: the chunked losses' chunks
   const int32_t loss = resolved_loss(fw, st.loss);
-  if (megatron && (loss == MEMEST_LOSS_CHUNKED_LM_HEAD || loss == MEMEST_LOSS_CHUNKED_LINEAR)) {
-    fail("training.loss", std::string(enum_name(MEMEST_ENUM_LOSS, loss)) +
-                              " is " + (loss == MEMEST_LOSS_CHUNKED_LM_HEAD ? "LitGPT's" : "torchtitan's") +
+  if (megatron && (loss == MEMEST_LOSS_CHUNKED_LM_HEAD || loss == MEMEST_LOSS_CHUNKED_LINEAR ||
+                   loss == MEMEST_LOSS_FLASH_ATTN)) {
+    fail("training.loss", std::string(enum_name(MEMEST_ENUM_LOSS, loss)) + " is " +
+                              (loss == MEMEST_LOSS_CHUNKED_LM_HEAD   ? "LitGPT's"
+                               : loss == MEMEST_LOSS_CHUNKED_LINEAR ? "torchtitan's"
+                                                                    : "flash-attn's (llm-foundry's)") +
                               " loss, not Megatron-LM's: use fused or unfused under framework megatron");
   }
   if (st.loss_chunks < 0) {

@@ -438,7 +438,23 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
                              ? Fp8Impl::TransformerEngine
                              : Fp8Impl::Torchao;
     const double linear = layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0);
-    states.weights += fp8_weight_copies_bytes(impl, linear);
+    double copies = fp8_weight_copies_bytes(impl, linear);
+    if (plan.stack.fp8 && impl == Fp8Impl::TransformerEngine && plan.precision.param_bytes == 1) {
+      // fp8 parameters (param_dtype fp8: Megatron-LM --fp8-param-gather, Transformer Engine's
+      // fp8_model_init): each linear weight is a Float8Tensor whose data is the row-wise fp8
+      // copy (transformer_engine/pytorch/tensor/float8_tensor.py); only the column-wise
+      // (transposed) copy is added. The embedding, the output layer and the norms are not
+      // Transformer Engine linears and stay in bf16: one byte more than param_dtype says.
+      copies /= 2;
+      double bf16 = layers * layer.replicated;
+      if (first) bf16 += edge.word_embedding / t + edge.embedding_extra;
+      if (last) {
+        bf16 += edge.lm_head / t + edge.final_norm;
+        if (m.tie_word_embeddings && plan.pp > 1) bf16 += edge.word_embedding / t;
+      }
+      copies += bf16 * (2 - plan.precision.param_bytes);
+    }
+    states.weights += copies;
     if (plan.layout.recompute == MEMEST_RECOMPUTE_NONE) {
       activations += in_flight * layers * fp8_activation_delta(impl, m, plan.layout);
     }

@@ -533,7 +533,8 @@ LayerTime head_and_loss(const Context& x) {
   // log-softmaxes and gathers in separate kernels (about 3 times that).
   const bool fused = x.plan.loss == MEMEST_LOSS_FUSED || x.plan.loss == MEMEST_LOSS_LINEAR_FUSED ||
                      x.plan.loss == MEMEST_LOSS_CHUNKED || x.plan.loss == MEMEST_LOSS_CHUNKED_LM_HEAD ||
-                     x.plan.loss == MEMEST_LOSS_CHUNKED_LINEAR || x.plan.stack.compile == MEMEST_COMPILE_ALL ||
+                     x.plan.loss == MEMEST_LOSS_CHUNKED_LINEAR || x.plan.loss == MEMEST_LOSS_FLASH_ATTN ||
+                     x.plan.stack.compile == MEMEST_COMPILE_ALL ||
                      x.plan.stack.compile == MEMEST_COMPILE_LOSS;
   const double logits = x.rows * v / x.t;
   out.forward += memory_seconds(x.dev, (fused ? 6 : 18) * logits, fused ? 2 : 6);
