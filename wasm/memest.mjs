@@ -87,7 +87,8 @@ import createMemestCore from './build/memest_core.mjs';
  *                                         backward (refused under megatron)
  * @property {string} [loss]              a name of enums().loss ("chunked_lm_head": LitGPT's
  *                                         128-token LM head chunks, "chunked_linear":
- *                                         torchtitan's ChunkedLossWrapper, 1.9)
+ *                                         torchtitan's ChunkedLossWrapper, 1.9; "flash_attn":
+ *                                         flash-attn's CrossEntropyLoss, llm-foundry's, 1.10)
  * @property {number} [loss_chunks]       (1.9) chunks of a chunked loss ("chunked",
  *                                         "chunked_lm_head", "chunked_linear"); 0 or left out:
  *                                         the loss's own default (8; LitGPT ceil(seq_len / 128));
@@ -204,7 +205,8 @@ export class MemestError extends Error {
  * @property {string[]} finetune_method   "cdp", "zero3", "tp", "dp+tp", "cpu_offload", "auto"
  * @property {string[]} framework         "megatron", "fsdp", "deepspeed", "pytorch", "fsdp1"
  * @property {string[]} loss              "auto", "fused", "unfused", "chunked", "linear_fused",
- *                                        "unfused_16bit", "chunked_lm_head", "chunked_linear"
+ *                                        "unfused_16bit", "chunked_lm_head", "chunked_linear",
+ *                                        "flash_attn"
  * @property {string[]} optimizer         "adam", "adamw", "adamw_8bit", "paged_adamw_8bit", ...,
  *                                        "adamw_foreach", "paged_adamw_32bit"
  * @property {string[]} adapter           "none", "lora", "qlora"

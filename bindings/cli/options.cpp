@@ -214,7 +214,8 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                   "Loss on the logits (auto: fused under megatron, else unfused, which upcasts "
                   "to fp32; unfused_16bit keeps 16-bit logits: fp16/bf16 models without "
                   "autocast; chunked: torchtune's chunked output; chunked_lm_head: LitGPT's; "
-                  "chunked_linear: torchtitan's ChunkedLossWrapper)",
+                  "chunked_linear: torchtitan's ChunkedLossWrapper; flash_attn: flash-attn's "
+                  "CrossEntropyLoss, llm-foundry's fused_crossentropy)",
                   MEMEST_ENUM_LOSS);
   add_integer(cmd, "--recompute-every", st.recompute_every,
               "Checkpoint one block in N (with --recompute)", Sign::positive)
@@ -361,7 +362,9 @@ void put_stack(const StackOptions& st, ojson& training) {
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
   add_enum_choice(cmd, "--adapter", a.type,
                   "Train a LoRA adapter on a frozen base (lora: base in --param-dtype; qlora: "
-                  "base linears in NF4); needs --framework pytorch, fsdp or deepspeed",
+                  "base linears in NF4); qlora needs --framework pytorch, fsdp or deepspeed; under "
+                  "megatron lora runs with tp/pp/cp/ep and --adapter-dtype equal to the "
+                  "--param-dtype (ms-swift's Megatron LoRA)",
                   MEMEST_ENUM_ADAPTER);
   a.rank = add_integer(cmd, "--lora-rank", a.rank_value, "LoRA rank r (default 8, peft's)");
   a.alpha = add_real(cmd, "--lora-alpha", a.alpha_value, "LoRA alpha (default 8)", Sign::any);

@@ -45,6 +45,8 @@ const (
 	// chunks: PretrainRequest.LossChunks.
 	LossChunkedLMHead = int(C.MEMEST_LOSS_CHUNKED_LM_HEAD)
 	LossChunkedLinear = int(C.MEMEST_LOSS_CHUNKED_LINEAR)
+	// Since 1.10: flash-attn's CrossEntropyLoss (llm-foundry's fused_crossentropy).
+	LossFlashAttn = int(C.MEMEST_LOSS_FLASH_ATTN)
 )
 
 // What torch.compile compiles (memest_compile, the values of PretrainRequest.CompileParts; their

@@ -182,7 +182,7 @@ func TestStackEnumConstants(t *testing.T) {
 	if memest.EnumNames(memest.EnumRecompute)[memest.RecomputeOpSelective] != tables["recompute"].([]any)[memest.RecomputeOpSelective] {
 		t.Error("op_selective")
 	}
-	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossChunkedLinear+1 ||
+	if len(memest.EnumNames(memest.EnumLoss)) != memest.LossFlashAttn+1 ||
 		len(memest.EnumNames(memest.EnumOptimizer)) != memest.OptimizerPagedAdamW32bit+1 {
 		t.Error("loss / optimizer constants vs the tables")
 	}

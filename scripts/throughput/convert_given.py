@@ -428,6 +428,13 @@ def convert(row):
         training["optimizer"] = "adamw"
         assumed.append("states: FSDP1 fp32 sharded params/grads, bf16 compute (amp_bf16 and PURE alike); "
                        "optimizer decoupled AdamW (MPT yamls)")
+        # llm-foundry's default loss_fn is fused_crossentropy: flash-attn's CrossEntropyLoss on
+        # the bf16 logits (llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM at the
+        # table's commits 5e85bd62d and 8c8dd48f7; setup.py's gpu extra installs flash-attn
+        # 1.0.9 with its xentropy kernel)
+        training["loss"] = "flash_attn"
+        assumed.append("loss: flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn "
+                       "fused_crossentropy (llmfoundry/models/mpt/modeling_mpt.py)")
     if src == "nemo-dgxc":
         # NVIDIA's performance recipes reduce gradients in bf16: Megatron's main grads in bf16
         # (grad_reduce_in_fp32=False, --grad-reduce-in-bf16), not its fp32 default under --bf16.

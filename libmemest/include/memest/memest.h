@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 9
+#define MEMEST_VERSION_MINOR 10
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.9.0"
+#define MEMEST_VERSION_STRING "1.10.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -393,7 +393,10 @@ typedef enum memest_loss {
   MEMEST_LOSS_CHUNKED_LINEAR = 7,  /* (1.9) torchtitan's ChunkedLossWrapper: the LM head and
                                       the loss run chunk by chunk, each chunk's backward at
                                       once (loss_chunks, default 8) */
-  MEMEST_LOSS_COUNT = 8
+  MEMEST_LOSS_FLASH_ATTN = 8,      /* (1.10) flash-attn's CrossEntropyLoss (llm-foundry's default
+                                      loss_fn fused_crossentropy): one kernel on the 16-bit
+                                      logits, which it saves; backward writes their gradient */
+  MEMEST_LOSS_COUNT = 9
 } memest_loss;
 
 /** The optimizer, which decides the state bytes per trainable parameter when

@@ -111,6 +111,67 @@ double moe_layer_activation_bytes(const memest_model& m, const ActivationCoeffic
          moe_activation_parts(m, x, etp, capacity_factor).total();
 }
 
+double megatron_lora_layer_delta(const memest_model& m, const ActivationLayout& x,
+                                 const MegatronLoraActivation& a, bool moe_layer, double etp,
+                                 double capacity_factor) {
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) return 0;
+  auto has = [&](memest_lora_target t) { return (a.targets & (1u << t)) != 0; };
+  const bool qkv = has(MEMEST_LORA_Q_PROJ) || has(MEMEST_LORA_K_PROJ) || has(MEMEST_LORA_V_PROJ);
+  const bool fc1 = has(MEMEST_LORA_GATE_PROJ) || has(MEMEST_LORA_UP_PROJ);
+  const bool fc2 = has(MEMEST_LORA_DOWN_PROJ);
+  const bool proj = has(MEMEST_LORA_O_PROJ);
+  const double t = x.tp;
+  const double sp = x.sequence_parallel ? t : 1.0;
+  const double n = x.seq_len * x.micro_batch / x.cp;  // the local sequence's tokens
+  const double h = static_cast<double>(m.hidden_size);
+  const double r = a.rank;
+  const double a_heads = static_cast<double>(m.num_attention_heads);
+  const double attn_out =
+      a_heads * static_cast<double>(is_mla(m) ? m.v_head_dim : head_dim(m)) / t;  // per rank
+  // lora_A's saved input of `width` elements per token over `rows`: the tensor (2 bytes), or
+  // with dropout its output and mask (3 bytes)
+  const double in_bytes = a.dropout ? 3.0 : 2.0;
+  auto adapter_input = [&](double rows, double width) { return in_bytes * rows * width; };
+  double d = 0;
+  // attention: the normed input of linear_qkv (on the SP shard) is freed; an adapted
+  // linear_qkv gathers it whole for lora_A
+  d -= 2 * n * h / sp;
+  if (qkv) d += adapter_input(n, h) + 2 * n * r;
+  if (!x.flash_attention) d -= 2 * n * attn_out;  // core attention's output, kept by nothing else
+  if (proj) {
+    // lora_A reads the attention output as the base does: already kept by FlashAttention
+    const bool shared = x.flash_attention && !a.dropout;
+    d += (shared ? 0.0 : adapter_input(n, attn_out)) + 2 * n * r;
+  }
+  // the MLP's normed input (linear_fc1's, or the router's and the experts') is freed
+  d -= 2 * n * h / sp;
+  auto dense_mlp = [&](double width) {  // width on this rank
+    double v = -2 * n * width;  // linear_fc2's input, the activation output
+    if (fc1) v += adapter_input(n, h) + 2 * n * r;
+    if (fc2) v += adapter_input(n, width) + 2 * n * r;
+    return v;
+  };
+  if (!moe_layer) return d + dense_mlp(static_cast<double>(m.intermediate_size) / t);
+  // An MoE layer (moe_activation_parts): the experts' fc1 input (the permuted rows) is freed
+  // unless their lora_A keeps that same tensor; their fc2 input is freed and comes back with
+  // an adapted fc2; every lora_B keeps r per row.
+  const MoeActivationParts p = moe_activation_parts(m, x, etp, capacity_factor);
+  const double rows = p.dispatch / (2 * h);
+  const double fe = static_cast<double>(expert_width(m)) / etp;
+  if (!fc1) d -= p.dispatch;
+  if (fc1) d += (a.dropout ? rows * h : 0.0) + 2 * rows * r;
+  d -= 2 * rows * fe;
+  if (fc2) d += adapter_input(rows, fe) + 2 * rows * r;
+  if (has(MEMEST_LORA_ROUTER)) {
+    // the router's adapters (F.linear in the patched gating) keep its input and r-wide output
+    d += adapter_input(n / sp, h) + 2 * (n / sp) * r;
+  }
+  const double shared =
+      static_cast<double>(m.num_shared_experts) * static_cast<double>(shared_expert_width(m)) / t;
+  if (shared > 0) d += dense_mlp(shared);
+  return d;
+}
+
 double embedding_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                                   const ActivationLayout& x) {
   const double sbh_c = x.seq_len * x.micro_batch * static_cast<double>(m.hidden_size) / x.cp;

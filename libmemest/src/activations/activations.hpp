@@ -79,6 +79,28 @@ MoeActivationParts moe_activation_parts(const memest_model& m, const ActivationL
 double moe_layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                                   const ActivationLayout& x, double etp, double capacity_factor);
 
+// LoRA on a frozen base under Megatron-Core (ms-swift swift/megatron/tuners/lora.py
+// LoraParallelLinear): what one layer's saved tensors change by, for one micro-batch on one GPU.
+// The frozen linears stop saving their inputs: Transformer Engine keeps a linear's input only
+// for its weight gradient (transformer_engine/pytorch/module/linear.py and
+// layernorm_linear.py: backward_needs_input = is_grad_enabled and weight.requires_grad), so
+// linear_qkv's and linear_fc1's normed inputs, linear_fc2's input (the activation output), the
+// experts' fc1 input (the permuted tokens) and their fc2 input are freed; linear_proj's input
+// stays, FlashAttention keeps it as its output (without FlashAttention it is freed too). Each
+// adapter then saves what its own linears need: on linear_qkv / linear_fc1 lora_A's input,
+// gathered from the sequence-parallel region to the whole local sequence (n x h); on
+// linear_proj / linear_fc2 the tensor-parallel input the base reads (linear_fc2's comes back);
+// and every lora_B its r-wide input (n x r). Dropout > 0 saves its output and a 1-byte mask in
+// place of the input. Under full recomputation the layer keeps its input only: no change.
+struct MegatronLoraActivation {
+  uint32_t targets = 0;  // bits of memest_lora_target
+  double rank = 0;
+  bool dropout = false;
+};
+double megatron_lora_layer_delta(const memest_model& m, const ActivationLayout& x,
+                                 const MegatronLoraActivation& a, bool moe_layer, double etp,
+                                 double capacity_factor);
+
 // Bytes the embedding keeps per micro-batch in flight (first stage).
 double embedding_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                                   const ActivationLayout& x);

@@ -147,6 +147,16 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
       r.backward = n * in.hidden * (4 + d);
       break;
     }
+    case LossKind::FlashAttn:
+      // flash-attn's CrossEntropyLoss (flash_attn/losses/cross_entropy.py; the xentropy CUDA
+      // extension in 1.0.x, ops/triton/cross_entropy.py in 2.x): one kernel reads the 16-bit
+      // logits as they are (no .float() copy), writes the per-row loss and logsumexp (fp32, 4 N)
+      // and saves the logits themselves; backward writes their gradient into a new tensor of
+      // their dtype (inplace_backward defaults to False, as llm-foundry constructs it). The
+      // loop's reference to the logits (logits_held) is that same saved tensor.
+      r.forward = nv * d + 4 * n;
+      r.backward = nv * 2 * d + 4 * n;
+      break;
     case LossKind::LinearFused: {
       // Liger-Kernel ops/fused_linear_cross_entropy.py: chunk = next_pow2(ceil(BT / ceil(V/H)))
       // rows; per chunk the logits are written in the input's dtype, the Triton kernel upcasts

@@ -35,6 +35,8 @@ enum class LossKind {
                  // chunk (no .float())
   ChunkedLinear, // torchtitan ChunkedLossWrapper (components/loss.py): LM head + loss + that
                  // chunk's backward, one chunk at a time
+  FlashAttn,     // flash-attn's CrossEntropyLoss (flash_attn/losses/cross_entropy.py): one
+                 // kernel on the 16-bit logits (llm-foundry's loss_fn fused_crossentropy)
 };
 
 struct LossInputs {
@@ -91,6 +93,8 @@ struct LossMemory {
 //                fp32 copy, log-probs and gradients at a time, beside the fp32 GradAccumulator
 //                of the hidden states (and its cast back to their dtype); compiled: the
 //                chunk's term is N*V*2d/C
+//   FlashAttn    forward N*V*d + 4N, backward N*V*2d + 4N (+ d when logits_held is not
+//                already the saved logits: never): 2 and 4 bytes per bf16 logit
 //   compiled     Unfused, Unfused16Bit: forward N*V*d, backward N*V*2d (the saved input and
 //                its gradient);
 //                Chunked: forward N*V*d, backward N*V*d*(1 + 1/C)

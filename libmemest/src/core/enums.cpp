@@ -24,7 +24,7 @@ constexpr const char* kFinetuneMethod[] = {"cdp", "zero3", "tp", "dp+tp", "cpu_o
 constexpr const char* kFramework[] = {"megatron", "fsdp", "deepspeed", "pytorch", "fsdp1"};
 constexpr const char* kLoss[] = {"auto",    "fused",        "unfused",
                                  "chunked", "linear_fused", "unfused_16bit",
-                                 "chunked_lm_head", "chunked_linear"};
+                                 "chunked_lm_head", "chunked_linear", "flash_attn"};
 constexpr const char* kOptimizer[] = {"adam",         "adamw", "adamw_8bit", "paged_adamw_8bit",
                                       "sgd_momentum", "sgd", "adamw_foreach", "paged_adamw_32bit"};
 constexpr const char* kAdapter[] = {"none", "lora", "qlora"};

@@ -91,6 +91,51 @@ uint32_t all_linear_targets(const memest_model& m, const std::string& field) {
   if (m.gated_mlp) t |= lora_bit(MEMEST_LORA_GATE_PROJ);
   if (is_moe(m)) t |= lora_bit(MEMEST_LORA_ROUTER);
   return t;
+
+MegatronAdapterParams megatron_adapter_parameters(const memest_model& m, uint32_t targets,
+                                                  double rank, double tp, double ep,
+                                                  double etp) {
+  auto has = [&](memest_lora_target t) { return (targets & lora_bit(t)) != 0; };
+  const bool qkv = has(MEMEST_LORA_Q_PROJ) || has(MEMEST_LORA_K_PROJ) || has(MEMEST_LORA_V_PROJ);
+  const bool fc1 = has(MEMEST_LORA_GATE_PROJ) || has(MEMEST_LORA_UP_PROJ);
+  const bool fc2 = has(MEMEST_LORA_DOWN_PROJ);
+  const double h = static_cast<double>(m.hidden_size);
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double d = static_cast<double>(head_dim(m));
+  const double qw = a * d;
+  const double kvw = static_cast<double>(m.num_key_value_heads) * d;
+  // linear_proj reads the attention output: v_head_dim wide per head under latent attention
+  const double attn_out = is_mla(m) ? a * static_cast<double>(m.v_head_dim) : qw;
+  const double r = rank;
+  auto column = [&](double in, double out, double t) { return r * in + r * out / t; };
+  auto row = [&](double in, double out, double t) { return r * in / t + r * out; };
+  const double attention = (qkv ? column(h, qw + 2 * kvw, tp) : 0.0) +
+                           (has(MEMEST_LORA_O_PROJ) ? row(attn_out, h, tp) : 0.0);
+  auto mlp = [&](double w, double t) {
+    return (fc1 ? column(h, (m.gated_mlp ? 2.0 : 1.0) * w, t) : 0.0) + (fc2 ? row(w, h, t) : 0.0);
+  };
+  MegatronAdapterParams out;
+  out.dense_layer = attention + mlp(static_cast<double>(m.intermediate_size), tp);
+  if (is_moe(m)) {
+    const double router =
+        has(MEMEST_LORA_ROUTER) ? r * (h + static_cast<double>(m.num_experts)) : 0.0;
+    const double shared = static_cast<double>(m.num_shared_experts) *
+                          static_cast<double>(shared_expert_width(m));
+    out.moe_layer = attention + router + (shared > 0 ? mlp(shared, tp) : 0.0);
+    out.moe_experts = static_cast<double>(m.num_experts) / ep *
+                      mlp(static_cast<double>(expert_width(m)), etp);
+  }
+  return out;
+}
+
+double megatron_adapter_total(const memest_model& m, uint32_t targets, double rank,
+                              int64_t mtp_layers) {
+  const MegatronAdapterParams p = megatron_adapter_parameters(m, targets, rank, 1, 1, 1);
+  double total = 0;
+  for (int64_t i = 0; i < m.num_hidden_layers + mtp_layers; ++i) {
+    total += is_moe_layer(m, i) ? p.moe_layer + p.moe_experts : p.dense_layer;
+  }
+  return total;
 }
 
 std::string target_list(uint32_t targets) {

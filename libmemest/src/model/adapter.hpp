@@ -53,6 +53,29 @@ uint32_t all_linear_targets(const memest_model& m, const std::string& field);
 // The name a target list gives for it (peft's INCLUDE_LINEAR_LAYERS_SHORTHAND).
 constexpr const char* kAllLinearTarget = "all-linear";
 
+// One layer's adapters on one GPU under Megatron-Core's LoRA (ms-swift
+// swift/megatron/tuners/lora.py LoraParallelLinear; peft tuners/lora/tp_layer.py splits the
+// same way). Megatron fuses q/k/v into linear_qkv and gate/up into linear_fc1, so any of them
+// adapts the whole fused linear. On a column-parallel linear (linear_qkv, linear_fc1) lora_A
+// (r x in) is whole on every rank and lora_B (out/t x r) split; on a row-parallel one
+// (linear_proj, linear_fc2) lora_A (r x in/t) is split and lora_B (out x r) whole. The routed
+// experts' grouped linears split alike over etp, with E/ep experts on a rank; the router's
+// adapters (TELinear, no parallel mode) are whole; the shared experts are one MLP of
+// num_shared_experts x their width (megatron/core/transformer/moe/shared_experts.py).
+// lm_head and embed_tokens take no adapter there (plan/stack.cpp validate_adapter).
+struct MegatronAdapterParams {
+  double dense_layer = 0;  // a layer with a dense MLP
+  double moe_layer = 0;    // an MoE layer's attention, router and shared-expert adapters
+  double moe_experts = 0;  // an MoE layer's routed experts' adapters on this rank
+};
+MegatronAdapterParams megatron_adapter_parameters(const memest_model& m, uint32_t targets,
+                                                  double rank, double tp, double ep,
+                                                  double etp);
+// The whole model's adapters under Megatron (t = ep = etp = 1), with `mtp_layers` trained
+// multi-token-prediction layers (each a decoder layer of its kind).
+double megatron_adapter_total(const memest_model& m, uint32_t targets, double rank,
+                              int64_t mtp_layers);
+
 // "q_proj,v_proj" for a target mask.
 std::string target_list(uint32_t targets);
 

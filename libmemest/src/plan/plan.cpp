@@ -330,6 +330,7 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
     case MEMEST_LOSS_LINEAR_FUSED: kind = LossKind::LinearFused; break;
     case MEMEST_LOSS_CHUNKED_LM_HEAD: kind = LossKind::ChunkedLmHead; break;
     case MEMEST_LOSS_CHUNKED_LINEAR: kind = LossKind::ChunkedLinear; break;
+    case MEMEST_LOSS_FLASH_ATTN: kind = LossKind::FlashAttn; break;
     case MEMEST_LOSS_UNFUSED_16BIT:
       // the code that skips the upcast (HF models before 4.46 and the scripts that copied
       // them) also shifts the logits rather than padding the labels: one more 16-bit copy

@@ -90,7 +90,7 @@ bool stack_allows_layout(const PretrainRequest& r, int64_t num_microbatches) {
   if (fw == MEMEST_FRAMEWORK_PYTORCH && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.zero >= 2)) {
     return false;
   }
-  // adapters run data-parallel or sharded (validate_adapter)
+  // adapters run data-parallel or sharded outside Megatron (validate_adapter)
   if (r.adapter.enabled() && (r.tp > 1 || r.cp > 1 || r.pp > 1 || r.ep > 1)) return false;
   if (fw == MEMEST_FRAMEWORK_DEEPSPEED && r.pp > 1 && r.zero >= 2) return false;
   if (st.optimizer_in_backward && (r.pp > 1 || num_microbatches > 1)) return false;
@@ -224,9 +224,12 @@ void validate_stack(const PretrainRequest& r) {
   }
   // 1.9: the chunked losses' chunks
   const int32_t loss = resolved_loss(fw, st.loss);
-  if (megatron && (loss == MEMEST_LOSS_CHUNKED_LM_HEAD || loss == MEMEST_LOSS_CHUNKED_LINEAR)) {
-    fail("training.loss", std::string(enum_name(MEMEST_ENUM_LOSS, loss)) +
-                              " is " + (loss == MEMEST_LOSS_CHUNKED_LM_HEAD ? "LitGPT's" : "torchtitan's") +
+  if (megatron && (loss == MEMEST_LOSS_CHUNKED_LM_HEAD || loss == MEMEST_LOSS_CHUNKED_LINEAR ||
+                   loss == MEMEST_LOSS_FLASH_ATTN)) {
+    fail("training.loss", std::string(enum_name(MEMEST_ENUM_LOSS, loss)) + " is " +
+                              (loss == MEMEST_LOSS_CHUNKED_LM_HEAD   ? "LitGPT's"
+                               : loss == MEMEST_LOSS_CHUNKED_LINEAR ? "torchtitan's"
+                                                                    : "flash-attn's (llm-foundry's)") +
                               " loss, not Megatron-LM's: use fused or unfused under framework megatron");
   }
   if (st.loss_chunks < 0) {
@@ -528,26 +531,56 @@ void validate_adapter(const PretrainRequest& r) {
   }
   const int32_t fw = r.stack.framework;
   if (fw == MEMEST_FRAMEWORK_MEGATRON) {
-    fail("training.adapter", "Megatron-LM has no LoRA adapters: use framework pytorch (peft, "
-                             "torchtune), fsdp or deepspeed");
-  }
-  if (r.tp > 1) fail("parallel.tp", "adapters (peft, torchtune) run data-parallel or sharded "
-                                    "(FSDP, ZeRO): tp must be 1");
-  if (r.cp > 1) fail("parallel.cp", "adapters (peft, torchtune) run data-parallel or sharded "
-                                    "(FSDP, ZeRO): cp must be 1");
-  if (r.pp > 1) fail("parallel.pp", "adapters (peft, torchtune) run data-parallel or sharded "
-                                    "(FSDP, ZeRO): pp must be 1");
-  if (r.ep > 1) fail("parallel.ep", "adapters (peft) run data-parallel or sharded (FSDP, ZeRO), "
-                                    "every GPU holding every expert: ep must be 1");
-  if (r.stack.fp8) {
-    fail("training.fp8", "fp8 linears (torchao Float8Linear, Transformer Engine) do not wrap "
-                         "peft's LoRA layers: turn fp8 off with an adapter");
-  }
-  if (is_mla(m) || m.mtp_layers > 0) {
-    fail("model", "adapters on latent-attention or multi-token-prediction models are counted "
-                  "(model/adapter.hpp) but their blocks are modelled under framework megatron "
-                  "only, which runs no adapters: use a model with standard attention",
-         MEMEST_ERR_UNSUPPORTED);
+    // LoRA on Megatron-Core (ms-swift's Megatron back end, swift/megatron/tuners/lora.py
+    // LoraParallelLinear; peft's tuners/lora/tp_layer.py splits alike): adapters on the
+    // Transformer Engine linears and the router, built with the model's config (params_dtype).
+    if (a.type == MEMEST_ADAPTER_QLORA) {
+      fail("training.adapter", "qlora under Megatron: its LoRA wraps Transformer Engine linears, "
+                               "which hold no NF4 weights (bitsandbytes quantises nn.Linear "
+                               "only): use lora, or framework pytorch, fsdp or deepspeed for qlora");
+    }
+    if (a.bytes != r.precision.param_bytes) {
+      fail("training.adapter.dtype", "under Megatron the adapters are built in the model's "
+                                     "params_dtype (LoraParallelLinear passes the model config to "
+                                     "its Transformer Engine linears): set it to the param_dtype "
+                                     "(bf16 for a bf16 run); the distributed optimizer keeps their "
+                                     "fp32 main copy");
+    }
+    if (a.targets & (lora_bit(MEMEST_LORA_LM_HEAD) | lora_bit(MEMEST_LORA_EMBED_TOKENS))) {
+      fail("training.adapter.targets", "lm_head and embed_tokens under Megatron: its LoRA wraps "
+                                       "the blocks' Transformer Engine linears and the router; the "
+                                       "output layer (a plain ColumnParallelLinear) and the "
+                                       "embedding take none: target the blocks' projections");
+    }
+    if (r.stack.fp8 || r.stack.fp4) {
+      fail(r.stack.fp8 ? "training.fp8" : "training.fp4",
+           "low-precision linears with LoRA under Megatron are not modelled (the adapters' own "
+           "Transformer Engine linears would run in fp8 too): turn it off with an adapter");
+    }
+  } else {
+    if (r.tp > 1) fail("parallel.tp", "adapters (peft, torchtune) run data-parallel or sharded "
+                                      "(FSDP, ZeRO): tp must be 1 (framework megatron runs LoRA "
+                                      "with tp, pp, cp and ep)");
+    if (r.cp > 1) fail("parallel.cp", "adapters (peft, torchtune) run data-parallel or sharded "
+                                      "(FSDP, ZeRO): cp must be 1 (framework megatron runs LoRA "
+                                      "with tp, pp, cp and ep)");
+    if (r.pp > 1) fail("parallel.pp", "adapters (peft, torchtune) run data-parallel or sharded "
+                                      "(FSDP, ZeRO): pp must be 1 (framework megatron runs LoRA "
+                                      "with tp, pp, cp and ep)");
+    if (r.ep > 1) fail("parallel.ep", "adapters (peft) run data-parallel or sharded (FSDP, ZeRO), "
+                                      "every GPU holding every expert: ep must be 1 (framework "
+                                      "megatron runs LoRA with expert parallelism)");
+    if (r.stack.fp8) {
+      fail("training.fp8", "fp8 linears (torchao Float8Linear, Transformer Engine) do not wrap "
+                           "peft's LoRA layers: turn fp8 off with an adapter");
+    }
+    if (is_mla(m) || m.mtp_layers > 0) {
+      fail("model", "adapters on latent-attention or multi-token-prediction models are counted "
+                    "(model/adapter.hpp) but their blocks are modelled under framework megatron "
+                    "only (LoRA as ms-swift's Megatron back end runs it): use framework megatron "
+                    "or a model with standard attention",
+           MEMEST_ERR_UNSUPPORTED);
+    }
   }
   require_attention_layers(m, "model", "an adapter (LoRA/QLoRA; the Mamba-2 and DeltaNet projections "
                                       "have no target names here)");

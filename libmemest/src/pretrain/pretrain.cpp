@@ -190,7 +190,30 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   AdapterStates as;  // LoRA / QLoRA parts (zero without an adapter)
   double trainable = params;
   double adapter_block = 0;  // one layer's adapter parameters
-  if (plan.adapter.enabled()) {
+  double expert_trainable = 0;  // Megatron: the routed experts' adapters on this GPU
+  const bool megatron_lora = plan.adapter.enabled() && plan.framework == MEMEST_FRAMEWORK_MEGATRON;
+  if (megatron_lora) {
+    // LoRA under Megatron (model/adapter.hpp megatron_adapter_parameters): this stage's layers'
+    // adapters as each rank holds them; the frozen base (params, experts included) keeps its
+    // weights only. Trainable parameters keep Megatron's states (bf16 weights, fp32 main
+    // gradients, the distributed optimizer's fp32 main copy and moments): the grad buffers and
+    // the optimizer cover parameters that require a gradient only
+    // (megatron/core/distributed/distributed_data_parallel.py, param_and_grad_buffer.py).
+    const MegatronAdapterParams mp = megatron_adapter_parameters(
+        m, plan.adapter.targets, static_cast<double>(plan.adapter.rank), t,
+        static_cast<double>(plan.ep), static_cast<double>(plan.etp));
+    trainable = dense_layers * mp.dense_layer + moe_layers * mp.moe_layer;
+    expert_trainable = moe_layers * mp.moe_experts;
+    if (mtp_here) {
+      for (int64_t j = 0; j < m.mtp_layers; ++j) {
+        const bool moe_mtp = is_moe_layer(m, m.num_hidden_layers + j);
+        trainable += moe_mtp ? mp.moe_layer : mp.dense_layer;
+        if (moe_mtp) expert_trainable += mp.moe_experts;
+      }
+    }
+    as = adapter_state_bytes(sin, plan.adapter, m, params + expert_params, trainable);
+    ss = as.total;
+  } else if (plan.adapter.enabled()) {
     // Adapters only under pp = tp = 1 (plan/stack.cpp validate_adapter): the stage is the model.
     const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
                                                 static_cast<double>(plan.adapter.rank), "");
@@ -219,7 +242,13 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // Under fsdp and pytorch (ep = 1, etp = tp: plan/stack.cpp) edp = dp * cp, the group the
   // other parameters shard over: FSDP2 shards the experts with the rest of their block.
   StackStates es;  // (under an adapter the frozen experts are in the base: as above)
-  if (expert_params > 0 && !plan.adapter.enabled()) {
+  if (expert_trainable > 0) {
+    // Megatron's expert adapters: their states over the expert data-parallel group
+    StackStateInput ein = sin;
+    ein.params = expert_trainable;
+    ein.shard_group = static_cast<double>(plan.edp);
+    es = stack_state_bytes(ein);
+  } else if (expert_params > 0 && !plan.adapter.enabled()) {
     StackStateInput ein = sin;
     ein.params = expert_params;
     ein.shard_group = static_cast<double>(plan.edp);
@@ -358,6 +387,25 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
           moe_activation_parts(m, plan.layout, etp, plan.moe_capacity_factor).routed();
     }
     activations += mtp_activations;
+    if (megatron_lora) {
+      // the frozen base's freed inputs and the adapters' own saved tensors, per layer
+      // (activations/activations.hpp megatron_lora_layer_delta)
+      MegatronLoraActivation la;
+      la.targets = plan.adapter.targets;
+      la.rank = static_cast<double>(plan.adapter.rank);
+      la.dropout = plan.adapter.dropout > 0;
+      const double etp = static_cast<double>(plan.etp);
+      auto delta = [&](bool moe) {
+        return megatron_lora_layer_delta(m, plan.layout, la, moe, etp, plan.moe_capacity_factor);
+      };
+      double lora = dense_layers * delta(false) + moe_layers * delta(true);
+      if (mtp_here) {
+        for (int64_t j = 0; j < m.mtp_layers; ++j) {
+          lora += delta(is_moe_layer(m, m.num_hidden_layers + j));
+        }
+      }
+      activations += in_flight * lora;
+    }
     activations += in_flight * hybrid_activation_delta(
                                    m, plan.layout, mix,
                                    megatron_block_shares(m, plan.coefficients, plan.layout),
@@ -390,7 +438,23 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
                              ? Fp8Impl::TransformerEngine
                              : Fp8Impl::Torchao;
     const double linear = layers * layer.sharded / t + (last ? edge.lm_head / t : 0.0);
-    states.weights += fp8_weight_copies_bytes(impl, linear);
+    double copies = fp8_weight_copies_bytes(impl, linear);
+    if (plan.stack.fp8 && impl == Fp8Impl::TransformerEngine && plan.precision.param_bytes == 1) {
+      // fp8 parameters (param_dtype fp8: Megatron-LM --fp8-param-gather, Transformer Engine's
+      // fp8_model_init): each linear weight is a Float8Tensor whose data is the row-wise fp8
+      // copy (transformer_engine/pytorch/tensor/float8_tensor.py); only the column-wise
+      // (transposed) copy is added. The embedding, the output layer and the norms are not
+      // Transformer Engine linears and stay in bf16: one byte more than param_dtype says.
+      copies /= 2;
+      double bf16 = layers * layer.replicated;
+      if (first) bf16 += edge.word_embedding / t + edge.embedding_extra;
+      if (last) {
+        bf16 += edge.lm_head / t + edge.final_norm;
+        if (m.tie_word_embeddings && plan.pp > 1) bf16 += edge.word_embedding / t;
+      }
+      copies += bf16 * (2 - plan.precision.param_bytes);
+    }
+    states.weights += copies;
     if (plan.layout.recompute == MEMEST_RECOMPUTE_NONE) {
       activations += in_flight * layers * fp8_activation_delta(impl, m, plan.layout);
     }
@@ -504,18 +568,20 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   s.phase_overlap_bytes = o.phase_overlap;
   s.moe_layers = moe_count;
   s.expert_parameters = expert_params;
-  s.expert_weights_bytes = es.weights;
-  s.expert_gradients_bytes = es.gradients;
-  s.expert_optimizer_bytes = es.optimizer;
+  if (!plan.adapter.enabled()) {  // (an adapter's expert states are its adapters', below)
+    s.expert_weights_bytes = es.weights;
+    s.expert_gradients_bytes = es.gradients;
+    s.expert_optimizer_bytes = es.optimizer;
+  }
   s.expert_activations_bytes = expert_activations;
   s.moe_dispatch_bytes = o.moe_dispatch;
   s.mtp_parameters = mtp_params;
   if (plan.adapter.enabled()) {
-    s.trainable_parameters = trainable;
+    s.trainable_parameters = trainable + expert_trainable;
     s.base_weights_bytes = as.base_weights;
-    s.adapter_weights_bytes = as.adapter_weights;
-    s.adapter_gradients_bytes = as.adapter_gradients;
-    s.adapter_optimizer_bytes = as.adapter_optimizer;
+    s.adapter_weights_bytes = as.adapter_weights + es.weights;
+    s.adapter_gradients_bytes = as.adapter_gradients + es.gradients;
+    s.adapter_optimizer_bytes = as.adapter_optimizer + es.optimizer;
     s.quant_metadata_bytes = as.quant_metadata;
     s.dequant_bytes = dequant;
   }
@@ -601,11 +667,16 @@ memest_pretrain_result compute_pretrain(const PretrainRequest& r, memest_stage* 
   out.edp = plan.edp;
   out.trainable_parameters = out.num_parameters;
   if (plan.adapter.enabled()) {
-    out.trainable_parameters = adapter_parameters(r.model, plan.adapter.targets,
-                                                  static_cast<double>(plan.adapter.rank), "")
-                                   .total();
-    out.optimizer_bytes_per_parameter = derived_optimizer_bytes(
-        r.precision.optimizer, r.stack.framework, plan.adapter.bytes);
+    const double rank = static_cast<double>(plan.adapter.rank);
+    out.trainable_parameters =
+        plan.framework == MEMEST_FRAMEWORK_MEGATRON
+            ? megatron_adapter_total(r.model, plan.adapter.targets, rank,
+                                     trains_mtp(plan) ? r.model.mtp_layers : 0)
+            : adapter_parameters(r.model, plan.adapter.targets, rank, "").total();
+    if (plan.framework != MEMEST_FRAMEWORK_MEGATRON) {  // (Megatron: the request's, above)
+      out.optimizer_bytes_per_parameter = derived_optimizer_bytes(
+          r.precision.optimizer, r.stack.framework, plan.adapter.bytes);
+    }
   }
   // The step time of the layout, when the global batch (the micro-batches per step) is known.
   if (plan.num_microbatches > 0 && r.gpu.peak_bf16_tflops > 0) {

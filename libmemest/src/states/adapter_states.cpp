@@ -79,10 +79,16 @@ AdapterStates adapter_state_bytes(const StackStateInput& in, const Adapter& a,
 
   StackStateInput ad = in;
   ad.params = adapter_params;
-  ad.precision.param_bytes = a.bytes;
-  ad.precision.grad_bytes = a.bytes;
-  ad.precision.optimizer_bytes =
-      derived_optimizer_bytes(in.precision.optimizer, in.stack.framework, a.bytes);
+  if (in.stack.framework != MEMEST_FRAMEWORK_MEGATRON) {
+    ad.precision.param_bytes = a.bytes;
+    ad.precision.grad_bytes = a.bytes;
+    ad.precision.optimizer_bytes =
+        derived_optimizer_bytes(in.precision.optimizer, in.stack.framework, a.bytes);
+  }
+  // Under Megatron the adapters are parameters like the others (in params_dtype, which
+  // plan/stack.cpp requires of adapter.dtype): fp32 main gradients unless grad_dtype says
+  // otherwise, and the request's optimizer bytes (the distributed optimizer's main copy and
+  // moments), partitioned as state_bytes partitions them.
   const StackStates t = stack_state_bytes(ad);
 
   s.adapter_weights = t.weights;

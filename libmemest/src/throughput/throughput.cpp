@@ -259,9 +259,44 @@ void tp_part(const Context& x, LayerTime& out, double regions, double gemm) {
   out.tp += (x.overlap & bit(MEMEST_OVERLAP_TP)) ? std::max(0.0, comm - gemm) : comm;
 }
 
-// FSDP / ZeRO-3 / ZeRO-2 per-layer gathers and reduce-scatters of `params` (this GPU's TP
-// shard of the layer), exposed beyond the layer's compute when prefetched.
-void sharded_part(const Context& x, LayerTime& out, double params) {
+// Bytes per gradient the data-parallel collectives carry: the request's gradient dtype, or an
+// adapter's own dtype outside Megatron (peft's adapters keep gradients in their dtype; under
+// Megatron the adapters' main gradients are the grad buffer's, plan/stack.cpp).
+double gradient_bytes(const Plan& p) {
+  return p.adapter.enabled() && p.framework != MEMEST_FRAMEWORK_MEGATRON ? p.adapter.bytes
+                                                                         : p.precision.grad_bytes;
+}
+
+// The adapters' parameters of one layer on one GPU: what the gradient collectives carry under
+// an adapter (model/adapter.hpp; outside Megatron the adapters run unsplit, experts included).
+struct AdapterLayerParams {
+  double dense = 0, moe = 0, moe_experts = 0, embed_tokens = 0, lm_head = 0;
+};
+AdapterLayerParams adapter_layer_params(const Context& x) {
+  const Plan& p = x.plan;
+  AdapterLayerParams out;
+  if (!p.adapter.enabled()) return out;
+  const double r = static_cast<double>(p.adapter.rank);
+  if (p.framework == MEMEST_FRAMEWORK_MEGATRON) {
+    const MegatronAdapterParams mp =
+        megatron_adapter_parameters(x.m, p.adapter.targets, r, x.t, x.ep, x.etp);
+    out.dense = mp.dense_layer;
+    out.moe = mp.moe_layer;
+    out.moe_experts = mp.moe_experts;
+  } else {
+    const AdapterParams ap = adapter_parameters(x.m, p.adapter.targets, r, "");
+    out.dense = ap.dense_layer;
+    out.moe = ap.moe_layer;
+    out.embed_tokens = ap.embed_tokens;
+    out.lm_head = ap.lm_head;
+  }
+  return out;
+}
+
+// FSDP / ZeRO-3 / ZeRO-2 per-layer gathers of `params` (this GPU's TP shard of the layer) and
+// reduce-scatters of the gradients of `trained` of them (all, or an adapter's), exposed
+// beyond the layer's compute when prefetched.
+void sharded_part(const Context& x, LayerTime& out, double params, double trained) {
   const Plan& p = x.plan;
   const bool fsdp = p.framework == MEMEST_FRAMEWORK_FSDP;
   const bool ds = p.framework == MEMEST_FRAMEWORK_DEEPSPEED;
@@ -272,7 +307,8 @@ void sharded_part(const Context& x, LayerTime& out, double params) {
   // FSDP2 _fsdp_param.py), as DeepSpeed gathers its fp16/bf16 partitions.
   const double gathered_bytes = std::min(p.precision.param_bytes, 2.0);
   const double gather = collective_seconds(x.g, Collective::AllGather, group, params * gathered_bytes);
-  const double reduce = collective_seconds(x.g, Collective::ReduceScatter, group, params * p.precision.grad_bytes);
+  const double reduce = collective_seconds(x.g, Collective::ReduceScatter, group,
+                                          trained * gradient_bytes(p));
   double comm = reduce;                  // gradients every micro-batch (post-backward hooks)
   if (fsdp || p.zero >= 3) comm += gather;     // the forward's gather (ZeRO-3, FSDP)
   if (p.zero >= 3) comm += gather;             // again in backward after resharding
@@ -497,7 +533,8 @@ LayerTime head_and_loss(const Context& x) {
   // log-softmaxes and gathers in separate kernels (about 3 times that).
   const bool fused = x.plan.loss == MEMEST_LOSS_FUSED || x.plan.loss == MEMEST_LOSS_LINEAR_FUSED ||
                      x.plan.loss == MEMEST_LOSS_CHUNKED || x.plan.loss == MEMEST_LOSS_CHUNKED_LM_HEAD ||
-                     x.plan.loss == MEMEST_LOSS_CHUNKED_LINEAR || x.plan.stack.compile == MEMEST_COMPILE_ALL ||
+                     x.plan.loss == MEMEST_LOSS_CHUNKED_LINEAR || x.plan.loss == MEMEST_LOSS_FLASH_ATTN ||
+                     x.plan.stack.compile == MEMEST_COMPILE_ALL ||
                      x.plan.stack.compile == MEMEST_COMPILE_LOSS;
   const double logits = x.rows * v / x.t;
   out.forward += memory_seconds(x.dev, (fused ? 6 : 18) * logits, fused ? 2 : 6);
@@ -611,8 +648,13 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
     moe_params = parts.base.sharded / x.t + parts.base.replicated;
     moe_routed = parts.routed / (x.ep * x.etp);
   }
-  sharded_part(x, dense, dense_params);
-  if (is_moe(m)) sharded_part(x, moe, moe_params + moe_routed);
+  const bool adapter = plan.adapter.enabled();
+  const AdapterLayerParams ad = adapter_layer_params(x);
+  sharded_part(x, dense, dense_params, adapter ? ad.dense : dense_params);
+  if (is_moe(m)) {
+    sharded_part(x, moe, moe_params + moe_routed,
+                 adapter ? ad.moe + ad.moe_experts : moe_params + moe_routed);
+  }
 
   const EdgeParams& edge = plan.edge;
   // Pipeline sends: the stage's output hidden states (SP-scattered), forward and its gradient
@@ -661,6 +703,16 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
       k.parts.add(head, 1);
       k.params += edge.lm_head / x.t + edge.final_norm;
       if (trains_mtp(plan)) k.parts.add(head, mtp);
+    }
+    if (adapter) {
+      // only the adapters have gradients to reduce and parameters to gather back
+      k.params = nd * ad.dense + nm * ad.moe + (i == 0 ? ad.embed_tokens : 0.0) +
+                 (i == plan.pp - 1 ? ad.lm_head : 0.0);
+      k.expert_params = nm * ad.moe_experts;
+      if (trains_mtp(plan) && i == plan.layers.mtp_stage(plan.pp)) {
+        k.params += mtp * (is_moe(m) ? ad.moe : ad.dense);
+        k.expert_params += is_moe(m) ? mtp * ad.moe_experts : 0.0;
+      }
     }
     k.time = k.parts.total() + pp_send;
     k.forward_one = k.parts.forward;
@@ -718,7 +770,7 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
       double grads = 0, gather = 0;
       if (!per_layer_sharding) {
         grads = collective_seconds(link, plan.zero >= 1 ? Collective::ReduceScatter : Collective::AllReduce,
-                                   params * pr.grad_bytes);
+                                   params * gradient_bytes(plan));
       }
       if (plan.zero >= 1 && !(per_layer_sharding && (plan.zero >= 3 || plan.framework == MEMEST_FRAMEWORK_FSDP))) {
         gather = collective_seconds(link, Collective::AllGather, params * std::min(pr.param_bytes, 2.0));

@@ -1,0 +1,143 @@
+// LoRA under Megatron-Core (ms-swift's Megatron back end, swift/megatron/tuners/lora.py
+// LoraParallelLinear): the adapters as each tensor-parallel rank holds them, Megatron's states
+// for the trainable parameters only, and the saved tensors a frozen base frees and the adapters
+// add. Every expected value is worked by hand in the comment above it.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "activations/activations.hpp"
+#include "helpers.hpp"
+#include "model/adapter.hpp"
+#include "model/presets.hpp"
+
+using namespace memest;
+using test::ok;
+using test::refused_field;
+
+namespace {
+
+constexpr uint32_t kAllBlockTargets =
+    lora_bit(MEMEST_LORA_Q_PROJ) | lora_bit(MEMEST_LORA_K_PROJ) | lora_bit(MEMEST_LORA_V_PROJ) |
+    lora_bit(MEMEST_LORA_O_PROJ) | lora_bit(MEMEST_LORA_GATE_PROJ) |
+    lora_bit(MEMEST_LORA_UP_PROJ) | lora_bit(MEMEST_LORA_DOWN_PROJ);
+
+test::json megatron_lora(const test::json& adapter, int tp) {
+  return {{"mode", "pretrain"},
+          {"model", "llama-3.1-8b"},
+          {"gpu", "h100-80gb"},
+          {"parallel", {{"gpus", 8}, {"tp", tp}, {"pp", 1}, {"zero", 1}}},
+          {"training",
+           {{"seq_len", 4096},
+            {"micro_batch", 1},
+            {"global_batch", 64},
+            {"framework", "megatron"},
+            {"adapter", adapter}}}};
+}
+
+const test::json kAllLinearBf16 = {
+    {"type", "lora"},
+    {"rank", 16},
+    {"dtype", "bf16"},
+    {"targets", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
+
+}  // namespace
+
+TEST_CASE("Megatron LoRA: adapters per tensor-parallel rank") {
+  // Llama-3.1-8B: h 4096, 32 heads of 128, 8 KV heads, f 14336. r = 16, t = 2.
+  // linear_qkv (column): A whole r h = 65536, B split r (4096 + 2 * 1024) / 2 = 49152 -> 114688
+  // linear_proj (row): A split r 4096 / 2 = 32768, B whole r h = 65536 -> 98304
+  // linear_fc1 (column): 65536 + r 2 * 14336 / 2 = 229376 -> 294912
+  // linear_fc2 (row): r 14336 / 2 = 114688 + 65536 -> 180224
+  // one layer: 688128
+  const memest_model m = find_model_preset("llama-3.1-8b", "model").model;
+  const MegatronAdapterParams p = megatron_adapter_parameters(m, kAllBlockTargets, 16, 2, 1, 1);
+  CHECK(p.dense_layer == 688128.0);
+  CHECK(p.moe_layer == 0.0);
+  // t = 1: r (in + out) per linear, as peft counts them: 16 (4096 + 6144) + 16 (4096 + 4096)
+  // + 16 (4096 + 28672) + 16 (14336 + 4096) = 163840 + 131072 + 524288 + 294912 = 1114112
+  CHECK(megatron_adapter_parameters(m, kAllBlockTargets, 16, 1, 1, 1).dense_layer == 1114112.0);
+  // Megatron fuses q, k and v: q_proj alone adapts all of linear_qkv (t = 1: 163840)
+  CHECK(megatron_adapter_parameters(m, lora_bit(MEMEST_LORA_Q_PROJ), 16, 1, 1, 1).dense_layer ==
+        163840.0);
+  // the whole model: 32 layers x 1114112 = 35651584
+  CHECK(megatron_adapter_total(m, kAllBlockTargets, 16, 0) == 35651584.0);
+}
+
+TEST_CASE("Megatron LoRA: routed experts split over ep and etp, the router whole") {
+  // Qwen3-30B-A3B: h 2048, 128 experts of width 768, no shared expert. gate/up/down on the
+  // experts, ep 8, etp 1: 16 local experts, each fc1 16 (2048 + 1536) = 57344 and fc2
+  // 16 (768 + 2048) = 45056: 16 x 102400 = 1638400. The router (r = 16): 16 (2048 + 128) = 34816.
+  const memest_model m = find_model_preset("qwen3-30b-a3b", "model").model;
+  const uint32_t mlp = lora_bit(MEMEST_LORA_GATE_PROJ) | lora_bit(MEMEST_LORA_UP_PROJ) |
+                       lora_bit(MEMEST_LORA_DOWN_PROJ);
+  const MegatronAdapterParams p = megatron_adapter_parameters(m, mlp, 16, 1, 8, 1);
+  CHECK(p.moe_experts == 1638400.0);
+  CHECK(p.moe_layer == 0.0);
+  const MegatronAdapterParams router =
+      megatron_adapter_parameters(m, lora_bit(MEMEST_LORA_ROUTER), 16, 4, 8, 1);
+  CHECK(router.moe_layer == 34816.0);
+}
+
+TEST_CASE("Megatron LoRA: the saved tensors a frozen layer frees and its adapters add") {
+  // Llama-3.1-8B, s 4096, b 1, t 2 with SP, FlashAttention, r 16, no dropout: n = 4096 tokens.
+  // freed: linear_qkv's normed input 2 n h / 2 = 16777216; linear_fc1's the same; linear_fc2's
+  // input 2 n f / t = 2 x 4096 x 7168 = 58720256.
+  // adapted linear_qkv: lora_A keeps the gathered input 2 n h = 33554432, lora_B 2 n r = 131072;
+  // linear_proj: lora_B 131072 (FlashAttention keeps lora_A's input); linear_fc1: 33554432 +
+  // 131072; linear_fc2: its input back 58720256 + 131072.
+  // all seven: -16777216 + 33685504 + 131072 - 16777216 - 58720256 + 33685504 + 58851328
+  //          = 34078720
+  const memest_model m = find_model_preset("llama-3.1-8b", "model").model;
+  ActivationLayout x;
+  x.seq_len = 4096;
+  x.micro_batch = 1;
+  x.tp = 2;
+  MegatronLoraActivation a;
+  a.targets = kAllBlockTargets;
+  a.rank = 16;
+  CHECK(megatron_lora_layer_delta(m, x, a, false, 1, 0) == 34078720.0);
+  // q and v only (all of linear_qkv): -16777216 + 33685504 - 16777216 - 58720256 = -58589184
+  a.targets = lora_bit(MEMEST_LORA_Q_PROJ) | lora_bit(MEMEST_LORA_V_PROJ);
+  CHECK(megatron_lora_layer_delta(m, x, a, false, 1, 0) == -58589184.0);
+  // dropout 0.05: lora_A keeps its dropout output and mask, 3 n h = 50331648, in place of the
+  // gathered input: -16777216 + 50331648 + 131072 - 16777216 - 58720256 = -41811968
+  a.dropout = true;
+  CHECK(megatron_lora_layer_delta(m, x, a, false, 1, 0) == -41811968.0);
+  // full recomputation keeps the layer input only, with or without adapters
+  x.recompute = MEMEST_RECOMPUTE_FULL;
+  CHECK(megatron_lora_layer_delta(m, x, a, false, 1, 0) == 0.0);
+}
+
+TEST_CASE("Megatron LoRA: the states of the trainable parameters only") {
+  // t 2, dp 4 (8 GPUs), zero 1 (the distributed optimizer over dp): 32 x 688128 = 22020096
+  // adapter parameters a rank: weights 2 B = 44040192, fp32 main gradients 4 B = 88080384,
+  // main copy and moments 12 B / 4 = 66060288. The frozen base keeps 2 B per parameter.
+  const test::json r = ok(megatron_lora(kAllLinearBf16, 2));
+  const test::json& s = r["stages"][0];
+  const test::json& ad = s["adapter"];
+  CHECK(ad["trainable_parameters"].get<double>() == 22020096.0);
+  CHECK(ad["adapter_weights_bytes"].get<double>() == 44040192.0);
+  CHECK(ad["adapter_gradients_bytes"].get<double>() == 88080384.0);
+  CHECK(ad["adapter_optimizer_bytes"].get<double>() == 66060288.0);
+  const double base_params = s["parameters"].get<double>();
+  CHECK(ad["base_weights_bytes"].get<double>() == base_params * 2);
+  CHECK(s["gradients_bytes"].get<double>() == 88080384.0);
+  CHECK(r["trainable_parameters"].get<double>() == 35651584.0);
+}
+
+TEST_CASE("Megatron LoRA: what it refuses, by field") {
+  test::json q = kAllLinearBf16;
+  q["type"] = "qlora";
+  CHECK(refused_field(megatron_lora(q, 2)) == "training.adapter");
+  test::json fp32 = kAllLinearBf16;
+  fp32["dtype"] = "fp32";
+  CHECK(refused_field(megatron_lora(fp32, 2)) == "training.adapter.dtype");
+  test::json head = kAllLinearBf16;
+  head["targets"] = {"q_proj", "lm_head"};
+  CHECK(refused_field(megatron_lora(head, 2)) == "training.adapter.targets");
+  // outside Megatron, tensor parallelism with adapters stays refused
+  test::json fsdp = megatron_lora(kAllLinearBf16, 2);
+  fsdp["training"]["framework"] = "fsdp";
+  CHECK(refused_field(fsdp) == "parallel.tp");
+}
