@@ -91,6 +91,7 @@ uint32_t all_linear_targets(const memest_model& m, const std::string& field) {
   if (m.gated_mlp) t |= lora_bit(MEMEST_LORA_GATE_PROJ);
   if (is_moe(m)) t |= lora_bit(MEMEST_LORA_ROUTER);
   return t;
+}
 
 MegatronAdapterParams megatron_adapter_parameters(const memest_model& m, uint32_t targets,
                                                   double rank, double tp, double ep,
