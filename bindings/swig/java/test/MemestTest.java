@@ -205,6 +205,65 @@ public class MemestTest {
     hopper.setFp4(1);
     expectError(() -> Memest.pretrain(hopper), "invalid_argument", "training.fp4");
 
+    // 1.10 (the hand-derived values of tests/unit/test_memory_mechanisms_1_10.cpp and
+    // tests/unit/test_megatron_lora.cpp). flash-attn's CrossEntropyLoss is named by the
+    // library's table and refused under Megatron, which has its own vocab-parallel loss.
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_LOSS).get(memest_loss.MEMEST_LOSS_FLASH_ATTN).equals("flash_attn")
+        && Memest.enumValue(memest_enum.MEMEST_ENUM_LOSS, "flash_attn") == memest_loss.MEMEST_LOSS_FLASH_ATTN,
+        "1.10 loss name");
+    PretrainRequest flash = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    flash.setGpus(8); flash.setSeq_len(4096); flash.setMicro_batch(1);
+    flash.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    flash.setLoss(memest_loss.MEMEST_LOSS_FLASH_ATTN);
+    expectError(() -> Memest.pretrain(flash), "invalid_argument", "training.loss");
+    // fp8 parameters (--fp8-param-gather): Llama-3.1-8B under Megatron, tp = pp = 1 on 8 GPUs,
+    // fp8: 2 x 8030261248 + two fp8 copies 2 x 7504658432 = 31069839360 bytes with bf16
+    // parameters; 8030261248 + one transposed copy 7504658432 + 1050939392 more for what stays
+    // bf16 (norms, embedding, output layer) = 16585859072 with fp8 parameters (param_bytes 1)
+    PretrainRequest f8 = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    f8.setGpus(8); f8.setTp(1); f8.setPp(1); f8.setZero(1); f8.setSeq_len(4096); f8.setMicro_batch(1); f8.setGlobal_batch(64);
+    f8.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    f8.setFp8(1);
+    check(Memest.pretrain(f8).stages().get(0).getWeights_bytes() == 31069839360.0, "fp8 with bf16 parameters");
+    f8.setParam_bytes(1);
+    double f8Weights = Memest.pretrain(f8).stages().get(0).getWeights_bytes();
+    check(f8Weights == 16585859072.0, "fp8 parameters: " + f8Weights);
+    // LoRA under Megatron, through the JSON entry point: Llama-3.1-8B, tp 2 (dp 4), rank 16 on
+    // the seven block linears, bf16 adapters. One rank holds 32 x 688128 = 22020096 adapter
+    // parameters: bf16 weights 44040192, fp32 main gradients 88080384, the main copy and two
+    // moments over dp 4, 12 x 22020096 / 4 = 66060288; the whole model 32 x 1114112 = 35651584.
+    String megatronLora = "{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8, \"tp\": 2, \"pp\": 1, \"zero\": 1}, \"training\": {\"seq_len\": 4096,"
+        + " \"micro_batch\": 1, \"global_batch\": 64, \"framework\": \"megatron\", \"adapter\": {\"type\": \"lora\","
+        + " \"rank\": 16, \"dtype\": \"bf16\", \"targets\": [\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\","
+        + " \"gate_proj\", \"up_proj\", \"down_proj\"]}}}";
+    String ml = Memest.request(megatronLora);
+    check(ml.contains("\"ok\": true"), "megatron lora answered");
+    String stage0 = ml.substring(ml.indexOf("\"stages\": ["));
+    check(jsonNumber(stage0, "trainable_parameters") == 22020096.0, "megatron lora: stage 0 adapter parameters");
+    check(jsonNumber(stage0, "adapter_weights_bytes") == 44040192.0, "megatron lora: adapter weights");
+    check(jsonNumber(stage0, "adapter_gradients_bytes") == 88080384.0, "megatron lora: adapter gradients");
+    check(jsonNumber(stage0, "adapter_optimizer_bytes") == 66060288.0, "megatron lora: adapter optimizer states");
+    check(jsonNumber(ml.substring(ml.indexOf("\"throughput\": {")), "trainable_parameters") == 35651584.0,
+        "megatron lora: trainable parameters of the model");
+    // the same run typed: the same numbers through memest_pretrain
+    PretrainRequest tl = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    tl.setGpus(8); tl.setTp(2); tl.setPp(1); tl.setZero(1); tl.setSeq_len(4096); tl.setMicro_batch(1); tl.setGlobal_batch(64);
+    tl.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    tl.setAdapter(memest_adapter.MEMEST_ADAPTER_LORA); tl.setLora_rank(16); tl.setAdapter_bytes(2);
+    long seven = 0;
+    for (int t : new int[] {memest_lora_target.MEMEST_LORA_Q_PROJ, memest_lora_target.MEMEST_LORA_K_PROJ,
+        memest_lora_target.MEMEST_LORA_V_PROJ, memest_lora_target.MEMEST_LORA_O_PROJ, memest_lora_target.MEMEST_LORA_GATE_PROJ,
+        memest_lora_target.MEMEST_LORA_UP_PROJ, memest_lora_target.MEMEST_LORA_DOWN_PROJ}) seven |= 1L << t;
+    tl.setLora_targets(seven);
+    Memest.Pretrain tlp = Memest.pretrain(tl);
+    check(tlp.result().getTrainable_parameters() == 35651584.0
+        && tlp.stages().get(0).getAdapter_gradients_bytes() == 88080384.0
+        && tlp.result().getPeak_bytes() == jsonNumber(ml, "peak_bytes"), "typed == JSON megatron lora");
+    // peft's fp32 adapters are refused under Megatron, which builds them in params_dtype
+    tl.setAdapter_bytes(4);
+    expectError(() -> Memest.pretrain(tl), "invalid_argument", "training.adapter.dtype");
+
     // bad input: the exception names the field
     r.setTp(3);
     expectError(() -> Memest.pretrain(r), "invalid_argument", "parallel.tp");
