@@ -248,6 +248,35 @@ def test_1_9_request_fields_through_request(m):
         pretrain("h100-80gb", {"gpus": 8, "tp": 1, "pp": 1}, **nvfp4)
     assert info.value.code == "invalid_argument" and info.value.field == "training.fp4"
 
+
+MPT_7B = {"model_type": "gpt_neox", "hidden_size": 4096, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "intermediate_size": 16384, "vocab_size": 50368,
+          "max_position_embeddings": 65536, "hidden_act": "gelu", "attention_bias": False,
+          "mlp_bias": False, "tie_word_embeddings": True, "use_parallel_residual": False}
+
+
+def test_1_10_flash_attn_loss_through_request(m):
+    """flash-attn's CrossEntropyLoss (1.10): its name is the library's (MEMEST_LOSS_FLASH_ATTN =
+    8), and llm-foundry's MPT-7B run keeps 4 bytes per bf16 logit (the hand value of
+    tests/unit/test_memory_mechanisms_1_10.cpp): 65536 x 50368 logits x 4 + 4 x 65536 =
+    13203931136 bytes; refused under Megatron, naming training.loss."""
+    names = m.enum_names(m.kinds["loss"])
+    assert names[8] == "flash_attn" and m.enum_value(m.kinds["loss"], "flash_attn") == 8
+    assert "flash_attn" in m.enums()["loss"]
+    request = {"mode": "pretrain", "model": MPT_7B, "gpu": "a100-80gb",
+               "parallel": {"gpus": 8, "tp": 1, "pp": 1, "zero": 3, "sp": False},
+               "training": {"framework": "fsdp", "seq_len": 4096, "micro_batch": 16,
+                            "global_batch": 256, "recompute": "full", "param_dtype": "fp32",
+                            "grad_dtype": "fp32", "optimizer": "adamw", "loss": "flash_attn"}}
+    resp = json.loads(m.request(json.dumps(request)))
+    assert resp["training"]["loss"] == "flash_attn"
+    assert resp["stages"][0]["stack"]["loss_bytes"] == 13203931136
+    request["training"].update(framework="megatron", param_dtype="bf16")
+    request["parallel"]["zero"] = 1
+    with pytest.raises(twin.MemestError) as info:
+        m.request(json.dumps(request))
+    assert info.value.code == "invalid_argument" and info.value.field == "training.loss"
+
 # ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")
