@@ -734,3 +734,73 @@ test('1.8 a hybrid config.json (Nemotron-H, a bare Infinity in it): 88472 parame
   const want = await cliAnswer(hybridText);
   if (want) assert.deepEqual(r, want, 'the CLI\'s whole answer');
 });
+
+// 1.10: flash-attn's cross-entropy (loss flash_attn), fp8 parameters and LoRA under Megatron. The
+// bytes are the hand-derived values of tests/unit/test_memory_mechanisms_1_10.cpp and
+// tests/unit/test_megatron_lora.cpp.
+const mpt7b = {
+  mode: 'pretrain',
+  model: { model_type: 'gpt_neox', hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32,
+    intermediate_size: 16384, vocab_size: 50368, max_position_embeddings: 65536, hidden_act: 'gelu',
+    attention_bias: false, mlp_bias: false, tie_word_embeddings: true, use_parallel_residual: false },
+  gpu: 'a100-80gb', parallel: { gpus: 8, tp: 1, pp: 1, zero: 3, sp: false },
+  training: { framework: 'fsdp', seq_len: 4096, micro_batch: 16, global_batch: 256, recompute: 'full',
+    param_dtype: 'fp32', grad_dtype: 'fp32', optimizer: 'adamw', loss: 'flash_attn' },
+};
+const megatronLora = {
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 8, tp: 2, pp: 1, zero: 1 },
+  training: { seq_len: 4096, micro_batch: 1, global_batch: 64, framework: 'megatron',
+    adapter: { type: 'lora', rank: 16, dtype: 'bf16',
+      targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] } },
+};
+
+test('1.10 flash_attn: the library\'s loss name, 4 bytes per bf16 logit, refused under megatron', () => {
+  assert.ok(memest.enums().loss.includes('flash_attn'), 'flash_attn in enums().loss');
+  assert.equal(memest.enums().loss[8], 'flash_attn', 'MEMEST_LOSS_FLASH_ATTN = 8');
+  // 16 x 4096 tokens x 50368 = 3300917248 bf16 logits: 4 bytes each + 4 x 65536 = 13203931136
+  const r = memest.request(mpt7b);
+  assert.equal(r.training.loss, 'flash_attn');
+  assert.equal(r.stages[0].stack.loss_bytes, 13203931136);
+  const [cell] = memest.pretrainTable(mpt7b, [[8, 1, 1, 1, 16]]);
+  assert.equal(cell.ok, true, JSON.stringify(cell.error));
+  assert.equal(cell.peak_bytes, r.peak_bytes, 'pretrainTable() reads the loss as request() does');
+  const megatron = memest.answer({ ...mpt7b, parallel: { ...mpt7b.parallel, zero: 1 },
+    training: { ...mpt7b.training, framework: 'megatron', param_dtype: 'bf16' } });
+  assert.equal(megatron.error?.field, 'training.loss', JSON.stringify(megatron.error ?? {}));
+});
+
+test('1.10 LoRA under Megatron: the adapters as one tensor-parallel rank holds them', () => {
+  // tp 2 (dp 4): 32 layers x 688128 = 22020096 adapter parameters a rank; bf16 weights 44040192,
+  // fp32 main gradients 88080384, main copy and moments 12 B over dp 4 = 66060288; the whole
+  // model 32 x 1114112 = 35651584
+  const r = memest.request(megatronLora);
+  const ad = r.stages[0].adapter;
+  assert.equal(ad.trainable_parameters, 22020096);
+  assert.equal(ad.adapter_weights_bytes, 44040192);
+  assert.equal(ad.adapter_gradients_bytes, 88080384);
+  assert.equal(ad.adapter_optimizer_bytes, 66060288);
+  assert.equal(r.trainable_parameters, 35651584);
+  const [cell] = memest.pretrainTable(megatronLora, [[8, 2, 1, 1, 1]]);
+  assert.equal(cell.ok, true, JSON.stringify(cell.error));
+  assert.equal(cell.peak_bytes, r.peak_bytes, 'pretrainTable() reads the adapter as request() does');
+  // peft's fp32 adapters are refused: Megatron builds them in params_dtype
+  const fp32 = memest.answer({ ...megatronLora, training: { ...megatronLora.training,
+    adapter: { ...megatronLora.training.adapter, dtype: 'fp32' } } });
+  assert.equal(fp32.error?.field, 'training.adapter.dtype', JSON.stringify(fp32.error ?? {}));
+});
+
+test('1.10 fp8 parameters under Megatron: one transposed fp8 copy beside the Float8Tensor', () => {
+  const fp8 = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 8, tp: 1, pp: 1, zero: 1 },
+    training: { framework: 'megatron', seq_len: 4096, micro_batch: 1, global_batch: 64, fp8: true, param_dtype: 'bf16' } };
+  assert.equal(memest.request(fp8).stages[0].weights_bytes, 31069839360);
+  assert.equal(memest.request({ ...fp8, training: { ...fp8.training, param_dtype: 'fp8' } }).stages[0].weights_bytes,
+    16585859072);
+});
+
+test('1.10 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
+  for (const req of [mpt7b, megatronLora]) {
+    const want = await cliAnswer(req);
+    if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+    assert.deepEqual(memest.request(req), want);
+  }
+});
