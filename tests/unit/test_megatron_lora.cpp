@@ -126,6 +126,19 @@ TEST_CASE("Megatron LoRA: the states of the trainable parameters only") {
   CHECK(r["trainable_parameters"].get<double>() == 35651584.0);
 }
 
+TEST_CASE("Megatron LoRA: the stage's activations move by the layers' deltas") {
+  // The same run without an adapter keeps Megatron's full-training activations; with LoRA on
+  // all seven projections each of the 32 layers adds 34078720 bytes (one micro-batch in flight
+  // at pp 1): 32 x 34078720 = 1090519040.
+  const test::json lora = ok(megatron_lora(kAllLinearBf16, 2));
+  test::json full_req = megatron_lora(kAllLinearBf16, 2);
+  full_req["training"].erase("adapter");
+  const test::json full = ok(full_req);
+  CHECK(lora["stages"][0]["activations_bytes"].get<double>() -
+            full["stages"][0]["activations_bytes"].get<double>() ==
+        1090519040.0);
+}
+
 TEST_CASE("Megatron LoRA: what it refuses, by field") {
   test::json q = kAllLinearBf16;
   q["type"] = "qlora";
