@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/enums.hpp"
 #include "core/error.hpp"
@@ -558,15 +559,14 @@ void validate_adapter(const PretrainRequest& r) {
            "Transformer Engine linears would run in fp8 too): turn it off with an adapter");
     }
   } else {
-    if (r.tp > 1) fail("parallel.tp", "adapters (peft, torchtune) run data-parallel or sharded "
-                                      "(FSDP, ZeRO): tp must be 1 (framework megatron runs LoRA "
-                                      "with tp, pp, cp and ep)");
-    if (r.cp > 1) fail("parallel.cp", "adapters (peft, torchtune) run data-parallel or sharded "
-                                      "(FSDP, ZeRO): cp must be 1 (framework megatron runs LoRA "
-                                      "with tp, pp, cp and ep)");
-    if (r.pp > 1) fail("parallel.pp", "adapters (peft, torchtune) run data-parallel or sharded "
-                                      "(FSDP, ZeRO): pp must be 1 (framework megatron runs LoRA "
-                                      "with tp, pp, cp and ep)");
+    const std::pair<const char*, int64_t> splits[] = {{"tp", r.tp}, {"cp", r.cp}, {"pp", r.pp}};
+    for (const auto& [name, size] : splits) {
+      if (size > 1) {
+        fail(std::string("parallel.") + name,
+             std::string("adapters (peft, torchtune) run data-parallel or sharded (FSDP, ZeRO): ") +
+                 name + " must be 1 (framework megatron runs LoRA with tp, pp, cp and ep)");
+      }
+    }
     if (r.ep > 1) fail("parallel.ep", "adapters (peft) run data-parallel or sharded (FSDP, ZeRO), "
                                       "every GPU holding every expert: ep must be 1 (framework "
                                       "megatron runs LoRA with expert parallelism)");
