@@ -1156,3 +1156,54 @@ TEST_CASE("launch: memest_request_json mode import and mode emit") {
   CHECK(good["settings"][0]["key"] == "--tensor-model-parallel-size");
   CHECK(good["settings"][0]["value"] == 2);
 }
+
+TEST_CASE("launch: a NeMo 1 config's precision, fp8, fp8_params and distributed_fused_adam") {
+  // NeMo-Framework-Launcher's conf/training/llama/llama3_8b.yaml spells these as NeMo does:
+  // trainer.precision with model.megatron_amp_O2, model.fp8 / fp8_hybrid, model.fp8_params,
+  // model.optim.name distributed_fused_adam and optim.grad_sync_dtype.
+  const std::string yaml =
+      "trainer:\n"                               // 1
+      "  devices: 8\n"                           // 2
+      "  num_nodes: 1\n"                         // 3
+      "  precision: bf16\n"                      // 4
+      "model:\n"                                 // 5
+      "  micro_batch_size: 1\n"                  // 6
+      "  global_batch_size: 128\n"               // 7
+      "  tensor_model_parallel_size: 1\n"        // 8
+      "  pipeline_model_parallel_size: 1\n"      // 9
+      "  encoder_seq_length: 8192\n"             // 10
+      "  megatron_amp_O2: true\n"                // 11
+      "  fp8: True\n"                            // 12
+      "  fp8_hybrid: True\n"                     // 13
+      "  fp8_params: True\n"                     // 14
+      "  optim:\n"                               // 15
+      "    name: distributed_fused_adam\n"       // 16
+      "    grad_sync_dtype: bf16\n";             // 17
+  auto import = [](const std::string& text) {
+    const json files = json::array({{{"name", "llama3_8b.yaml"}, {"text", text}}});
+    return test::ok({{"mode", "import"}, {"files", files}, {"gpu", "h100-80gb"}, {"gpus", 8},
+                     {"model", "llama-3.1-8b"}});
+  };
+  const json r = import(yaml);
+  CHECK(r["request"]["parallel"]["zero"] == 1);
+  CHECK(r["origins"]["parallel.zero"]["line"] == 16);
+  CHECK(r["request"]["training"]["fp8"] == true);
+  CHECK(r["origins"]["training.fp8"]["line"] == 12);
+  CHECK(r["request"]["training"]["param_dtype"] == "fp8");
+  CHECK(r["origins"]["training.param_dtype"]["line"] == 14);
+  CHECK(r["request"]["training"]["grad_dtype"] == "bf16");
+  CHECK(r["origins"]["training.grad_dtype"]["line"] == 17);
+  CHECK(r["warnings"].empty());
+  // without fp8_params the weights are the bf16 of trainer.precision under O2; without O2 a
+  // warning says that NeMo's O1 (fp32 weights under autocast) is counted as O2
+  std::string plain = yaml;
+  plain.replace(plain.find("  fp8_params: True\n"), std::string("  fp8_params: True\n").size(), "");
+  const json p = import(plain);
+  CHECK(p["request"]["training"]["param_dtype"] == "bf16");
+  CHECK(p["origins"]["training.param_dtype"]["line"] == 4);
+  std::string o1 = plain;
+  o1.replace(o1.find("  megatron_amp_O2: true\n"), std::string("  megatron_amp_O2: true\n").size(), "");
+  const json w = import(o1);
+  REQUIRE(w["warnings"].size() == 1);
+  CHECK(w["warnings"][0].dump().find("megatron_amp_O2") != std::string::npos);
+}

@@ -376,6 +376,12 @@ void map_megatron(MapContext& c) {
       b.from_file("parallel.zero", z, strategy ? *strategy : *mfsdp);
     } else if (seen) {
       b.from_file("parallel.zero", dist ? 1 : 0, *at);
+    } else if (const Setting* opt = a.take("optim.name");
+               opt && string_of(*opt) == "distributed_fused_adam") {
+      // a NeMo 1 config's model.optim.name: NeMo's DistributedFusedAdam shards the optimizer
+      // states and the fp32 main parameters over the data-parallel group
+      // (nemo/core/optim/distributed_adam.py), as Megatron's distributed optimizer does
+      b.from_file("parallel.zero", 1, *opt);
     } else {
       b.from_default("parallel.zero", 0, kMegatron, "--use-distributed-optimizer off", kArguments);
     }
@@ -446,15 +452,37 @@ void map_megatron(MapContext& c) {
     const Setting *bf = nullptr, *fp = nullptr;
     const bool bf16 = a.flag("bf16", &bf16_seen, &bf);
     const bool fp16 = a.flag("fp16", &fp16_seen, &fp);
+    // A NeMo 1 config says trainer.precision (bf16, bf16-mixed, 16, 16-mixed, 32) and
+    // model.megatron_amp_O2 (O2: 16-bit weights beside the optimizer's fp32 main copy, as
+    // Megatron's --bf16; nemo/collections/nlp/parts/megatron_trainer_builder.py)
+    std::string nemo;  // "bf16" or "fp16" from trainer.precision
+    const Setting* prec = (bf16 || fp16) ? nullptr : a.take("precision");
+    if (prec) {
+      const std::string p = string_of(*prec);
+      if (p.rfind("bf16", 0) == 0) nemo = "bf16";
+      else if (p == "16" || p.rfind("16-", 0) == 0) nemo = "fp16";
+      if (!nemo.empty() && !a.flag("megatron_amp_O2")) {
+        b.warn(*prec, "mixed precision without megatron_amp_O2 keeps fp32 weights under "
+                      "autocast, which framework megatron does not model: counted as 16-bit "
+                      "weights beside an fp32 main copy (megatron_amp_O2)");
+      }
+    }
     if (bf16) b.from_file("training.param_dtype", "bf16", *bf);
     else if (fp16) b.from_file("training.param_dtype", "fp16", *fp);
+    else if (!nemo.empty()) b.from_file("training.param_dtype", nemo, *prec);
     else b.from_default("training.param_dtype", "fp32", kMegatron, "--bf16 and --fp16 off: fp32 training", kArguments);
     // main_grad: fp16 under --fp16; fp32 under --bf16 (--accumulate-allreduce-grads-in-fp32)
     // unless --grad-reduce-in-bf16
     const Setting* reduce16 = nullptr;
     bool reduce16_seen = false;
     const bool grad_bf16 = a.flag("grad-reduce-in-bf16", &reduce16_seen, &reduce16);
+    // NeMo 1: model.optim.grad_sync_dtype bf16 keeps the main gradients in bf16
+    // (megatron_gpt_model.py: grad_reduce_in_fp32 = grad_sync_dtype == fp32)
+    const Setting* sync = nemo.empty() ? nullptr : a.take("optim.grad_sync_dtype");
     if (fp16) b.from_file("training.grad_dtype", "fp16", *fp);
+    else if (nemo == "fp16") b.from_file("training.grad_dtype", "fp16", *prec);
+    else if (nemo == "bf16" && sync && string_of(*sync) == "bf16") b.from_file("training.grad_dtype", "bf16", *sync);
+    else if (nemo == "bf16") b.from_default("training.grad_dtype", "fp32", "NeMo", "optim.grad_sync_dtype fp32 (main gradients in fp32)", "nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py");
     else if (bf16 && grad_bf16) b.from_file("training.grad_dtype", "bf16", *reduce16);
     else if (bf16) b.from_default("training.grad_dtype", "fp32", kMegatron, "--accumulate-allreduce-grads-in-fp32 under --bf16", kArguments);
     else b.from_default("training.grad_dtype", "fp32", kMegatron, "fp32 training", kArguments);
@@ -464,6 +492,20 @@ void map_megatron(MapContext& c) {
     // --fp8-param-gather keeps the weights in fp8 (Transformer Engine's Float8Tensor)
     if (const Setting* g = a.take("fp8-param-gather"); g && boolean_of(*g)) {
       b.from_file("training.param_dtype", "fp8", *g);
+    }
+  }
+  if (!b.has("training.fp8")) {
+    // NeMo 1: model.fp8 (Transformer Engine fp8, fp8_hybrid / fp8_e4m3 choose the format) and
+    // model.fp8_params (fp8_model_init: Float8Tensor weights, fp8_param_gather;
+    // nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py)
+    if (const Setting* v = a.take("fp8")) {
+      const std::string s = string_of(*v);
+      if (s == "true" || s == "True" || s == "1" || s == "hybrid" || s == "e4m3") {
+        b.from_file("training.fp8", true, *v);
+        if (const Setting* g = a.take("fp8_params"); g && boolean_of(*g)) {
+          b.from_file("training.param_dtype", "fp8", *g);
+        }
+      }
     }
   }
   if (const Setting* v = a.take("fp4-format")) {
