@@ -191,16 +191,22 @@ def framework_for(row):
     raise ValueError(src)
 
 
+# The ModelZoo tables' recompute column -> Megatron-Core's --recompute-modules names.
+RECOMPUTE_MODULES = {
+    "norm, act": ["layernorm", "moe_act"],
+    "selective (layernorm, moe)": ["layernorm", "moe"],
+}
+
+
 def recompute_for(row, src, assumed):
     r = row["training"]["recompute"]
     if r.startswith("full"):
         return "full"
     if r.startswith("selective (attention core)"):
         return "selective"
-    if r in ("norm, act", "selective (layernorm, moe)"):
-        # Megatron --recompute-modules (norm/act; layernorm/moe): partial recomputation;
-        # memest's nearest granularity is selective.
-        assumed.append("recompute: Megatron --recompute-modules '%s' expressed as selective" % r)
+    if r in RECOMPUTE_MODULES:
+        # Megatron --recompute-granularity selective with --recompute-modules (the table's own
+        # short names: "norm" is layernorm, "act" moe_act): training.recompute_modules
         return "selective"
     if r == "none":
         return "none"
@@ -409,6 +415,8 @@ def convert(row):
 
     training = {"framework": framework, "seq_len": seq, "micro_batch": mb, "global_batch": gb,
                 "recompute": recompute_for(row, src, assumed), "fp8": row["precision"].startswith("fp8")}
+    if row["training"]["recompute"] in RECOMPUTE_MODULES:
+        training["recompute_modules"] = RECOMPUTE_MODULES[row["training"]["recompute"]]
     if "DeepEP" in row["quote"] or "deepep" in json.dumps(row.get("notes") or "").lower():
         # the row's own dispatcher column (ModelZoo) or benchmark yaml (AutoModel): DeepEP
         training["moe_dispatcher"] = "deepep"

@@ -1207,3 +1207,37 @@ TEST_CASE("launch: a NeMo 1 config's precision, fp8, fp8_params and distributed_
   REQUIRE(w["warnings"].size() == 1);
   CHECK(w["warnings"][0].dump().find("megatron_amp_O2") != std::string::npos);
 }
+
+TEST_CASE("launch: Megatron --recompute-modules in and out") {
+  // import: the names after the flag (nargs='*') become training.recompute_modules, by line
+  const ImportResult r = import_one(
+      "pretrain.sh",
+      megatron_script(1, " \\\n  --recompute-granularity selective \\\n  --recompute-modules layernorm mlp"),
+      on_h100());
+  CHECK(field(r, "training.recompute") == "selective");
+  CHECK(field(r, "training.recompute_modules") == json::array({"layernorm", "mlp"}));
+  CHECK(origin(r, "training.recompute_modules")["key"] == "--recompute-modules");
+  CHECK(origin(r, "training.recompute_modules")["line"] == 12);
+  // one module is one name
+  const ImportResult one = import_one(
+      "pretrain.sh",
+      megatron_script(1, " \\\n  --recompute-granularity selective \\\n  --recompute-modules mlp"),
+      on_h100());
+  CHECK(field(one, "training.recompute_modules") == json::array({"mlp"}));
+
+  // emit: the modules in effect after --recompute-granularity selective; Megatron's default
+  // core_attn alone needs no flag
+  json t = megatron_training();
+  t["recompute"] = "selective";
+  t["recompute_modules"] = json::array({"layernorm", "moe"});
+  const json out = emit_launch(megatron_layout(), t, 32, "megatron", "emit");
+  const auto p = pairs(out);
+  const auto at = std::find_if(p.begin(), p.end(), [](const auto& kv) { return kv.first == "--recompute-modules"; });
+  REQUIRE(at != p.end());
+  CHECK(at->second == json::array({"layernorm", "moe"}));
+  CHECK(out["text"].get<std::string>().find("--recompute-granularity selective \\\n--recompute-modules layernorm moe \\\n") !=
+        std::string::npos);
+  t["recompute_modules"] = json::array({"core_attn"});
+  const auto d = pairs(emit_launch(megatron_layout(), t, 32, "megatron", "emit"));
+  CHECK(std::none_of(d.begin(), d.end(), [](const auto& kv) { return kv.first == "--recompute-modules"; }));
+}

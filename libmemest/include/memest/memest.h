@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 10
+#define MEMEST_VERSION_MINOR 11
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.10.0"
+#define MEMEST_VERSION_STRING "1.11.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -360,6 +360,27 @@ typedef enum memest_recompute {
   MEMEST_RECOMPUTE_COUNT = 4
 } memest_recompute;
 
+/** (1.11) Megatron-Core's --recompute-modules, the submodules recomputation SELECTIVE
+ *  checkpoints (megatron/core/transformer/transformer_config.py recompute_modules, same names):
+ *  bits (1u << value) of memest_pretrain_request.recompute_modules. */
+typedef enum memest_recompute_module {
+  MEMEST_RECOMPUTE_MODULE_CORE_ATTN = 0,      /* core attention (the default; with
+                                                 FlashAttention it saves nothing more) */
+  MEMEST_RECOMPUTE_MODULE_MOE_ACT = 1,        /* the experts' activation function: its output
+                                                 (fc2's input) is discarded and recomputed */
+  MEMEST_RECOMPUTE_MODULE_LAYERNORM = 2,      /* norms not fused into the next linear (MoE
+                                                 layers' pre-MLP norm, latent attention's input
+                                                 norm): their outputs are discarded */
+  MEMEST_RECOMPUTE_MODULE_MLA_UP_PROJ = 3,    /* latent attention's up projections and RoPE:
+                                                 Q, K and V are discarded */
+  MEMEST_RECOMPUTE_MODULE_MLP = 4,            /* a dense layer's whole MLP (its fused norm
+                                                 included): only its input is kept */
+  MEMEST_RECOMPUTE_MODULE_MOE = 5,            /* an MoE layer's router, dispatch, experts and
+                                                 combine: only its input is kept */
+  MEMEST_RECOMPUTE_MODULE_SHARED_EXPERTS = 6, /* the shared experts */
+  MEMEST_RECOMPUTE_MODULE_COUNT = 7
+} memest_recompute_module;
+
 /** The training stack that runs the model (README "Training stack"). */
 typedef enum memest_framework {
   MEMEST_FRAMEWORK_MEGATRON = 0,  /* Megatron-LM / Megatron-Core + Transformer Engine (default) */
@@ -581,7 +602,8 @@ typedef enum memest_enum {
   MEMEST_ENUM_STEP_PART = 14,       /* (1.5) memest_step_part: "compute", "recompute", ... */
   MEMEST_ENUM_MOE_DISPATCHER = 15,  /* (1.5) memest_moe_dispatcher: "alltoall", "deepep" */
   MEMEST_ENUM_ATTENTION_KERNEL = 16, /* (1.5) memest_attention_kernel: "auto", "flash2", "fused" */
-  MEMEST_ENUM_COUNT = 17
+  MEMEST_ENUM_RECOMPUTE_MODULE = 17, /* (1.11) memest_recompute_module: "core_attn", "moe_act", ... */
+  MEMEST_ENUM_COUNT = 18
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -758,6 +780,11 @@ typedef struct memest_pretrain_request {
   int32_t fp4;                /* 1: NVFP4 linear layers (Transformer Engine NVFP4BlockScaling,
                                  Megatron-LM --fp4-format e2m1); needs gpu->fp4, framework
                                  megatron, and fp8 off */
+  /* appended in 1.11 */
+  uint32_t recompute_modules; /* bits (1u << memest_recompute_module): what recompute
+                                 SELECTIVE checkpoints under framework megatron
+                                 (--recompute-modules); 0 (default): Megatron's default,
+                                 core_attn alone */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */
@@ -1145,6 +1172,10 @@ typedef struct memest_finetune_result {
   double chunk_elements;     /* cs, as searched or given */
   double chunk_count;        /* chunks the transformer parameters are packed into */
   double chunk_waste_bytes;  /* fp16 + fp32 bytes of chunk space holding no parameter */
+  /* appended in 1.11 */
+  int32_t peak_verdict;      /* the verdict front ends headline, with the margin of every mode:
+                                FITS up to MEMEST_PEAK_FITS_FRACTION of capacity, TIGHT up to
+                                capacity, else OOM */
 } memest_finetune_result;
 
 typedef struct memest_finetune_option {

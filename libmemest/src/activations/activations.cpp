@@ -50,8 +50,21 @@ ActivationCoefficients activation_coefficients(const memest_model& m,
   return k;
 }
 
-double layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
-                              const ActivationLayout& x) {
+bool recomputes(const ActivationLayout& x, memest_recompute_module module) {
+  return x.recompute == MEMEST_RECOMPUTE_SELECTIVE && ((x.recompute_modules >> module) & 1u) != 0;
+}
+
+namespace {
+
+// One h-wide 16-bit tensor of the layer's tokens on the sequence-parallel shard: 2 sbh_c / sp.
+double norm_output_bytes(const memest_model& m, const ActivationLayout& x) {
+  const double sbh_c = x.seq_len * x.micro_batch * static_cast<double>(m.hidden_size) / x.cp;
+  return 2 * sbh_c / (x.sequence_parallel ? x.tp : 1.0);
+}
+
+// The layer formula before any recompute module.
+double block_bytes(const memest_model& m, const ActivationCoefficients& k,
+                   const ActivationLayout& x) {
   const double sbh_c = x.seq_len * x.micro_batch * static_cast<double>(m.hidden_size) / x.cp;
   const double sp_div = x.sequence_parallel ? x.tp : 1.0;
   if (x.recompute == MEMEST_RECOMPUTE_FULL) return 2 * sbh_c / sp_div;
@@ -60,7 +73,41 @@ double layer_activation_bytes(const memest_model& m, const ActivationCoefficient
     bytes += k.scores * static_cast<double>(m.num_attention_heads) * x.seq_len * x.seq_len *
              x.micro_batch / (x.tp * x.cp);
   }
+  return bytes - attention_side_recomputed_bytes(m, x);
+}
+
+}  // namespace
+
+double attention_side_recomputed_bytes(const memest_model& m, const ActivationLayout& x) {
+  double bytes = 0;
+  // transformer_layer.py: recompute_input_layernorm only when input_layernorm is not an
+  // IdentityOp, i.e. not fused into linear_qkv: latent attention's separate TENorm
+  if (recomputes(x, MEMEST_RECOMPUTE_MODULE_LAYERNORM) && is_mla(m)) {
+    bytes += norm_output_bytes(m, x);
+  }
+  if (recomputes(x, MEMEST_RECOMPUTE_MODULE_MLA_UP_PROJ) && is_mla(m)) {
+    // multi_latent_attention.py: qkv_up_checkpoint (CheckpointWithoutOutput) discards query,
+    // key and value once core attention has run; the compressed inputs stay
+    const double a = static_cast<double>(m.num_attention_heads);
+    const double qk = static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim);
+    const double v = static_cast<double>(m.v_head_dim);
+    bytes += (4 * a * qk + 2 * a * v) * x.seq_len * x.micro_batch / (x.cp * x.tp);
+  }
   return bytes;
+}
+
+double dense_mlp_recomputed_bytes(const memest_model& m, const ActivationCoefficients& k,
+                                  const ActivationLayout& x) {
+  if (!recomputes(x, MEMEST_RECOMPUTE_MODULE_MLP)) return 0;
+  // transformer_layer.py recompute_mlp: tensor_parallel.checkpoint(self.mlp, ...) on the
+  // residual (pre_mlp_layernorm is fused into linear_fc1 in a dense layer): the MLP's
+  // tensors and the fused norm's output are rebuilt in backward
+  return mlp_activation_bytes(m, k, x) + norm_output_bytes(m, x);
+}
+
+double layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
+                              const ActivationLayout& x) {
+  return block_bytes(m, k, x) - dense_mlp_recomputed_bytes(m, k, x);
 }
 
 double mlp_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
@@ -102,12 +149,22 @@ MoeActivationParts moe_activation_parts(const memest_model& m, const ActivationL
   // their input all-gathered under SP, that input already counted as the MLP input).
   const double sb_c = x.seq_len * x.micro_batch / x.cp;
   p.shared = sb_c * static_cast<double>(m.num_shared_experts) * per_width * fs / x.tp;
+  // Megatron's recompute modules: moe/moe_layer.py moe_layer_recompute checkpoints the whole
+  // layer (router, dispatch, experts, combine, shared experts) on its input; experts.py
+  // activation_recompute discards the activation's output (fc2's input, f_e / etp wide);
+  // shared_experts_recompute checkpoints the shared experts
+  if (recomputes(x, MEMEST_RECOMPUTE_MODULE_MOE)) return MoeActivationParts{};
+  if (recomputes(x, MEMEST_RECOMPUTE_MODULE_MOE_ACT)) p.experts -= rows * 2 * fe / etp;
+  if (recomputes(x, MEMEST_RECOMPUTE_MODULE_SHARED_EXPERTS)) p.shared = 0;
   return p;
 }
 
 double moe_layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                                   const ActivationLayout& x, double etp, double capacity_factor) {
-  return layer_activation_bytes(m, k, x) - mlp_activation_bytes(m, k, x) +
+  // an MoE layer's pre-MLP norm is a separate TENorm (gpt_layer_specs.py: pre_mlp_layernorm
+  // is backend.layer_norm() when num_experts is set): the layernorm module discards its output
+  const double norm = recomputes(x, MEMEST_RECOMPUTE_MODULE_LAYERNORM) ? norm_output_bytes(m, x) : 0.0;
+  return block_bytes(m, k, x) - mlp_activation_bytes(m, k, x) - norm +
          moe_activation_parts(m, x, etp, capacity_factor).total();
 }
 

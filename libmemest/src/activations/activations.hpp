@@ -47,12 +47,37 @@ struct ActivationLayout {
   bool sequence_parallel = true;
   bool flash_attention = true;
   memest_recompute recompute = MEMEST_RECOMPUTE_NONE;
+  // Megatron-Core's recompute_modules in effect (plan/stack.hpp recompute_modules_in_effect):
+  // bits (1u << memest_recompute_module), 0 unless recompute is SELECTIVE under Megatron
+  uint32_t recompute_modules = 0;
 };
 
-// Bytes for one transformer layer, one micro-batch, one GPU.
+// Whether Megatron recomputes `module` under this layout's selective recomputation.
+bool recomputes(const ActivationLayout& x, memest_recompute_module module);
+
+// What Megatron-Core's output-discarding and module checkpoints
+// (transformer_config.py recompute_modules; transformer_layer.py, moe/moe_layer.py,
+// moe/experts.py, multi_latent_attention.py) take out of one layer's saved set under recompute
+// SELECTIVE, in bytes per micro-batch on one GPU (sbh_c = s*b*h/c, sp = t with SP else 1):
+//   layernorm    each norm not fused into the next linear (Transformer Engine specs,
+//                models/gpt/gpt_layer_specs.py: latent attention's input norm, an MoE layer's
+//                pre-MLP norm) loses its output: 2 sbh_c / sp each;
+//   mla_up_proj  Q, K and V of latent attention (the up projections' and RoPE's outputs):
+//                (4 a (d_nope + d_rope) + 2 a d_v) s b / (c t);
+//   mlp          a dense layer's MLP, checkpointed with its fused norm: the MLP's tensors and
+//                the norm output, mlp_activation_bytes + 2 sbh_c / sp;
+//   moe, moe_act, shared_experts: in moe_activation_parts.
+// core_attn is the selective recomputation Korthikanti et al. describe (scores only).
+double attention_side_recomputed_bytes(const memest_model& m, const ActivationLayout& x);
+double dense_mlp_recomputed_bytes(const memest_model& m, const ActivationCoefficients& k,
+                                  const ActivationLayout& x);
+
+// Bytes for one (dense) transformer layer, one micro-batch, one GPU, with the recompute
+// modules' savings (attention_side_recomputed_bytes, dense_mlp_recomputed_bytes).
 double layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                               const ActivationLayout& x);
-// The dense MLP's share of layer_activation_bytes (0 under full recomputation).
+// The dense MLP's share of layer_activation_bytes before any recompute module (0 under full
+// recomputation).
 double mlp_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                             const ActivationLayout& x);
 
@@ -63,6 +88,9 @@ double mlp_activation_bytes(const memest_model& m, const ActivationCoefficients&
 // R = load * T * k * etp rows (the etp ranks of an expert all see its rows), where `load` is
 // 1 for drop-less routing (the average load, which the balancing loss drives towards) or the
 // capacity factor when one is given (each expert's rows are cut or padded to it).
+// Under Megatron's recompute modules: moe keeps none of these (the MoE layer is checkpointed
+// on its input), moe_act drops the experts' activation output (R x 2 f_e / etp),
+// shared_experts drops the shared part.
 struct MoeActivationParts {
   double router = 0;    // fp32 scores + routing map, T x E x (4 + 1)
   double dispatch = 0;  // permuted tokens, the experts' fc1 input: R x h x 2
@@ -75,7 +103,8 @@ struct MoeActivationParts {
 MoeActivationParts moe_activation_parts(const memest_model& m, const ActivationLayout& x,
                                         double etp, double capacity_factor);
 // Bytes for one MoE layer, one micro-batch, one GPU: the layer formula without its dense MLP,
-// plus the MoE parts (full recomputation keeps only the layer input, as for a dense layer).
+// plus the MoE parts (full recomputation keeps only the layer input, as for a dense layer);
+// the layernorm module also drops the unfused pre-MLP norm's output.
 double moe_layer_activation_bytes(const memest_model& m, const ActivationCoefficients& k,
                                   const ActivationLayout& x, double etp, double capacity_factor);
 

@@ -159,6 +159,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.loss_chunks = st.loss_chunks;  // 1.9
   c.fsdp_use_orig_params = st.fsdp_use_orig_params;
   c.fp4 = st.fp4;
+  c.recompute_modules = st.recompute_modules;  // 1.11
   return c;
 }
 
@@ -319,6 +320,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.loss_chunks = c.loss_chunks;
   st.fsdp_use_orig_params = c.fsdp_use_orig_params;
   st.fp4 = c.fp4;
+  st.recompute_modules = c.recompute_modules;
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it
     constexpr size_t kLongest = 65536;

@@ -152,6 +152,33 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
                       (v.is_string() ? "\"" + echo(v.get<std::string>()) + "\"" : std::string(v.type_name())));
     }
   }
+  if (training.has("recompute_modules")) {
+    // Megatron-Core's --recompute-modules: a list of its module names (what recompute
+    // "selective" checkpoints; under none or full it has no effect, as in Megatron)
+    const json& v = block(top, "training").at("recompute_modules");
+    if (!v.is_array()) {
+      throw Error(MEMEST_ERR_TYPE, "training.recompute_modules",
+                  "training.recompute_modules: expected a list of " +
+                      enum_choices(MEMEST_ENUM_RECOMPUTE_MODULE) + ", got " +
+                      std::string(v.type_name()));
+    }
+    if (v.empty()) {
+      fail("training.recompute_modules",
+           "an empty list recomputes nothing: give training.recompute \"none\" instead");
+    }
+    st.recompute_modules = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string at = "training.recompute_modules[" + std::to_string(i) + "]";
+      const int32_t o =
+          v[i].is_string() ? enum_value(MEMEST_ENUM_RECOMPUTE_MODULE, v[i].get<std::string>()) : -1;
+      if (o < 0) {
+        fail(at, "must be one of " + enum_choices(MEMEST_ENUM_RECOMPUTE_MODULE) +
+                     (v[i].is_string() ? ", got \"" + echo(v[i].get<std::string>()) + "\""
+                                       : ", got " + std::string(v[i].type_name())));
+      }
+      st.recompute_modules |= 1u << o;
+    }
+  }
   if (const json* o = training.object("offload")) {
     JsonFields offload(*o, "training.offload");
     offload.reject_unknown({"optimizer", "params", "activations"});
@@ -336,13 +363,16 @@ ojson model_json(const memest_model& m) {
   return j;
 }
 
-ojson overlap_json(uint32_t bits) {
+ojson bit_names_json(memest_enum which, uint32_t bits) {
   ojson names = ojson::array();
-  for (int32_t i = 0; i < MEMEST_OVERLAP_COUNT; ++i) {
-    if (bits & (1u << i)) names.push_back(enum_name(MEMEST_ENUM_OVERLAP, i));
+  const EnumTable t = enum_table(which);
+  for (uint32_t i = 0; i < t.count && i < 32; ++i) {
+    if (bits & (1u << i)) names.push_back(t.names[i]);
   }
   return names;
 }
+
+ojson overlap_json(uint32_t bits) { return bit_names_json(MEMEST_ENUM_OVERLAP, bits); }
 
 ojson gpu_json(const memest_gpu& g) {
   ojson j = {{"name", g.name},

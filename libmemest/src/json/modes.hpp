@@ -48,7 +48,9 @@ constexpr const char* kPretrainTraining[] = {
     // the chunked losses' chunks, FSDP1's mixed flat parameters (1.9)
     "loss_chunks", "fsdp_use_orig_params",
     // NVFP4 linears (1.9)
-    "fp4"};
+    "fp4",
+    // Megatron-Core's --recompute-modules (1.11)
+    "recompute_modules"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;
@@ -77,6 +79,8 @@ ojson gpu_json(const memest_gpu& g);
 // The overlap bits as names (memest_overlap), and a result's step breakdown by
 // memest_step_part name (throughput/throughput.hpp).
 ojson overlap_json(uint32_t bits);
+// The names of the values whose bits (1u << value) are set, in value order.
+ojson bit_names_json(memest_enum which, uint32_t bits);
 // An enum value's library name, "unknown" out of range.
 inline const char* enum_text(memest_enum which, int32_t v) {
   const char* name = enum_name(which, v);

@@ -240,6 +240,8 @@ ojson pretrain_response(const PretrainRequest& r) {
            {{"seq_len", r.seq_len}, {"micro_batch", r.micro_batch},
             {"global_batch", r.global_batch}, {"num_microbatches", res.num_microbatches},
             {"recompute", recompute_name(r.recompute)},
+            {"recompute_modules",
+             bit_names_json(MEMEST_ENUM_RECOMPUTE_MODULE, recompute_modules_in_effect(r))},
             {"flash_attention", r.flash_attention == 1},
             {"activation_model", res.activation_model == MEMEST_ACTIVATIONS_GPT ? "gpt" : "llama"},
             {"param_bytes", r.precision.param_bytes}, {"grad_bytes", r.precision.grad_bytes},

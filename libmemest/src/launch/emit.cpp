@@ -32,6 +32,11 @@ struct Out {
 
 std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {  // several values of one option (nargs='*'): space-separated
+    std::string out;
+    for (const json& e : v) out += (out.empty() ? "" : " ") + value_text(e);
+    return out;
+  }
   return v.dump();
 }
 
@@ -75,6 +80,11 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
     o.add("--recompute-num-layers", 1);
   } else if (rc == "selective") {
     o.add("--recompute-granularity", "selective");
+    // the modules in effect (the response's echo); Megatron's default core_attn needs no flag
+    const json modules = t.contains("recompute_modules") ? t["recompute_modules"] : json::array();
+    if (modules.is_array() && !modules.empty() && modules != json::array({"core_attn"})) {
+      o.add("--recompute-modules", modules);
+    }
   }
   const std::string p = dtype_of(t.value("param_bytes", 2.0));
   if (p == "bf16") o.add("--bf16", true);

@@ -444,6 +444,22 @@ void map_megatron(MapContext& c) {
   if (const Setting* v = a.take("recompute-activations")) {
     if (boolean_of(*v)) b.from_file("training.recompute", "selective", *v);
   }
+  if (const Setting* v = a.take("recompute-modules")) {
+    // --recompute-modules core_attn moe_act ... (nargs='*'; a YAML list in Megatron-Bridge /
+    // NeMo 2): the request reads the names and refuses an unknown one by its index
+    json names = json::array();
+    if (v->value.is_array()) {
+      for (const json& n : v->value) {
+        if (!n.is_string()) {
+          throw Error(MEMEST_ERR_TYPE, v->file + ":" + v->key, where(*v) + ": must be a list of module names");
+        }
+        names.push_back(n);
+      }
+    } else {
+      names.push_back(string_of(*v));
+    }
+    if (!names.empty()) b.from_file("training.recompute_modules", names, *v);
+  }
 
   // precision: --bf16 / --fp16 store bf16/fp16 weights beside the fp32 main copy (the
   // distributed optimizer's); without either Megatron trains in fp32

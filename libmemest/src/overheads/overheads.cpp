@@ -49,8 +49,10 @@ OverheadParts stage_overheads(const Plan& plan, int64_t i, double layers, double
 
   if (plan.activation_model == MEMEST_ACTIVATIONS_LLAMA && x.recompute != MEMEST_RECOMPUTE_FULL) {
     // (the other stacks' eager blocks are counted exactly: activations/stack_activations.hpp)
-    if (m.gated_mlp && plan.framework == MEMEST_FRAMEWORK_MEGATRON) {
-      // Eq. 12 counts 8 sbh_ffn; a fused SwiGLU keeps 6 sbh_ffn
+    if (m.gated_mlp && plan.framework == MEMEST_FRAMEWORK_MEGATRON &&
+        !recomputes(x, MEMEST_RECOMPUTE_MODULE_MLP)) {
+      // Eq. 12 counts 8 sbh_ffn; a fused SwiGLU keeps 6 sbh_ffn (none when the recompute
+      // module mlp checkpoints the dense MLP)
       const double f = static_cast<double>(m.intermediate_size);
       o.activation_correction -= layers * in_flight * 2 * sb * f / (t * c);
     }

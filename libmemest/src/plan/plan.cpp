@@ -869,6 +869,7 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check,
   plan.layout.sequence_parallel = r.sequence_parallel == 1;
   plan.layout.flash_attention = r.flash_attention == 1;
   plan.layout.recompute = static_cast<memest_recompute>(r.recompute);
+  plan.layout.recompute_modules = recompute_modules_in_effect(r);
   plan.activation_model = terms.activation_model;
   plan.coefficients = terms.coefficients;
   plan.dense_layer = terms.dense_layer;

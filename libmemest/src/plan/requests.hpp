@@ -66,6 +66,9 @@ struct Stack {
   int32_t fsdp_use_orig_params = 0;  // fsdp1 + lora: blocks' flat parameters mix frozen
                                      // weights and adapters (states/adapter_states.cpp)
   int32_t fp4 = 0;             // NVFP4 linears (Transformer Engine, Megatron --fp4-format e2m1)
+  // 1.11: bits (1u << memest_recompute_module) recompute SELECTIVE checkpoints under Megatron;
+  // 0: Megatron's default, core_attn alone (activations/activations.hpp)
+  uint32_t recompute_modules = 0;
   // The reduction's bytes per element in effect.
   double reduce_dtype_bytes(double grad_bytes) const {
     return reduce_bytes > 0 ? reduce_bytes : grad_bytes;

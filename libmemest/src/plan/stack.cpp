@@ -61,6 +61,14 @@ int32_t effective_zero(int32_t framework, int32_t zero) {
   return zero;
 }
 
+uint32_t recompute_modules_in_effect(const PretrainRequest& r) {
+  if (r.stack.framework != MEMEST_FRAMEWORK_MEGATRON || r.recompute != MEMEST_RECOMPUTE_SELECTIVE) {
+    return 0;
+  }
+  return r.stack.recompute_modules != 0 ? r.stack.recompute_modules
+                                        : 1u << MEMEST_RECOMPUTE_MODULE_CORE_ATTN;
+}
+
 int32_t resolved_loss(int32_t framework, int32_t loss) {
   if (loss != MEMEST_LOSS_AUTO) return loss;
   return framework == MEMEST_FRAMEWORK_MEGATRON ? MEMEST_LOSS_FUSED : MEMEST_LOSS_UNFUSED;
@@ -442,6 +450,41 @@ void validate_stack(const PretrainRequest& r) {
     fail("training.fp8", std::string("the GPU (") + r.gpu.name +
                              ") has no fp8 tensor cores (Hopper, Ada and Blackwell have them; "
                              "set gpu.fp8 to 1 for a custom GPU that does)");
+  }
+  // 1.11: Megatron-Core's --recompute-modules (transformer_config.py __post_init__ refuses
+  // moe_act without grouped GEMMs and mla_up_proj without latent attention)
+  if (st.recompute_modules >= (1u << MEMEST_RECOMPUTE_MODULE_COUNT)) {
+    fail("training.recompute_modules",
+         "must be bits (1 << memest_recompute_module) of " +
+             enum_choices(MEMEST_ENUM_RECOMPUTE_MODULE) + ", got " +
+             std::to_string(st.recompute_modules));
+  }
+  if (st.recompute_modules != 0) {
+    if (!megatron) {
+      fail("training.recompute_modules",
+           "Megatron-Core's --recompute-modules: framework " + name_of(st.framework) +
+               " recomputes by training.recompute alone");
+    }
+    auto has = [&](memest_recompute_module mod) { return (st.recompute_modules >> mod) & 1u; };
+    for (memest_recompute_module mod : {MEMEST_RECOMPUTE_MODULE_MOE, MEMEST_RECOMPUTE_MODULE_MOE_ACT,
+                                        MEMEST_RECOMPUTE_MODULE_SHARED_EXPERTS}) {
+      if (has(mod) && !is_moe(r.model)) {
+        fail("training.recompute_modules",
+             std::string(enum_name(MEMEST_ENUM_RECOMPUTE_MODULE, mod)) +
+                 " recomputes part of an MoE layer, and the model has no experts");
+      }
+    }
+    if (st.recompute_modules != (1u << MEMEST_RECOMPUTE_MODULE_CORE_ATTN) &&
+        layer_mix(r.model, 0, r.model.num_hidden_layers).any()) {
+      fail("training.recompute_modules",
+           "the recompute modules are modelled for attention + MLP/MoE layers; this hybrid "
+           "model's Mamba / linear-attention layers have no per-module terms yet");
+    }
+    if (has(MEMEST_RECOMPUTE_MODULE_MLA_UP_PROJ) && !is_mla(r.model)) {
+      fail("training.recompute_modules",
+           "mla_up_proj recomputes multi-head latent attention's up projections, and the model "
+           "has no kv_lora_rank (Megatron refuses it without multi_latent_attention)");
+    }
   }
   // 1.9: NVFP4 (Transformer Engine's NVFP4BlockScaling recipe, docs/features/
   // low_precision_training/nvfp4: training on SM 10.0 / 10.3), as Megatron-LM runs it

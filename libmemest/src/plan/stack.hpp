@@ -54,6 +54,13 @@ double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double para
 //  megatron, deepspeed: as given.
 int32_t effective_zero(int32_t framework, int32_t zero);
 
+// The Megatron-Core modules recompute SELECTIVE checkpoints for this request, as bits (1u <<
+// memest_recompute_module): the request's recompute_modules, or Megatron's default core_attn
+// when it gives none (transformer_config.py: recompute_modules None -> ["core_attn"]); 0 when
+// the recomputation is not selective or the framework is not Megatron (Megatron ignores
+// --recompute-modules without --recompute-granularity selective).
+uint32_t recompute_modules_in_effect(const PretrainRequest& r);
+
 // The request's loss resolved: AUTO is fused under megatron and unfused elsewhere (torchtitan's
 // build_cross_entropy_loss, torchtune's default CEWithChunkedOutputLoss being a recipe choice,
 // HF's ForCausalLMLoss: all F.cross_entropy on upcast logits).

@@ -488,7 +488,9 @@ LayerTime moe_layer(const Context& x) {
   // Dispatch and combine (token_dispatcher.py MoEAlltoAllTokenDispatcher): one all-to-all
   // each way in forward, their transposes in backward, again for a recomputed forward; with
   // etp > 1 an all-gather and a reduce-scatter of the rows inside the expert's TP group.
-  const double passes = 4 + 2 * x.recompute_share;
+  const double rerun = x.recompute_share +
+                       (recomputes(x.plan.layout, MEMEST_RECOMPUTE_MODULE_MOE) ? 1.0 : 0.0);
+  const double passes = 4 + 2 * rerun;
   const double a2a = dispatch_seconds(x, copies * load * x.h * 2);
   const double gather = collective_seconds(x.g, Collective::AllGather, x.etp_group, rows * x.h * 2);
   const double comm = passes * (a2a + gather);
@@ -562,6 +564,54 @@ void add_recompute(const Context& x, LayerTime& layer, double elementwise_forwar
   else if (x.plan.layout.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) layer.recompute = elementwise_forward;
 }
 
+// Megatron's recompute modules (selective recomputation, activations/activations.hpp): the
+// forward kernels of what they checkpoint run again in the layer's backward. mlp: the dense
+// MLP (and its region's two forward TP collectives of four); moe: the MoE part of the layer (its
+// second dispatch and combine are in moe_layer's passes); shared_experts: their two linears;
+// mla_up_proj: the two up projections; moe_act and layernorm: memory-bound kernels.
+void add_module_recompute(const Context& x, LayerTime& layer, bool moe_block) {
+  const ActivationLayout& l = x.plan.layout;
+  if (l.recompute != MEMEST_RECOMPUTE_SELECTIVE || l.recompute_modules == 0) return;
+  const memest_model& m = x.m;
+  auto forward = [&](double rows, double n, double k) {
+    return linear_seconds(x.dev, rows, n, k, x.gemm_inputs, !x.frozen_base).forward;
+  };
+  const double th = x.rows * x.h / x.t_sp;  // the hidden state on the SP shard
+  if (!moe_block && recomputes(l, MEMEST_RECOMPUTE_MODULE_MLP)) {
+    const LayerTime mlp = mlp_half(x);
+    layer.recompute += mlp.forward;
+    layer.tp += mlp.tp / 2;
+  }
+  if (moe_block && recomputes(l, MEMEST_RECOMPUTE_MODULE_MOE)) {
+    layer.recompute += moe_layer(x).forward - attention_half(x).forward;
+  } else if (moe_block) {
+    const double copies = x.rows / x.t_sp * static_cast<double>(m.num_experts_per_tok);
+    const double rows = copies * expert_load(x, copies) * x.etp;
+    const double fe = static_cast<double>(expert_width(m));
+    if (recomputes(l, MEMEST_RECOMPUTE_MODULE_MOE_ACT)) {
+      // read fc1's output (2 or 1 x f_e wide), write the activation's (f_e), 2 bytes each
+      layer.recompute += memory_seconds(x.dev, (m.gated_mlp ? 6 : 4) * rows * fe / x.etp, 1);
+    }
+    if (recomputes(l, MEMEST_RECOMPUTE_MODULE_SHARED_EXPERTS) && m.num_shared_experts > 0) {
+      const double width = static_cast<double>(m.num_shared_experts * shared_expert_width(m)) / x.t;
+      layer.recompute += forward(x.rows, (m.gated_mlp ? 2 : 1) * width, x.h) +
+                         forward(x.rows, x.h, width);
+    }
+  }
+  if (recomputes(l, MEMEST_RECOMPUTE_MODULE_LAYERNORM)) {
+    const double norms = (moe_block ? 1 : 0) + (is_mla(m) ? 1 : 0);  // the unfused ones
+    layer.recompute += memory_seconds(x.dev, norms * 4 * th, norms);
+  }
+  if (recomputes(l, MEMEST_RECOMPUTE_MODULE_MLA_UP_PROJ) && is_mla(m)) {
+    const double a = static_cast<double>(m.num_attention_heads) / x.t;
+    layer.recompute +=
+        forward(x.rows, a * static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim),
+                static_cast<double>(m.q_lora_rank > 0 ? m.q_lora_rank : m.hidden_size)) +
+        forward(x.rows, a * static_cast<double>(m.qk_nope_head_dim + m.v_head_dim),
+                static_cast<double>(m.kv_lora_rank));
+  }
+}
+
 }  // namespace
 
 double moe_all_to_all_seconds(const Plan& plan) {
@@ -581,9 +631,11 @@ LayerTimes layer_times(const Plan& plan) {
   const double dense_elem = memory_seconds(
       x.dev, block_elementwise_bytes(x, 0, x.rows, static_cast<double>(m.intermediate_size) / x.t), 0);
   add_recompute(x, out.dense, dense_elem);
+  add_module_recompute(x, out.dense, false);
   if (is_moe(m)) {
     out.moe = moe_layer(x);
     add_recompute(x, out.moe, dense_elem);
+    add_module_recompute(x, out.moe, true);
   }
   const LayerMix mix = layer_mix(m, 0, m.num_hidden_layers);
   if (mix.any()) {
