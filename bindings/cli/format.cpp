@@ -612,9 +612,11 @@ std::string finetune_table(const ojson& r, int64_t requested_gpus) {
     out += fmt::format("{:<8} {:<24} {:>14} {:>14}\n", term[0], term[1],
                        gib(r["parts"][term[0]].get<double>()), gib(r["per_gpu"][term[0]].get<double>()));
   }
-  out += fmt::format("\npeak (LLMem): {} of {} = {:.1f} %\nverdict: {}\n",
+  // the headline keeps the margin of every mode; LLMem's own test (peak <= capacity) beside it
+  out += fmt::format("\npeak (LLMem): {} of {} = {:.1f} %\nverdict: {}; LLMem's test: {}\n",
                      gib(r["peak_bytes"].get<double>()), gib(r["capacity_bytes"].get<double>()),
                      100.0 * r["usage_fraction"].get<double>(),
+                     peak_verdict_note(r["peak_verdict"].get<std::string>()),
                      r["verdict"] == "fits" ? "fits (peak <= capacity)" : "oom (peak above capacity)");
   return out;
 }
@@ -637,10 +639,11 @@ std::string finetune_csv(const ojson& r) {
     out += fmt::format(",{}", term[0]);
     cells.push_back(r["per_gpu"][term[0]]);
   }
-  out += ",peak_bytes,capacity_bytes,verdict\n";
+  out += ",peak_bytes,capacity_bytes,verdict,peak_verdict\n";
   cells.push_back(r["peak_bytes"]);
   cells.push_back(r["capacity_bytes"]);
   cells.push_back(r["verdict"]);
+  cells.push_back(r["peak_verdict"]);
   return out + csv_line(cells);
 }
 

@@ -114,6 +114,23 @@ TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by ha
   const memest_finetune_result zero3 = run(r, MEMEST_FINETUNE_ZERO3);
   CHECK(zero3.peak_bytes == 7945584640.0);  // m_base + m_p16 + (m_p32 + m_os)/4 + m_out + m_lm
   CHECK(zero3.verdict == MEMEST_VERDICT_FITS);
+  {
+    // peak_verdict carries the product's margin (1.11): the same peak on a GPU it fills to 90 %
+    // is tight, while LLMem's own test (verdict: peak <= capacity) says fits; above it, oom.
+    // 7945584640 / 0.9 = 8828427377.8 bytes of capacity.
+    Request tight = r;
+    tight.gpu.memory_bytes = 7945584640.0 / 0.9;
+    const memest_finetune_result t90 = run(tight, MEMEST_FINETUNE_ZERO3);
+    CHECK(t90.usage_fraction == doctest::Approx(0.9));
+    CHECK(t90.peak_verdict == MEMEST_VERDICT_TIGHT);
+    CHECK(t90.verdict == MEMEST_VERDICT_FITS);
+    tight.gpu.memory_bytes = 7945584640.0 / 0.8;  // 80 % of capacity: below the 0.84 margin
+    CHECK(run(tight, MEMEST_FINETUNE_ZERO3).peak_verdict == MEMEST_VERDICT_FITS);
+    tight.gpu.memory_bytes = 7945584640.0 / 1.01;
+    const memest_finetune_result over = run(tight, MEMEST_FINETUNE_ZERO3);
+    CHECK(over.peak_verdict == MEMEST_VERDICT_OOM);
+    CHECK(over.verdict == MEMEST_VERDICT_OOM);
+  }
   const memest_finetune_result tp = run(r, MEMEST_FINETUNE_TP);
   CHECK(tp.parts.backward_buffer == 148897792.0);
   CHECK(tp.peak_bytes == 6113722368.0);  // m_base + (m_p + m_os)/4 + m_out + m_lm + m_back
@@ -247,6 +264,9 @@ TEST_CASE("--method auto decides for all nine LLMem models on 4 x V100 16GB at s
     if (selected != "cpu_offload") {
       CHECK(a.body["max_batch"].get<int>() > 0);
       CHECK(a.body["verdict"] == "fits");
+      // Algorithm 1 fills the GPU to its largest batch: fits below the margin, else tight
+      const double usage = a.body["estimate_bytes"].get<double>() / a.body["capacity_bytes"].get<double>();
+      CHECK(a.body["peak_verdict"] == (usage <= MEMEST_PEAK_FITS_FRACTION ? "fits" : "tight"));
       CHECK(a.body["method"] == "auto");
       CHECK(a.body["estimate_bytes"].get<double>() <= a.body["capacity_bytes"].get<double>());
     }

@@ -36,9 +36,10 @@ function csvOf(result) {
   if (!result) return '';
   if (result.mode === 'finetune') {
     if (!Array.isArray(result.methods)) {
-      const cols = ['method', 'batch', 'peak_bytes', 'capacity_bytes', 'verdict', ...LLMEM_TERMS.map(([k]) => k)];
+      const cols = ['method', 'batch', 'peak_bytes', 'capacity_bytes', 'verdict', 'peak_verdict', ...LLMEM_TERMS.map(([k]) => k)];
       const row = { method: result.method, batch: result.training?.batch, peak_bytes: result.peak_bytes,
-        capacity_bytes: result.capacity_bytes, verdict: result.verdict, ...(result.per_gpu ?? {}) };
+        capacity_bytes: result.capacity_bytes, verdict: result.verdict, peak_verdict: result.peak_verdict,
+        ...(result.per_gpu ?? {}) };
       return `${csvLine(cols)}\n${csvLine(cols.map((c) => row[c]))}\n`;
     }
     const cols = ['method', 'applicable', 'tp', 'dp', 'max_batch', 'score', 'peak_bytes', 'reason'];

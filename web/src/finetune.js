@@ -87,7 +87,9 @@ function renderFinetune(d) {
   const offload = d.selected === 'cpu_offload';
   const method = d.selected ?? d.method;
   const batch = d.selected ? d.max_batch : d.training?.batch;
-  const verdict = d.verdict;
+  // the verdict with the product's margin (tight above MEMEST_PEAK_FITS_FRACTION); d.verdict is
+  // LLMem's own test (peak <= capacity), which picks Algorithm 1's batch
+  const verdict = d.peak_verdict;
   $('ft-verdict').textContent = words(verdict);
   $('ft-verdict').dataset.verdict = verdict;
   $('ft-method-batch').textContent = offload ? 'CPU offloading' : `${method} · batch ${batch}`;

@@ -601,11 +601,11 @@ test('fine-tuning tab: its own answer, matching its table; only its inputs; LLMe
   const chosen = want.methods.find((m) => m.method === want.selected);
   assert.equal(chosen.peak_bytes, want.peak_bytes);
   const status = await page.textContent('#status');
-  assert.match(status, new RegExp(`^OPT-2\\.7B on 4 × NVIDIA V100 SXM2 16GB, fine-tuning \\(LLMem\\): ${words(want.verdict)} — `));
+  assert.match(status, new RegExp(`^OPT-2\\.7B on 4 × NVIDIA V100 SXM2 16GB, fine-tuning \\(LLMem\\): ${words(want.peak_verdict)} — `));
   assert.ok(status.includes(`selects ${want.selected} `) && status.includes(`largest batch, ${want.max_batch} per GPU`), status);
   assert.ok(status.includes(`peak ${g2(want.peak_bytes)} GiB of ${g2(want.capacity_bytes)} GiB`), status);
-  assert.equal(await page.getAttribute('#status', 'data-verdict'), want.verdict);
-  assert.equal(await page.textContent('#ft-verdict'), words(want.verdict));
+  assert.equal(await page.getAttribute('#status', 'data-verdict'), want.peak_verdict);
+  assert.equal(await page.textContent('#ft-verdict'), words(want.peak_verdict));
   assert.equal(await page.textContent('#ft-method-batch'), `${want.selected} · batch ${want.max_batch}`);
   assert.equal(await page.textContent('#ft-peak'), `${g2(want.peak_bytes)} GiB`);
   assert.ok((await page.textContent('#finetune-summary')).includes(`peak ${g2(want.peak_bytes)} GiB`));

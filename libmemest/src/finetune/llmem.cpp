@@ -277,6 +277,10 @@ memest_finetune_result compute_finetune(const FinetuneRequest& r) {
   out.capacity_bytes = in.capacity;
   out.usage_fraction = out.peak_bytes / in.capacity;
   out.verdict = out.peak_bytes <= in.capacity ? MEMEST_VERDICT_FITS : MEMEST_VERDICT_OOM;
+  // 1.11: the product's margin (core/verdict.hpp peak_verdict_for), what front ends headline:
+  // fits up to MEMEST_PEAK_FITS_FRACTION of capacity, tight up to all of it. LLMem's own test
+  // (verdict) still decides Algorithm 1's batches (finetune/select.cpp).
+  out.peak_verdict = peak_verdict_for(out.peak_bytes, in.capacity);
   out.chunk_elements = in.chunk.chunk_elements;
   out.chunk_count = in.chunk.chunks;
   out.chunk_waste_bytes = in.chunk.waste_elements * (in.b16 + in.b32);

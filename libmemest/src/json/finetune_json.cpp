@@ -74,6 +74,7 @@ ojson finetune_estimate(const FinetuneRequest& r, ojson& j) {
   j["capacity_bytes"] = res.capacity_bytes;
   j["usage_fraction"] = res.usage_fraction;
   j["verdict"] = verdict_name(res.verdict);
+  j["peak_verdict"] = verdict_name(res.peak_verdict);
   return j;
 }
 
@@ -113,6 +114,7 @@ ojson finetune_response(const FinetuneRequest& r) {
     j["estimate_gib"] = smallest_peak / kGiB;
     j["capacity_bytes"] = r.gpu.memory_bytes;
     j["verdict"] = "oom";
+    j["peak_verdict"] = "oom";
     // Beside CPU offloading: adapter fine-tuning, a different training method (frozen base),
     // reported and never substituted (finetune/adapter_alternatives.hpp).
     ojson alternatives = ojson::array();
