@@ -3,6 +3,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -293,6 +294,13 @@ Command add_pretrain(CLI::App& app) {
   cmd->add_option("--recipe", o->recipe, recipe_help)->check(CLI::IsMember(library_names("recipes")));
   o->cmd = cmd;
   add_format_option(*cmd, o->output, "table");
+  // The flags a suggestion is printed as (options.cpp's table): each must be one of this
+  // command's, and a later copy wins, so that those flags appended to the command line apply.
+  for (const FieldFlag& row : suggestion_flag_table()) {
+    CLI::Option* flag = cmd->get_option_no_throw(row.flag);
+    if (!flag) throw std::logic_error(std::string("pretrain has no flag ") + row.flag + " for " + row.field);
+    flag->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
   return {cmd, [o] {
             fit_default_layout(*o);
             ojson request = pretrain_request(*o);

@@ -8,6 +8,8 @@
 
 #include "memest/memest.h"
 
+#include "options.hpp"
+
 namespace memest_cli {
 
 namespace {
@@ -54,26 +56,6 @@ std::string peak_verdict_note(const std::string& verdict) {
   return verdict;
 }
 
-// "training.recompute=full parallel.zero=3 training.offload.params=true": a suggestion's
-// changes as request fields (nested blocks as dotted paths).
-void add_changes(const std::string& path, const ojson& fields, std::string& out) {
-  for (const auto& [key, value] : fields.items()) {
-    const std::string at = path + "." + key;
-    if (value.is_object()) {
-      add_changes(at, value, out);
-      continue;
-    }
-    out += fmt::format("{}{}={}", out.empty() ? "" : " ", at,
-                       value.is_string() ? value.get<std::string>() : value.dump());
-  }
-}
-
-std::string changes_text(const ojson& set) {
-  std::string out;
-  for (const auto& [block, fields] : set.items()) add_changes(block, fields, out);
-  return out;
-}
-
 std::string advice_text(const ojson& r) {
   std::string out = "  largest parts:";
   int shown = 0;
@@ -89,8 +71,10 @@ std::string advice_text(const ojson& r) {
   for (const ojson& s : r["suggestions"]) {
     const std::string host =
         s.contains("host_bytes") ? fmt::format(", host {}", gib(s["host_bytes"].get<double>())) : "";
+    // the change as the `memest pretrain` flags that apply it (options.cpp's table)
     out += fmt::format("    {:<44} peak {}{}  ({})\n", s["change"].get<std::string>(),
-                       gib(s["peak_bytes"].get<double>()), host, changes_text(s["set"]));
+                       gib(s["peak_bytes"].get<double>()), host,
+                       flag_change_text(suggestion_flags(s["set"], r["layout"])));
   }
   return out;
 }

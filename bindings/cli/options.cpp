@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -409,6 +410,109 @@ void put_adapter(const AdapterOptions& a, ojson& training) {
   if (a.double_quant) j["double_quant"] = true;
   if (a.quantize_lm_head) j["quantize_lm_head"] = true;
   if (!j.empty()) training["adapter"] = j;
+}
+
+const std::vector<FieldFlag>& suggestion_flag_table() {
+  // One row per field of changed_fields (libmemest/src/json/pretrain_json.cpp). A field the
+  // library starts to suggest without a row here is printed as the request field, said to have
+  // no flag.
+  static const std::vector<FieldFlag> table = {
+      {"parallel.gpus", "--gpus", FlagForm::value},
+      {"parallel.tp", "--tp", FlagForm::value},
+      {"parallel.cp", "--cp", FlagForm::value},
+      {"parallel.pp", "--pp", FlagForm::value},
+      {"parallel.vpp", "--vpp", FlagForm::value},
+      {"parallel.zero", "--zero", FlagForm::value},
+      {"parallel.ep", "--ep", FlagForm::value},
+      {"parallel.etp", "--etp", FlagForm::value},
+      {"parallel.last_stage_layers", "--last-stage-layers", FlagForm::value},
+      {"parallel.first_stage_layers", "--first-stage-layers", FlagForm::value},
+      {"parallel.pipeline_layout", "--pipeline-layout", FlagForm::value},
+      {"parallel.sp", "--no-sp", FlagForm::when_false},
+      {"training.micro_batch", "--micro-batch", FlagForm::value},
+      {"training.recompute", "--recompute", FlagForm::value},
+      {"training.offload.params", "--offload-params", FlagForm::when_true},
+      {"training.adapter.dtype", "--adapter-dtype", FlagForm::value},
+      {"training.adapter.double_quant", "--double-quant", FlagForm::when_true},
+  };
+  return table;
+}
+
+namespace {
+
+// A word a POSIX shell reads back as itself: as is when plain, else in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_.,:/=+-", c);
+  });
+  if (plain) return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The (dotted path, value) of each leaf of `fields` under `path`, in order.
+void leaves(const std::string& path, const ojson& fields,
+            std::vector<std::pair<std::string, ojson>>& out) {
+  for (const auto& [key, value] : fields.items()) {
+    const std::string at = path.empty() ? key : path + "." + key;
+    if (value.is_object()) {
+      leaves(at, value, out);
+    } else {
+      out.emplace_back(at, value);
+    }
+  }
+}
+
+std::string value_text(const ojson& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
+FlagChange suggestion_flags(const ojson& set, const ojson& layout) {
+  std::vector<std::pair<std::string, ojson>> fields;
+  leaves("", set, fields);
+  const bool gpus_changed = std::any_of(fields.begin(), fields.end(), [](const auto& f) {
+    return f.first == "parallel.gpus";
+  });
+  if (gpus_changed) {
+    for (const char* key : {"tp", "cp", "pp"}) {
+      const std::string path = std::string("parallel.") + key;
+      const bool in_set = std::any_of(fields.begin(), fields.end(),
+                                      [&](const auto& f) { return f.first == path; });
+      if (!in_set && layout.contains(key)) fields.emplace_back(path, layout[key]);
+    }
+  }
+  FlagChange change;
+  const std::vector<FieldFlag>& table = suggestion_flag_table();
+  for (const auto& [path, value] : fields) {
+    const auto row = std::find_if(table.begin(), table.end(),
+                                  [&](const FieldFlag& f) { return path == f.field; });
+    if (row == table.end() || (row->form != FlagForm::value && !value.is_boolean())) {
+      change.no_flag.push_back(path + "=" + value_text(value));
+    } else if (row->form == FlagForm::value) {
+      change.add.push_back(row->flag);
+      change.add.push_back(shell_word(value_text(value)));
+    } else if (value.get<bool>() == (row->form == FlagForm::when_true)) {
+      change.add.push_back(row->flag);
+    } else {
+      change.drop.push_back(row->flag);
+    }
+  }
+  return change;
+}
+
+std::string flag_change_text(const FlagChange& change) {
+  std::vector<std::string> parts;
+  std::string words;
+  for (const std::string& w : change.add) words += (words.empty() ? "" : " ") + w;
+  if (!words.empty()) parts.push_back(words);
+  for (const std::string& f : change.drop) parts.push_back("without " + f);
+  for (const std::string& f : change.no_flag) parts.push_back(f + " (no flag sets it)");
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
 }
 
 void put_precision(const Precision& precision, ojson& training) {

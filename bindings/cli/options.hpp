@@ -172,6 +172,39 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& adapter);
 // and refuses rank or targets without --adapter).
 void put_adapter(const AdapterOptions& adapter, ojson& training);
 
+// ---- a suggestion as the flags that apply it ----
+
+// How a request field is written on the `memest pretrain` command line: a flag with the value,
+// a flag present when the field is true (absent when false), or one present when it is false.
+enum class FlagForm { value, when_true, when_false };
+
+struct FieldFlag {
+  const char* field;  // the request field, as a dotted path: "parallel.zero"
+  const char* flag;   // the pretrain flag that sets it: "--zero"
+  FlagForm form;
+};
+
+// Every request field a suggestion of the library's can set (libmemest's pretrain_json.cpp
+// changed_fields) and the `memest pretrain` flag that sets it. The table lives in options.cpp
+// beside most of these flags (the layout flags and --recompute are in commands.cpp);
+// add_pretrain checks that each flag here is one of its own and lets the last copy of each win,
+// so that a suggestion's flags appended to the command line apply.
+const std::vector<FieldFlag>& suggestion_flag_table();
+
+// A suggestion's "set" as `memest pretrain` flags.
+struct FlagChange {
+  std::vector<std::string> add;      // words to append, values shell-quoted: "--zero", "3"
+  std::vector<std::string> drop;     // flags to leave out: "--no-sp" (sequence parallelism on)
+  std::vector<std::string> no_flag;  // "parallel.x=1" for a field no flag sets
+};
+
+// `set` is a suggestion's "set"; `layout` the response's "layout". When the suggestion changes
+// the GPU count, the tp, cp and pp in effect are written too: the CLI's default layout follows
+// --gpus (fit_default_layout), and the suggestion keeps them.
+FlagChange suggestion_flags(const ojson& set, const ojson& layout);
+// "--recompute full --zero 3", "without --no-sp", "parallel.x=1 (no flag sets it)", joined by "; ".
+std::string flag_change_text(const FlagChange& change);
+
 // ---- the output ----
 
 struct Output {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -464,4 +465,162 @@ TEST_CASE("pretrain: the default layout (tp 4, pp 2) falls back to tp = cp = pp 
   CHECK(set.rc == 2);
   CHECK(set.out.empty());
   CHECK(set.err.find("parallel.gpus=1 is not divisible by tp*cp*pp=8") != std::string::npos);
+}
+
+namespace {
+
+// The words of a command line as the CLI prints flags: plain words, and single-quoted parts
+// ('...', with '\'' for a quote) as a POSIX shell reads them.
+std::vector<std::string> shell_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else if (c == '\'') {
+      const std::size_t close = text.find('\'', i + 1);
+      REQUIRE(close != std::string::npos);
+      word += text.substr(i + 1, close - i - 1);
+      i = close;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+      in_word = true;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// The words as one shell command line, each single-quoted.
+std::string shell_line(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    out += (out.empty() ? "'" : " '");
+    for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += "'";
+  }
+  return out;
+}
+
+// For `memest ARGS` (a pretrain run that does not fit): each suggestion of its JSON answer, as
+// its table line prints it, `    CHANGE  peak X GiB[, host Y GiB]  (FLAGS)`, FLAGS appended to
+// ARGS (a "without --flag" part leaves that flag out) gives, through the CLI again, exactly the
+// suggestion's peak_bytes. Returns the suggestions' change names.
+std::vector<std::string> check_suggestion_flags(const std::string& args_text) {
+  const std::vector<std::string> args = shell_words(args_text);
+  const Run js = run(shell_line(args) + " --format json");
+  INFO(args_text << ": " << js.err);
+  REQUIRE(js.rc == 0);
+  const json body = json::parse(js.out);
+  REQUIRE(body.contains("suggestions"));
+  const json& suggestions = body["suggestions"];
+  REQUIRE(!suggestions.empty());
+  const Run table = run(shell_line(args));
+  REQUIRE(table.rc == 0);
+  const std::string head = "  would fit:\n";
+  const std::size_t at = table.out.find(head);
+  REQUIRE(at != std::string::npos);
+  std::istringstream lines(table.out.substr(at + head.size()));
+  std::vector<std::string> changes;
+  for (const json& s : suggestions) {
+    std::string line;
+    REQUIRE(std::getline(lines, line));
+    CAPTURE(line);
+    const std::string change = s["change"].get<std::string>();
+    changes.push_back(change);
+    CHECK(line.rfind("    " + change + " ", 0) == 0);
+    // host memory stays shown beside the peak
+    CHECK((line.find(", host ") != std::string::npos) == s.contains("host_bytes"));
+    const std::size_t open = line.find("  (", line.find(" peak "));
+    REQUIRE(open != std::string::npos);
+    REQUIRE(line.back() == ')');
+    const std::string flags = line.substr(open + 3, line.size() - open - 4);
+    CHECK(flags.find("no flag") == std::string::npos);  // every field a suggestion sets has one
+    std::vector<std::string> applied = args;
+    std::size_t start = 0;
+    while (start <= flags.size()) {
+      const std::size_t semi = std::min(flags.find("; ", start), flags.size());
+      const std::string part = flags.substr(start, semi - start);
+      start = semi + 2;
+      if (part.rfind("without ", 0) == 0) {
+        const std::string flag = part.substr(8);
+        const auto it = std::find(applied.begin(), applied.end(), flag);
+        CHECK(it != applied.end());  // said to leave out what the command line gave
+        if (it != applied.end()) applied.erase(it);
+        continue;
+      }
+      for (const std::string& w : shell_words(part)) applied.push_back(w);
+    }
+    const Run again = run(shell_line(applied) + " --format json");
+    INFO(shell_line(applied) << ": " << again.err);
+    REQUIRE(again.rc == 0);
+    const json got = json::parse(again.out);
+    CHECK(got["peak_bytes"] == s["peak_bytes"]);
+    CHECK(got["peak_verdict"] == s["peak_verdict"]);
+  }
+  return changes;
+}
+
+bool any_change(const std::vector<std::string>& changes, const std::string& part) {
+  return std::any_of(changes.begin(), changes.end(),
+                     [&](const std::string& c) { return c.find(part) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("A suggestion's flags appended to the command line give its peak: QLoRA 70B on RTX 4090s") {
+  std::vector<std::string> all;
+  for (const char* args : {
+           // 2 x RTX 4090, FSDP: offload parameters with recompute, or with bf16 adapters
+           "pretrain -m llama-3.1-70b -g rtx4090-24gb --gpus 2 --tp 1 --pp 1 --seq 512 "
+           "--global-batch 8 --framework fsdp --zero 3 --adapter qlora --lora-targets all-linear "
+           "--recompute none",
+           // 4 x RTX 4090, DeepSpeed ZeRO-3: recompute with offloading, micro-batch 1, double
+           // quantisation; the search's layout
+           "pretrain -m llama-3.1-70b -g rtx4090-24gb --gpus 4 --tp 1 --pp 1 --seq 512 --mbs 2 "
+           "--global-batch 8 --framework deepspeed --zero 3 --adapter qlora --lora-targets "
+           "all-linear --recompute none",
+           // tight: offloading, double quantisation alone, and more GPUs with the default layout
+           // (no --tp, --pp: tp 4, pp 2 would divide 8 GPUs; the suggestion keeps tp = pp = 1)
+           "pretrain -m llama-3.1-70b -g rtx4090-24gb --gpus 4 --seq 1024 --global-batch 8 "
+           "--framework deepspeed --zero 3 --adapter qlora --lora-targets all-linear --recompute full"}) {
+    CAPTURE(args);
+    for (const std::string& c : check_suggestion_flags(args)) all.push_back(c);
+  }
+  CHECK(any_change(all, "offload parameters"));
+  CHECK(any_change(all, "bf16 adapters"));
+  CHECK(any_change(all, "double quantisation"));
+  CHECK(any_change(all, "recompute full"));
+  CHECK(any_change(all, "8 GPUs"));
+}
+
+TEST_CASE("A suggestion's flags appended to the command line give its peak: dense pretraining") {
+  std::vector<std::string> all;
+  for (const char* args : {
+           // Llama-3.1-8B on 8 x A100 40GB (the page's OOM example): more GPUs, recompute,
+           // ZeRO-3 layouts of the search with other tp, cp, pp
+           "pretrain --tp 4 --cp 2 --pp 1 --mbs 2",
+           // without sequence parallelism: turning it on is leaving out --no-sp
+           "pretrain --tp 4 --cp 2 --pp 1 --mbs 2 --no-sp",
+           // an uneven pipeline: the search's layouts split the layers themselves
+           // (--first-stage-layers 0; --pipeline-layout '', an empty shell word)
+           "pretrain --tp 2 --cp 1 --pp 4 --mbs 2 --first-stage-layers 5",
+           "pretrain --tp 2 --pp 4 --mbs 4 --vpp 2 --pipeline-layout 'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L'"}) {
+    CAPTURE(args);
+    for (const std::string& c : check_suggestion_flags(args)) all.push_back(c);
+  }
+  CHECK(any_change(all, "recompute full"));
+  CHECK(any_change(all, "ZeRO-3"));
+  CHECK(any_change(all, "sequence parallelism on"));
+  CHECK(any_change(all, "GPUs"));
+  CHECK(any_change(all, "tp 2, cp 2, pp 2"));
+  CHECK(any_change(all, "vpp 4"));
 }

@@ -206,7 +206,8 @@ test('the OOM layout (tp 4, cp 2, pp 1, mbs 2) is announced as out of memory, wi
     .map((l) => l.trim().match(/^(.*?)\s+peak ([\d.]+) GiB\s+\((.*)\)$/));
   assert.deepEqual(fitLines.map((m) => m[1]), sug.map((s) => s.change));
   assert.deepEqual(fitLines.map((m) => `${m[2]}`), want.suggestions.map((s) => g2(s.peak_bytes)).map((x) => x));
-  assert.deepEqual(fitLines.map((m) => m[3].split(' ').map((kv) => kv.replace('=', ' = ')).join(', ')), sug.map((s) => s.set));
+  // each change as the pretrain flags that apply it (tests/cli/test_cli.cpp runs them back)
+  assert.ok(fitLines.every((m) => /^(--|without --)/.test(m[3])), fitLines.map((m) => m[3]).join(' | '));
   await page.screenshot({ path: `${RESULTS}oom.png`, fullPage: true });
   if (process.env.MEMEST_UPDATE_SCREENSHOT) {
     await page.screenshot({ path: `${RESULTS}web-calculator.png` });
