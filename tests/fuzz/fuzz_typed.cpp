@@ -541,6 +541,8 @@ void apply(State& s, uint8_t field, Reader& in) {
       (in.byte() % 2 ? s.gpu.fp4 : s.gpu.peak_fp4_tflops) = v;
       break;
     }
+    // ---- appended in 1.11
+    case 86: p.recompute_modules = static_cast<uint32_t>(in.integer()); break;
     default: {  // a wrong struct size for the output (relative to sizeof)
       s.result_size_set = true;
       s.result_size = 0;  // resolved per mode: marker for "size_for(sizeof result)"

@@ -31,7 +31,9 @@ F = dict(hidden_size=0, layers=1, heads=2, kv_heads=3, model_flag=10, num_parame
          # 2 = loss), 1.9's loss_chunks, its switches (value, then a byte: odd
          # fsdp_use_orig_params, even fp4) and the GPU's NVFP4 fields (value, then a byte: odd
          # fp4, even peak_fp4_tflops)
-         framework=64, stack_flag=65, loss_chunks=83, switches_1_9=84, gpu_fp4=85)
+         framework=64, stack_flag=65, loss_chunks=83, switches_1_9=84, gpu_fp4=85,
+         # 1.11: Megatron's recompute modules (bits of memest_recompute_module)
+         recompute_modules=86)
 
 
 def i(v):
@@ -105,6 +107,11 @@ SEEDS = {
                                 ("pp", i(1)), ("seq_len", i(8192)), ("global_batch", i(8)),
                                 ("recompute", i(2)), ("switches_1_9", i(1), bytes([0])),
                                 ("gpu_fp4", d(9000.0), bytes([0]))),
+    # 1.11: Qwen3-30B-A3B under Megatron, tp 2 ep 4, selective with layernorm (bit 2) + moe (5)
+    "pretrain_recompute_modules": seed(PRETRAIN, "qwen3-30b-a3b", "h100-80gb", ("gpus", i(8)),
+                                       ("tp", i(2)), ("pp", i(1)), ("seq_len", i(4096)),
+                                       ("global_batch", i(64)), ("recompute", i(1)),
+                                       ("recompute_modules", i((1 << 2) | (1 << 5)))),
 }
 
 
