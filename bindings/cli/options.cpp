@@ -428,6 +428,7 @@ const std::vector<FieldFlag>& suggestion_flag_table() {
       {"parallel.last_stage_layers", "--last-stage-layers", FlagForm::value},
       {"parallel.first_stage_layers", "--first-stage-layers", FlagForm::value},
       {"parallel.pipeline_layout", "--pipeline-layout", FlagForm::value},
+      {"parallel.uneven_pipeline", "--uneven-pipeline", FlagForm::when_true},
       {"parallel.sp", "--no-sp", FlagForm::when_false},
       {"training.micro_batch", "--micro-batch", FlagForm::value},
       {"training.recompute", "--recompute", FlagForm::value},

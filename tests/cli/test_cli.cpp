@@ -613,6 +613,9 @@ TEST_CASE("A suggestion's flags appended to the command line give its peak: dens
            // an uneven pipeline: the search's layouts split the layers themselves
            // (--first-stage-layers 0; --pipeline-layout '', an empty shell word)
            "pretrain --tp 2 --cp 1 --pp 4 --mbs 2 --first-stage-layers 5",
+           // 32 layers over pp 3 with a first stage of 10: the search's layouts keep the
+           // unevenness as --uneven-pipeline (parallel.uneven_pipeline in the set)
+           "pretrain --gpus 12 --tp 4 --pp 3 --first-stage-layers 10 --mbs 4 --global-batch 48",
            "pretrain --tp 2 --pp 4 --mbs 4 --vpp 2 --pipeline-layout 'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L'"}) {
     CAPTURE(args);
     for (const std::string& c : check_suggestion_flags(args)) all.push_back(c);

@@ -162,7 +162,10 @@ std::vector<Suggestion> layouts(const PretrainRequest& r, std::size_t max) {
     s.request.last_stage_layers = 0;
     s.request.first_stage_layers = 0;
     s.request.pipeline_layout.clear();
-    s.request.uneven_pipeline = search.uneven_pipeline;
+    // the request's unevenness is kept as the flag only where the layout needs it (pp x vpp
+    // does not divide the layers): a layout that divides them splits them evenly either way
+    const bool divides = r.model.num_hidden_layers % (e.pp * e.vpp) == 0;
+    s.request.uneven_pipeline = divides ? r.uneven_pipeline : search.uneven_pipeline;
     // etp as the tp in effect is written as 0 ("same as tp"), as a request gives it; a dense
     // model keeps ep = 1, etp = 0.
     const int64_t etp = e.ep == 1 && e.etp == 1 && !is_moe(r.model) ? 0

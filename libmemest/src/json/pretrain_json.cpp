@@ -141,6 +141,8 @@ ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
     parallel["first_stage_layers"] = to.first_stage_layers;
   }
   if (to.pipeline_layout != from.pipeline_layout) parallel["pipeline_layout"] = to.pipeline_layout;
+  // a search layout keeps the request's unevenness as the flag (advice.cpp layouts)
+  if (to.uneven_pipeline != from.uneven_pipeline) parallel["uneven_pipeline"] = to.uneven_pipeline == 1;
   if (to.sequence_parallel != from.sequence_parallel) parallel["sp"] = to.sequence_parallel == 1;
   if (to.micro_batch != from.micro_batch) training["micro_batch"] = to.micro_batch;
   if (to.recompute != from.recompute) training["recompute"] = recompute_name(to.recompute);
