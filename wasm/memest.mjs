@@ -101,6 +101,11 @@ import createMemestCore from './build/memest_core.mjs';
  *                                         --fp4-format e2m1): framework megatron, fp8 off, a GPU
  *                                         whose profile has fp4 = 1 (B200, GB200; the gpu
  *                                         object's fp4 and peak_fp4_tflops)
+ * @property {string[]} [recompute_modules] (1.11) Megatron-Core's --recompute-modules, what
+ *                                         recompute "selective" checkpoints under megatron: names
+ *                                         of enums().recompute_module (default ["core_attn"]);
+ *                                         echoed as the modules in effect ([] unless selective
+ *                                         under megatron)
  * @property {{type: string, quantize_lm_head?: boolean, [key: string]: any}} [adapter]
  *                                         LoRA / QLoRA; quantize_lm_head (1.6): qlora with an
  *                                         untied head, the LM head in NF4 too
@@ -218,6 +223,8 @@ export class MemestError extends Error {
  * @property {string[]} step_part         "compute", "recompute", ...: the step's parts
  * @property {string[]} moe_dispatcher    "alltoall", "deepep": training.moe_dispatcher
  * @property {string[]} attention_kernel  "auto", ...: training.attention_kernel
+ * @property {string[]} recompute_module  (1.11) "core_attn", "moe_act", "layernorm", ...:
+ *                                        training.recompute_modules
  */
 
 /**

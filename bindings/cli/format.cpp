@@ -173,8 +173,15 @@ std::string pretrain_table(const ojson& r) {
     batch += fmt::format(" | global batch {} ({} micro-batches)", t["global_batch"].get<int64_t>(),
                          t["num_microbatches"].get<int64_t>());
   }
+  std::string recompute = t["recompute"].get<std::string>();
+  if (t.contains("recompute_modules")) {
+    // Megatron's recompute modules, when other than its default (core_attn alone)
+    std::string names;
+    for (const ojson& n : t["recompute_modules"]) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    if (!names.empty() && names != "core_attn") recompute += " (" + names + ")";
+  }
   out += fmt::format("seq {} | {} | recompute {} | FlashAttention {}\n\n",
-                     t["seq_len"].get<int64_t>(), batch, t["recompute"].get<std::string>(),
+                     t["seq_len"].get<int64_t>(), batch, recompute,
                      on_off(t["flash_attention"].get<bool>()));
   out += fmt::format("{:>5} {:>6} {:>9} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}\n", "stage",
                      "layers", "in-flight", "weights", "gradients", "optimizer", "activations",

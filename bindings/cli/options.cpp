@@ -136,6 +136,37 @@ ojson comm_overlap_value(const std::string& text) {
   return names;
 }
 
+ojson recompute_modules_value(const std::string& text) {
+  const std::vector<std::string> known = enum_names(MEMEST_ENUM_RECOMPUTE_MODULE);
+  std::string listed;
+  for (const std::string& k : known) listed += (listed.empty() ? "" : ", ") + k;
+  if (text.empty()) {
+    throw InputError("--recompute-modules: no module given: give a comma-separated list of " +
+                     listed + " (--recompute none recomputes nothing)");
+  }
+  // split here rather than by CLI11, which drops empty items: an empty name is an error
+  ojson names = ojson::array();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, comma - start);
+    if (name.empty()) {
+      throw InputError(fmt::format(
+          "--recompute-modules: an empty module name in \"{}\" (two commas in a row, or one at "
+          "either end): give a comma-separated list of {}",
+          text, listed));
+    }
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw InputError(fmt::format(
+          "--recompute-modules: unknown module \"{}\" (a comma-separated list of {})", name,
+          listed));
+    }
+    names.push_back(name);
+    start = comma + 1;
+  }
+  return names;
+}
+
 void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count) {
   auto* preset = cmd.add_option("-m,--model", choice.preset, "Model preset id (see `memest models`)")
                      ->capture_default_str();
@@ -308,6 +339,15 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
               "Chunks of a chunked --loss (chunked: torchtune's num_output_chunks, default 8; "
               "chunked_lm_head: LitGPT, default one per 128 tokens; chunked_linear: torchtitan's "
               "ChunkedLossWrapper num_chunks, default 8)", Sign::positive);
+  std::string module_names;
+  for (const std::string& n : enum_names(MEMEST_ENUM_RECOMPUTE_MODULE)) {
+    module_names += (module_names.empty() ? "" : ",") + n;
+  }
+  st.recompute_modules_given = cmd.add_option("--recompute-modules", st.recompute_modules,
+                 "What --recompute selective checkpoints under --framework megatron "
+                 "(Megatron-Core's --recompute-modules; default core_attn): a comma-separated "
+                 "list of " + module_names)
+      ->type_name("LIST");
   cmd.add_flag("--fsdp-use-orig-params", st.fsdp_use_orig_params,
                "fsdp1 + LoRA: whole blocks wrapped with use_orig_params=True, so each block's "
                "FlatParameter holds frozen weights and adapters and its gradient spans both "
@@ -358,6 +398,9 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (st.loss_chunks != 0) training["loss_chunks"] = st.loss_chunks;
   if (st.fsdp_use_orig_params) training["fsdp_use_orig_params"] = true;
   if (st.fp4) training["fp4"] = true;
+  if (st.recompute_modules_given != nullptr && st.recompute_modules_given->count() > 0) {
+    training["recompute_modules"] = recompute_modules_value(st.recompute_modules);
+  }
 }
 
 void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {

@@ -137,6 +137,10 @@ struct StackOptions {
   int64_t loss_chunks = 0;         // --loss-chunks (1.9)
   bool fsdp_use_orig_params = false;  // --fsdp-use-orig-params (1.9)
   bool fp4 = false;                // --fp4 (1.9)
+  // --recompute-modules (1.11): a comma-separated list of MEMEST_ENUM_RECOMPUTE_MODULE names;
+  // empty: none given (Megatron's default, core_attn)
+  std::string recompute_modules;
+  CLI::Option* recompute_modules_given = nullptr;  // set by add_stack_options
 };
 
 void add_stack_options(CLI::App& cmd, StackOptions& stack);
@@ -147,6 +151,11 @@ void put_stack(const StackOptions& stack, ojson& training);
 // The request's training.comm_overlap for the flag's value: "default", "none", or a list of the
 // library's overlap names (MEMEST_ENUM_OVERLAP); InputError naming --comm-overlap otherwise.
 ojson comm_overlap_value(const std::string& text);
+
+// The request's training.recompute_modules for --recompute-modules' value: a list of the
+// library's recompute module names (MEMEST_ENUM_RECOMPUTE_MODULE); InputError naming
+// --recompute-modules for an empty item or an unknown name.
+ojson recompute_modules_value(const std::string& text);
 
 // The names of the library's enumeration `which`, in value order.
 std::vector<std::string> enum_names(memest_enum which);

@@ -137,6 +137,7 @@ const (
 	EnumStepPart        = Enum(C.MEMEST_ENUM_STEP_PART)        // 1.5: "compute", "recompute", ...
 	EnumMoeDispatcher   = Enum(C.MEMEST_ENUM_MOE_DISPATCHER)   // 1.5: "alltoall", "deepep"
 	EnumAttentionKernel = Enum(C.MEMEST_ENUM_ATTENTION_KERNEL) // 1.5: "auto", "flash2", "fused"
+	EnumRecomputeModule = Enum(C.MEMEST_ENUM_RECOMPUTE_MODULE) // 1.11: "core_attn", "moe_act", ...
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

@@ -84,6 +84,38 @@ func OverlapBits(names ...string) (int, error) {
 	return bits, nil
 }
 
+// Megatron-Core's recompute modules (memest_recompute_module, 1.11; their names, Megatron's
+// --recompute-modules spellings: EnumNames(EnumRecomputeModule)): PretrainRequest.RecomputeModules
+// holds bit (1 << value) per module selective recomputation checkpoints under FrameworkMegatron;
+// 0 (the default) is Megatron's own, core_attn alone.
+const (
+	RecomputeModuleCoreAttn      = int(C.MEMEST_RECOMPUTE_MODULE_CORE_ATTN)
+	RecomputeModuleMoeAct        = int(C.MEMEST_RECOMPUTE_MODULE_MOE_ACT)
+	RecomputeModuleLayernorm     = int(C.MEMEST_RECOMPUTE_MODULE_LAYERNORM)
+	RecomputeModuleMLAUpProj     = int(C.MEMEST_RECOMPUTE_MODULE_MLA_UP_PROJ)
+	RecomputeModuleMLP           = int(C.MEMEST_RECOMPUTE_MODULE_MLP)
+	RecomputeModuleMoe           = int(C.MEMEST_RECOMPUTE_MODULE_MOE)
+	RecomputeModuleSharedExperts = int(C.MEMEST_RECOMPUTE_MODULE_SHARED_EXPERTS)
+)
+
+// RecomputeModuleBits is PretrainRequest.RecomputeModules for module names
+// (EnumNames(EnumRecomputeModule)); an unknown name is an *Error (ErrInvalidArgument) naming
+// training.recompute_modules[i], as the JSON request's list is refused. No names: 0, Megatron's
+// default (core_attn).
+func RecomputeModuleBits(names ...string) (uint32, error) {
+	var bits uint32
+	for i, name := range names {
+		v := EnumValue(EnumRecomputeModule, name)
+		if v < 0 {
+			field := fmt.Sprintf("training.recompute_modules[%d]", i)
+			return 0, ownError(ErrInvalidArgument, field,
+				fmt.Sprintf("%s: unknown name %q (%v)", field, name, EnumNames(EnumRecomputeModule)))
+		}
+		bits |= 1 << uint(v)
+	}
+	return bits, nil
+}
+
 // How an MoE layer moves its tokens between expert-parallel ranks (memest_moe_dispatcher,
 // 1.5; their names: EnumNames(EnumMoeDispatcher)): the values of PretrainRequest.MoeDispatcher.
 const (
@@ -285,6 +317,13 @@ type PretrainRequest struct {
 	LossChunks        int
 	FSDPUseOrigParams bool
 	FP4               bool
+	// Megatron-Core's recompute modules (1.11; JSON training.recompute_modules): bit
+	// (1 << RecomputeModuleMoe, ...) per module recompute SELECTIVE checkpoints under
+	// FrameworkMegatron (RecomputeModuleBits("layernorm", "moe")); 0 (the default): core_attn
+	// alone, Megatron's default. Refused naming "training.recompute_modules" under another
+	// framework, for an MoE module on a dense model, mla_up_proj without latent attention or a
+	// bit past the last module.
+	RecomputeModules uint32
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -314,6 +353,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.fp8_all_gather, c.no_sync, c.logits_held = boolInt(r.FP8AllGather), C.int32_t(r.NoSync), boolInt(r.LogitsHeld)
 	c.ddp = C.int32_t(r.DDP)
 	c.loss_chunks, c.fsdp_use_orig_params, c.fp4 = C.int32_t(r.LossChunks), boolInt(r.FSDPUseOrigParams), boolInt(r.FP4)
+	c.recompute_modules = C.uint32_t(r.RecomputeModules)
 	return c
 }
 
@@ -349,6 +389,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		FP8AllGather: c.fp8_all_gather != 0, NoSync: int(c.no_sync), LogitsHeld: c.logits_held != 0,
 		DDP:        int(c.ddp),
 		LossChunks: int(c.loss_chunks), FSDPUseOrigParams: c.fsdp_use_orig_params != 0, FP4: c.fp4 != 0,
+		RecomputeModules: uint32(c.recompute_modules),
 	}
 }
 
@@ -562,7 +603,11 @@ type FinetuneResult struct {
 	Method                                  string
 	TP, DP, Batch                           int64
 	PeakBytes, CapacityBytes, UsageFraction float64
-	Verdict                                 string
+	// Verdict is LLMem's own test ("fits" when the peak is within capacity); PeakVerdict (1.11)
+	// the headline with every mode's margin: "fits" up to MEMEST_PEAK_FITS_FRACTION of
+	// capacity, "tight" up to capacity, else "oom".
+	Verdict     string
+	PeakVerdict string
 }
 
 // Finetune is LLMem's peak for one method at the request's batch (memest_finetune).
@@ -576,7 +621,7 @@ func Finetune(r *FinetuneRequest) (*FinetuneResult, error) {
 	}
 	return &FinetuneResult{MethodName(int(res.method)), int64(res.tp), int64(res.dp), int64(res.batch),
 		float64(res.peak_bytes), float64(res.capacity_bytes), float64(res.usage_fraction),
-		verdictName(res.verdict)}, nil
+		verdictName(res.verdict), verdictName(res.peak_verdict)}, nil
 }
 
 // FinetuneOption is one method's row of Algorithm 1.

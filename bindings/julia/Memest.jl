@@ -21,7 +21,9 @@ mlp_pattern; with 1.9, training.loss_chunks (the chunks of the losses "chunked",
 "chunked_lm_head" and "chunked_linear", echoed as the chunks in effect), training.fsdp_use_orig_params
 (fsdp1 + LoRA: each block's FlatParameter mixes frozen weights and adapters), training.fp4
 (NVFP4 linears under megatron on a GPU with fp4 = 1: B200, GB200), the gpu object's fp4 and
-peak_fp4_tflops, and the preset "h100-pcie-80gb" (in `gpu_presets()`).
+peak_fp4_tflops, and the preset "h100-pcie-80gb" (in `gpu_presets()`); with 1.11,
+training.recompute_modules (Megatron-Core's recompute module names, `enum_names(ENUM_KINDS.recompute_module)`,
+echoed as the modules in effect) and the fine-tuning response's peak_verdict beside its verdict.
 
 Set `ENV["MEMEST_LIBRARY"]` to the path of libmemest.so before loading when it is not on the
 loader's path. (Julia is not installed on memest's CI: bindings/julia/test/ drives exactly these
@@ -61,7 +63,8 @@ status_name(status::Integer) =
 const ENUM_KINDS = (status = 0, family = 1, verdict = 2, recompute = 3, activation_model = 4,
                     prune_reason = 5, finetune_method = 6, framework = 7, loss = 8,
                     optimizer = 9, adapter = 10, lora_target = 11, compile = 12, overlap = 13,
-                    step_part = 14, moe_dispatcher = 15, attention_kernel = 16)
+                    step_part = 14, moe_dispatcher = 15, attention_kernel = 16,
+                    recompute_module = 17)
 
 """
     enum_names(which::Integer) -> Vector{String}

@@ -627,3 +627,79 @@ TEST_CASE("A suggestion's flags appended to the command line give its peak: dens
   CHECK(any_change(all, "tp 2, cp 2, pp 2"));
   CHECK(any_change(all, "vpp 4"));
 }
+
+TEST_CASE("--recompute-modules reaches the library on pretrain and search and an empty or unknown name names the flag (1.11)") {
+  // The small MoE of tests/unit/test_recompute_modules.cpp as a qwen3_moe config.json: s 16,
+  // tp 2 with SP, 4 MoE layers, selective recomputation. Per layer the routed parts 320 + 4096 +
+  // 3072 + 2112 = 9600 bytes and the pre-MLP norm's output 1024.
+  const std::string config = temp_path("small_qwen3_moe.json");
+  std::ofstream(config) << R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 16, "intermediate_size": 256,
+    "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 100,
+    "max_position_embeddings": 64, "decoder_sparse_step": 1, "mlp_only_layers": [],
+    "tie_word_embeddings": false})";
+  const std::string base = "pretrain --config '" + config + "' -g h100-80gb --gpus 2 --tp 2 --pp 1 "
+                           "--zero 1 --seq 16 --mbs 1 --global-batch 4 --recompute selective ";
+  auto activations = [](const Run& r) {
+    REQUIRE(r.rc == 0);
+    return json::parse(r.out)["stages"][0]["activations_bytes"].get<double>();
+  };
+  const Run plain = run(base + "--format json");
+  CHECK(json::parse(plain.out)["training"]["recompute_modules"] == json::array({"core_attn"}));
+  const Run moe = run(base + "--recompute-modules moe --format json");
+  CHECK(activations(plain) - activations(moe) == 4 * 9600.0);
+  const Run both = run(base + "--recompute-modules layernorm,moe --format json");
+  CHECK(activations(plain) - activations(both) == 4 * (9600.0 + 1024.0));
+  CHECK(json::parse(both.out)["training"]["recompute_modules"] == json::array({"layernorm", "moe"}));
+  // the same figures as `memest request` with the JSON field
+  const std::string request =
+      json{{"mode", "pretrain"},
+           {"model", json::parse(read_file(config))},
+           {"gpu", "h100-80gb"},
+           {"parallel", {{"gpus", 2}, {"tp", 2}, {"pp", 1}, {"zero", 1}}},
+           {"training",
+            {{"seq_len", 16}, {"micro_batch", 1}, {"global_batch", 4}, {"recompute", "selective"},
+             {"recompute_modules", {"layernorm", "moe"}}}}}
+          .dump();
+  const Run req = run("request", &request);
+  REQUIRE(req.rc == 0);
+  CHECK(json::parse(req.out)["peak_bytes"] == json::parse(both.out)["peak_bytes"]);
+  // the table names the modules other than Megatron's default
+  const Run table = run(base + "--recompute-modules layernorm,moe");
+  REQUIRE(table.rc == 0);
+  CHECK(table.out.find("recompute selective (layernorm, moe)") != std::string::npos);
+  CHECK(run(base).out.find("recompute selective |") != std::string::npos);
+  // the library refuses them where they mean nothing, naming the field
+  const Run dense = run("pretrain --gpus 8 --recompute selective --recompute-modules moe_act");
+  CHECK(dense.rc == 2);
+  CHECK(dense.err.find("training.recompute_modules") != std::string::npos);
+  // the search takes the flag: under fsdp it is refused by the library, naming the field
+  const Run search = run("search --gpus 8 --seq 4096 --global-batch 64 --framework fsdp "
+                         "--recompute-modules moe");
+  CHECK(search.rc == 2);
+  CHECK(search.err.find("training.recompute_modules") != std::string::npos);
+  // under megatron the searched layouts keep less: the best one's peak falls
+  const std::string search_base = "search --config '" + config + "' -g h100-80gb --gpus 2 --seq 16 "
+                                  "--global-batch 4 --recompute selective --top 1 --format json ";
+  const Run searched = run(search_base + "--recompute-modules layernorm,moe");
+  const Run searched_plain = run(search_base);
+  REQUIRE(searched.rc == 0);
+  REQUIRE(searched_plain.rc == 0);
+  const json best = json::parse(searched.out)["results"][0];
+  const json best_plain = json::parse(searched_plain.out)["results"][0];
+  CHECK(best["layout"] == best_plain["layout"]);
+  CHECK(best["peak_bytes"].get<double>() < best_plain["peak_bytes"].get<double>());
+  // flag-level errors: exit 2, the flag named, nothing on stdout
+  for (const char* bad : {"--recompute-modules moe,,layernorm", "--recompute-modules ,moe",
+                          "--recompute-modules moe,", "--recompute-modules ''",
+                          "--recompute-modules attn"}) {
+    CAPTURE(bad);
+    const Run r = run(base + bad);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("--recompute-modules") != std::string::npos);
+  }
+  CHECK(run(base + "--recompute-modules moe,,layernorm").err.find("an empty module name") != std::string::npos);
+  CHECK(run(base + "--recompute-modules attn").err.find("unknown module \"attn\"") != std::string::npos);
+  std::remove(config.c_str());
+}

@@ -608,7 +608,8 @@ static void typed_enums(void) {
                                          "activation_model", "prune_reason", "finetune_method",
                                          "framework", "loss", "optimizer", "adapter",
                                          "lora_target", "compile", "overlap", "step_part",
-                                         "moe_dispatcher", "attention_kernel"};
+                                         "moe_dispatcher", "attention_kernel",
+                                         "recompute_module"};
   for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
     char pattern[64];
     snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);
@@ -808,6 +809,90 @@ static void typed_1_9(void) {
   CHECK(strcmp(memest_last_error_field(), "training.fp4") == 0);
 }
 
+/* 1.11: recompute_modules through the typed struct, on the values of
+   tests/unit/test_recompute_modules.cpp: a small qwen3_moe (h 64, 4 MoE layers, 8 experts of 32,
+   top-2) at s 16, tp 2 with SP, selective recomputation under Megatron. Per layer the routed
+   parts 320 + 4096 + 3072 + 2112 = 9600 bytes and the pre-MLP norm's output 1024. The
+   fine-tuning result's peak_verdict: LLMem's Algorithm 1 on Llama-3.1-8B, 8 x A100 80GB, 2048
+   tokens selects a method at 98.8 % of capacity: verdict FITS (LLMem's test), peak_verdict
+   TIGHT. */
+#define SMALL_QWEN3_MOE                                                                          \
+  "{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, \"num_hidden_layers\": 4,"                \
+  " \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"head_dim\": 16,"                     \
+  " \"intermediate_size\": 256, \"moe_intermediate_size\": 32, \"num_experts\": 8,"                \
+  " \"num_experts_per_tok\": 2, \"vocab_size\": 100, \"max_position_embeddings\": 64,"             \
+  " \"decoder_sparse_step\": 1, \"mlp_only_layers\": [], \"tie_word_embeddings\": false}"
+static void typed_1_11(void) {
+  memest_model model, llama;
+  memest_gpu gpu, a100;
+  memest_pretrain_request r;
+  memest_pretrain_result out;
+  memest_stage plain, stage;
+  char *json;
+  model.struct_size = sizeof model;
+  llama.struct_size = sizeof llama;
+  gpu.struct_size = sizeof gpu;
+  a100.struct_size = sizeof a100;
+  CHECK(memest_model_from_config_json(SMALL_QWEN3_MOE, &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("h100-80gb", &gpu) == MEMEST_OK);
+  CHECK(memest_enum_count(MEMEST_ENUM_RECOMPUTE_MODULE) == MEMEST_RECOMPUTE_MODULE_COUNT);
+  CHECK(strcmp(memest_enum_name(MEMEST_ENUM_RECOMPUTE_MODULE, MEMEST_RECOMPUTE_MODULE_MOE), "moe") == 0);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.recompute_modules == 0);
+  r.model = &model;
+  r.gpu = &gpu;
+  r.gpus = 2; r.tp = 2; r.pp = 1; r.zero = 1; r.sequence_parallel = 1;
+  r.seq_len = 16; r.micro_batch = 1; r.global_batch = 4;
+  r.framework = MEMEST_FRAMEWORK_MEGATRON; r.recompute = MEMEST_RECOMPUTE_SELECTIVE;
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  out.struct_size = sizeof out;
+  CHECK(memest_pretrain(&r, &out, &plain, sizeof plain, 1) == MEMEST_OK);
+  r.recompute_modules = 1u << MEMEST_RECOMPUTE_MODULE_MOE;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(plain.activations_bytes - stage.activations_bytes == 4 * 9600.0);
+  r.recompute_modules = 1u << MEMEST_RECOMPUTE_MODULE_LAYERNORM | 1u << MEMEST_RECOMPUTE_MODULE_MOE;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(plain.activations_bytes - stage.activations_bytes == 4 * (9600.0 + 1024.0));
+  json = answer("{\"mode\": \"pretrain\", \"model\": " SMALL_QWEN3_MOE ", \"gpu\": \"h100-80gb\","
+                " \"parallel\": {\"gpus\": 2, \"tp\": 2, \"pp\": 1, \"zero\": 1, \"sp\": true},"
+                " \"training\": {\"framework\": \"megatron\", \"seq_len\": 16, \"micro_batch\": 1,"
+                " \"global_batch\": 4, \"recompute\": \"selective\","
+                " \"recompute_modules\": [\"layernorm\", \"moe\"]}}");
+  CHECK(json_number(json, "peak_bytes") == out.peak_bytes);
+  CHECK(json_number(json, "activations_bytes") == stage.activations_bytes);
+  memest_string_free(json);
+  r.recompute_modules = 1u << MEMEST_RECOMPUTE_MODULE_MLA_UP_PROJ; /* no latent attention */
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.recompute_modules") == 0);
+  r.recompute_modules = 1u << MEMEST_RECOMPUTE_MODULE_COUNT; /* past the last module */
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.recompute_modules") == 0);
+
+  memest_finetune_request f;
+  memest_finetune_choice choice;
+  memest_finetune_option options[8];
+  memest_finetune_result ft;
+  CHECK(memest_model_from_preset("llama-3.1-8b", &llama) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("a100-80gb", &a100) == MEMEST_OK);
+  CHECK(memest_finetune_request_init(&f, sizeof f) == MEMEST_OK);
+  f.model = &llama;
+  f.gpu = &a100;
+  f.gpus = 8; f.seq_len = 2048;
+  choice.struct_size = sizeof choice;
+  CHECK(memest_finetune_select(&f, &choice, options, sizeof options[0], 8) == MEMEST_OK);
+  f.method = choice.selected; f.batch = choice.batch;
+  ft.struct_size = sizeof ft;
+  CHECK(memest_finetune(&f, &ft) == MEMEST_OK);
+  CHECK(ft.verdict == MEMEST_VERDICT_FITS);
+  CHECK(ft.peak_verdict == MEMEST_VERDICT_TIGHT);
+  json = answer("{\"mode\": \"finetune\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-80gb\","
+                " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 2048},"
+                " \"finetune\": {\"method\": \"auto\"}}");
+  CHECK(json != NULL && strstr(json, "\"peak_verdict\": \"tight\"") != NULL);
+  CHECK(json_number(json, "usage_fraction") == ft.usage_fraction);
+  memest_string_free(json);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--typed") == 0) {
     typed_pretrain();
@@ -817,6 +902,7 @@ int main(int argc, char **argv) {
     typed_1_6();
     typed_1_7();
     typed_1_9();
+    typed_1_11();
     typed_models();
     typed_enums();
     json_bad_inputs();

@@ -193,7 +193,8 @@ test('enums() and verdictBands() are the library\'s tables (the C functions agre
   const core = memest.core;
   const e = memest.enums();
   const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
-    'framework', 'loss', 'optimizer', 'adapter', 'lora_target', 'compile', 'overlap', 'step_part', 'moe_dispatcher', 'attention_kernel'];
+    'framework', 'loss', 'optimizer', 'adapter', 'lora_target', 'compile', 'overlap', 'step_part', 'moe_dispatcher', 'attention_kernel',
+    'recompute_module'];
   assert.deepEqual(Object.keys(e), kinds);
   assert.deepEqual(e.compile, ['none', 'all', 'model', 'loss']);
   kinds.forEach((key, which) => {
@@ -799,6 +800,59 @@ test('1.10 fp8 parameters under Megatron: one transposed fp8 copy beside the Flo
 
 test('1.10 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
   for (const req of [mpt7b, megatronLora]) {
+    const want = await cliAnswer(req);
+    if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+    assert.deepEqual(memest.request(req), want);
+  }
+});
+
+// 1.11: Megatron-Core's recompute modules (training.recompute_modules) on the hand-derived values
+// of tests/unit/test_recompute_modules.cpp: a small qwen3_moe (h 64, 4 MoE layers, 8 experts of
+// 32, top-2) at s 16, tp 2 with SP, selective recomputation. Per layer the routed parts 320 +
+// 4096 + 3072 + 2112 = 9600 bytes and the pre-MLP norm's output 1024.
+const smallQwen3Moe = {
+  model_type: 'qwen3_moe', hidden_size: 64, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 4,
+  head_dim: 16, intermediate_size: 256, moe_intermediate_size: 32, num_experts: 8, num_experts_per_tok: 2,
+  vocab_size: 100, max_position_embeddings: 64, decoder_sparse_step: 1, mlp_only_layers: [], tie_word_embeddings: false,
+};
+const recomputeModules = (modules) => ({
+  mode: 'pretrain', model: smallQwen3Moe, gpu: 'h100-80gb', parallel: { gpus: 2, tp: 2, pp: 1, zero: 1, sp: true },
+  training: { framework: 'megatron', seq_len: 16, micro_batch: 1, global_batch: 4, recompute: 'selective',
+    ...(modules ? { recompute_modules: modules } : {}) },
+});
+// LLMem's Algorithm 1 on Llama-3.1-8B, 8 x A100 80GB, 2048 tokens: 98.8 % of capacity
+const finetuneTight = { mode: 'finetune', model: 'llama-3.1-8b', gpu: 'a100-80gb', parallel: { gpus: 8 },
+  training: { seq_len: 2048 }, finetune: { method: 'auto' } };
+
+test('1.11 recompute_modules: the library\'s names, what each drops, the echo, pretrainTable() reads them', () => {
+  assert.deepEqual(memest.enums().recompute_module,
+    ['core_attn', 'moe_act', 'layernorm', 'mla_up_proj', 'mlp', 'moe', 'shared_experts']);
+  const plain = memest.request(recomputeModules(null));
+  assert.deepEqual(plain.training.recompute_modules, ['core_attn']);
+  assert.equal(plain.stages[0].experts.activations_bytes, 4 * 9600);
+  const moe = memest.request(recomputeModules(['moe']));
+  assert.deepEqual(moe.training.recompute_modules, ['moe']);
+  assert.equal(plain.stages[0].activations_bytes - moe.stages[0].activations_bytes, 4 * 9600);
+  const both = memest.request(recomputeModules(['layernorm', 'moe']));
+  assert.equal(plain.stages[0].activations_bytes - both.stages[0].activations_bytes, 4 * (9600 + 1024));
+  assert.ok(both.peak_bytes < plain.peak_bytes);
+  const [cell] = memest.pretrainTable(recomputeModules(['layernorm', 'moe']), [[2, 2, 1, 1, 1]]);
+  assert.equal(cell.ok, true, JSON.stringify(cell.error));
+  assert.equal(cell.peak_bytes, both.peak_bytes, 'pretrainTable() reads recompute_modules as request() does');
+  assert.equal(memest.answer(recomputeModules(['moe', 'attn'])).error?.field, 'training.recompute_modules[1]');
+  assert.equal(memest.answer(recomputeModules([])).error?.field, 'training.recompute_modules');
+  assert.equal(memest.answer(recomputeModules(['mla_up_proj'])).error?.field, 'training.recompute_modules');
+});
+
+test('1.11 finetune: peak_verdict beside LLMem\'s verdict (98.8 % of capacity is tight)', () => {
+  const r = memest.request(finetuneTight);
+  assert.equal(r.verdict, 'fits');
+  assert.equal(r.peak_verdict, 'tight');
+  assert.ok(r.peak_bytes / r.capacity_bytes > 0.98 && r.peak_bytes / r.capacity_bytes < 0.99);
+});
+
+test('1.11 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
+  for (const req of [recomputeModules(['layernorm', 'moe']), finetuneTight]) {
     const want = await cliAnswer(req);
     if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
     assert.deepEqual(memest.request(req), want);

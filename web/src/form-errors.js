@@ -2,7 +2,7 @@
 // "general" for a field the active tab hides or has no control for; the inputs concerned are
 // marked aria-invalid. The messages are the library's (or the form's own, formProblems and
 // emptyFieldProblems), shown as they are; the form's own problems are shown all at once.
-import { inputForField, BUCKETS, POLICY, DDP_ONE, FIELDS_19 } from './state.js';
+import { inputForField, BUCKETS, POLICY, DDP_ONE, FIELDS_19, RECOMPUTE_MODULES } from './state.js';
 import { state } from './page-state.js';
 import { $ } from './dom.js';
 
@@ -13,7 +13,7 @@ const ERROR_SLOTS = ['model', 'gpu', 'gpus', 'tp', 'cp', 'pp', 'vpp', 'ep', 'etp
   'compile', 'moe-dispatcher', 'attention-kernel', 'comm-overlap', 'offload-optimizer', 'offload-params', 'offload-activations', 'adapter-type', 'lora-rank',
   'lora-alpha', 'lora-dropout', 'lora-targets', 'adapter-dtype', 'double-quant', 'quantize-lm-head',
   ...POLICY.map((p) => p.id), 'search-max-oom', 'search-fp8', 'search-compile', ...BUCKETS.map((b) => b.id), DDP_ONE.id,
-  ...FIELDS_19.map((f) => f.id), 'general'];
+  ...FIELDS_19.map((f) => f.id), RECOMPUTE_MODULES.id, 'general'];
 const SLOT_INPUTS = { model: ['model-preset', 'model-config', 'hf-id'], gpu: ['gpu-preset', 'gpu-memory', 'gpu-profile'] };
 
 export function clearErrors() {

@@ -5,7 +5,7 @@
 import { GiB } from '@memest';
 import {
   pretrainRequest, BUCKETS, bucketApplies, POLICY, policyApplies, DDP_ONE, ddpApplies, FIELDS_19, field19Applies,
-  fieldOfState,
+  fieldOfState, RECOMPUTE_MODULES, recomputeModulesApply,
 } from './state.js';
 import { state, setState, markLayoutSet, update, scheduleUpdate } from './page-state.js';
 import { memest, gpuPresets, modelPresets } from './wasm-bridge.js';
@@ -40,6 +40,11 @@ const FORM = {
  *  list `lt`, in the library's order. */
 const targetBoxes = () => [...document.querySelectorAll('#lora-targets input[type="checkbox"]')];
 
+/** The recompute module checkboxes (one per recompute_module name of the library, in its
+ *  order; the first, core_attn, is Megatron's default) as the state's `rcm`: '' when exactly the
+ *  default is checked, 'none' when none is, else the comma list. */
+const moduleBoxes = () => [...document.querySelectorAll(`#${RECOMPUTE_MODULES.id} input[type="checkbox"]`)];
+
 /** The search's stack variants (search.fp8, search.compile): the state key of each checkbox
  *  group, its boxes filled once the library's names are read; a group's checked boxes are the
  *  state's comma list, in the boxes' order (none: '', the form's own setting). */
@@ -63,6 +68,10 @@ export function writeForm(s) {
   }
   const targets = String(s.lt ?? '').split(',');
   for (const box of targetBoxes()) box.checked = targets.includes(box.value);
+  const modules = String(s[RECOMPUTE_MODULES.key] ?? '');
+  const boxes = moduleBoxes();
+  const checked = modules === '' ? boxes.slice(0, 1).map((b) => b.value) : modules.split(',');
+  for (const box of boxes) box.checked = checked.includes(box.value);
   for (const [key, id] of Object.entries(SEARCH_VARIANTS)) {
     const names = String(s[key] ?? '').split(',');
     for (const box of variantBoxes(id)) box.checked = names.includes(box.value);
@@ -79,6 +88,11 @@ function readForm() {
   // before the enums fill the checkboxes, keep the state's list
   const boxes = targetBoxes();
   if (boxes.length) s.lt = boxes.filter((b) => b.checked).map((b) => b.value).join(',');
+  const modules = moduleBoxes();
+  if (modules.length) {
+    const on = modules.filter((b) => b.checked).map((b) => b.value);
+    s[RECOMPUTE_MODULES.key] = on.length === 0 ? 'none' : on.length === 1 && on[0] === modules[0].value ? '' : on.join(',');
+  }
   for (const [key, id] of Object.entries(SEARCH_VARIANTS)) {
     const group = variantBoxes(id);
     if (group.length) s[key] = group.filter((b) => b.checked).map((b) => b.value).join(',');
@@ -144,6 +158,9 @@ export function syncFields(s) {
   // the 1.9 fields: loss chunks, use_orig_params, fp4, only where the library reads each
   // (state.js FIELDS_19)
   for (const f of FIELDS_19) $(`${f.id}-field`).hidden = !field19Applies(f, s, s.tab === 'search' ? 'search' : 'pretrain');
+  // Megatron's recompute modules: under megatron with selective recomputation (state.js
+  // RECOMPUTE_MODULES)
+  $(`${RECOMPUTE_MODULES.id}-field`).hidden = !recomputeModulesApply(s);
   // the import tab has its own fields (what the launch files leave out): the form is not read
   $('inputs').hidden = s.tab === 'import';
   $('inputs').parentElement.classList.toggle('wide', s.tab === 'import');
@@ -226,6 +243,9 @@ export function fillFormChoices(enums) {
   $('adapter-dtype').replaceChildren(...DTYPES.map((name) => new Option(name, name)));
   $('lora-targets').replaceChildren(...enums.lora_target.map((name) => el('label', { className: 'check' },
     el('input', { type: 'checkbox', value: name, id: `lora-target-${name}`, name: 'lt' }), ` ${name}`)));
+  // what selective recomputation checkpoints under megatron: the library's module names
+  $(RECOMPUTE_MODULES.id).replaceChildren(...enums.recompute_module.map((name) => el('label', { className: 'check' },
+    el('input', { type: 'checkbox', value: name, id: `recompute-module-${name}`, name: RECOMPUTE_MODULES.key }), ` ${name}`)));
   // the methods a request may name: "auto" (Algorithm 1) first; cpu_offload is only an answer
   const methods = enums.finetune_method.filter((m) => m !== 'cpu_offload');
   fillSelect($('ft-method'), [...methods.filter((m) => m === 'auto'), ...methods.filter((m) => m !== 'auto')]

@@ -53,6 +53,11 @@ export const DEFAULTS = Object.freeze({
   // ('' = the loss's own default), FSDP1 flat parameters that mix frozen weights and LoRA
   // adapters (use_orig_params), NVFP4 linears under Megatron; off / default, as the library's
   lc: '', uop: '0', fp4: '0',
+  // Megatron-Core's recompute modules (1.11, training.recompute_modules; RECOMPUTE_MODULES says
+  // where the library reads it): '' = Megatron's default (core_attn), left out of the request;
+  // else a comma list of the library's recompute_module names; 'none' = none checked (sent as
+  // an empty list, which the library refuses saying why)
+  rcm: '',
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
@@ -399,6 +404,29 @@ export function fields19(state, mode = 'pretrain') {
   return out;
 }
 
+/**
+ * training.recompute_modules (1.11): Megatron-Core's --recompute-modules, what selective
+ * recomputation checkpoints. The state key, the request field and the control's id (a group of
+ * checkboxes, one per recompute_module name of the library); shown, and sent, only where the
+ * library reads it: framework megatron with recompute "selective" (pretraining and the search,
+ * whose training block pins the recomputation too).
+ */
+export const RECOMPUTE_MODULES = Object.freeze({ key: 'rcm', field: 'recompute_modules', id: 'recompute-modules' });
+
+/** Whether the library reads training.recompute_modules for the form. */
+export function recomputeModulesApply(state) {
+  return (state.fw ?? DEFAULTS.fw) === 'megatron' && (state.rc ?? DEFAULTS.rc) === 'selective';
+}
+
+/** training.recompute_modules of the form: the checked names where the library reads them and
+ *  they differ from Megatron's default ('' leaves the field out; 'none' sends an empty list). */
+export function recomputeModulesFields(state) {
+  if (!recomputeModulesApply(state)) return {};
+  const v = String(state[RECOMPUTE_MODULES.key] ?? DEFAULTS[RECOMPUTE_MODULES.key]).trim();
+  if (v === '') return {};
+  return { [RECOMPUTE_MODULES.field]: v === 'none' ? [] : v.split(',').map((t) => t.trim()) };
+}
+
 /** The frameworks whose FSDP mechanisms the library models (FSDP2 fully_shard and FSDP1). */
 const FSDP = ['fsdp', 'fsdp1'];
 /** Every framework but Megatron-LM (which runs its own mixed precision and loss). */
@@ -521,7 +549,7 @@ export function pretrainRequest(state) {
     training: {
       seq_len: num(state.seq), micro_batch: num(state.mbs), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
-      ...ddpFields(state), ...fields19(state), ...adapterFields(state),
+      ...ddpFields(state), ...fields19(state), ...recomputeModulesFields(state), ...adapterFields(state),
     },
   };
 }
@@ -553,7 +581,7 @@ export function searchRequest(state) {
     training: {
       seq_len: num(state.seq), global_batch: num(state.gbs),
       recompute: state.rc, flash_attention: state.fa === '1', ...stackFields(state),
-      ...ddpFields(state, 'search'), ...fields19(state, 'search'),
+      ...ddpFields(state, 'search'), ...fields19(state, 'search'), ...recomputeModulesFields(state),
     },
     search: { top: num(state.top), ...searchLimit(state), ...searchVariants(state) },
   };
@@ -601,6 +629,7 @@ const STATE_OF_FIELD = {
   ...Object.fromEntries(BUCKETS.map((b) => [`training.buckets.${b.field}`, b.key])),
   [`training.${DDP_ONE.field}`]: DDP_ONE.key,
   ...Object.fromEntries(FIELDS_19.map((f) => [`training.${f.field}`, f.key])),
+  [`training.${RECOMPUTE_MODULES.field}`]: RECOMPUTE_MODULES.key,
   'training.adapter.type': 'ad', 'training.adapter.rank': 'lr', 'training.adapter.alpha': 'la',
   'training.adapter.dropout': 'ldo', 'training.adapter.targets': 'lt', 'training.adapter.dtype': 'adt',
   'training.adapter.double_quant': 'dq',
@@ -653,6 +682,7 @@ const SLOT_OF_STATE = {
   ...Object.fromEntries(BUCKETS.map((b) => [b.key, b.id])),
   [DDP_ONE.key]: DDP_ONE.id,
   ...Object.fromEntries(FIELDS_19.map((f) => [f.key, f.id])),
+  [RECOMPUTE_MODULES.key]: RECOMPUTE_MODULES.id,
   ad: 'adapter-type', lr: 'lora-rank', la: 'lora-alpha', ldo: 'lora-dropout', lt: 'lora-targets',
   adt: 'adapter-dtype', dq: 'double-quant',
   ...Object.fromEntries(POLICY.map((p) => [p.key, p.id])),
@@ -671,6 +701,8 @@ export function inputForField(field) {
   if (field.startsWith('training.offload')) return 'offload-optimizer';
   if (field.startsWith('training.buckets')) return 'general';
   if (field.startsWith('training.adapter.targets')) return 'lora-targets';
+  // training.recompute_modules[1]: the list's item
+  if (field.startsWith(`training.${RECOMPUTE_MODULES.field}`)) return RECOMPUTE_MODULES.id;
   if (field.startsWith('training.adapter')) return 'adapter-type';
   if (field.startsWith('training.')) return 'seq';
   if (field.startsWith('finetune.')) return 'ft-method';

@@ -277,6 +277,46 @@ def test_1_10_flash_attn_loss_through_request(m):
         m.request(json.dumps(request))
     assert info.value.code == "invalid_argument" and info.value.field == "training.loss"
 
+SMALL_QWEN3_MOE = {"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 4,
+                   "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 16,
+                   "intermediate_size": 256, "moe_intermediate_size": 32, "num_experts": 8,
+                   "num_experts_per_tok": 2, "vocab_size": 100, "max_position_embeddings": 64,
+                   "decoder_sparse_step": 1, "mlp_only_layers": [], "tie_word_embeddings": False}
+
+
+def test_1_11_recompute_modules_and_finetune_peak_verdict_through_request(m):
+    """Megatron-Core's recompute modules (1.11) pass through Memest.request as the library
+    spells them, its names from the library's table (ENUM_KINDS.recompute_module = 17), on the
+    hand-derived values of tests/unit/test_recompute_modules.cpp: a small qwen3_moe at s 16, tp 2
+    with SP drops 4 x 9600 bytes of activations with ["moe"], 4 x (9600 + 1024) with
+    ["layernorm", "moe"]; an unknown name is refused by its index. The fine-tuning response
+    carries peak_verdict: 98.8 % of capacity is "tight", LLMem's own verdict "fits"."""
+    names = m.enum_names(m.kinds["recompute_module"])
+    assert names == m.enums()["recompute_module"] and names[5] == "moe"
+    assert m.enum_value(m.kinds["recompute_module"], "layernorm") == 2
+
+    def stage_activations(modules):
+        training = {"framework": "megatron", "seq_len": 16, "micro_batch": 1, "global_batch": 4,
+                    "recompute": "selective"}
+        if modules is not None:
+            training["recompute_modules"] = modules
+        resp = json.loads(m.request(json.dumps({
+            "mode": "pretrain", "model": SMALL_QWEN3_MOE, "gpu": "h100-80gb",
+            "parallel": {"gpus": 2, "tp": 2, "pp": 1, "zero": 1, "sp": True}, "training": training})))
+        assert resp["training"]["recompute_modules"] == (modules or ["core_attn"])
+        return resp["stages"][0]["activations_bytes"]
+    plain = stage_activations(None)
+    assert plain - stage_activations(["moe"]) == 4 * 9600
+    assert plain - stage_activations(["layernorm", "moe"]) == 4 * (9600 + 1024)
+    with pytest.raises(twin.MemestError) as info:
+        stage_activations(["moe", "attn"])
+    assert info.value.code == "invalid_argument" and info.value.field == "training.recompute_modules[1]"
+    ft = json.loads(m.request(json.dumps({
+        "mode": "finetune", "model": "llama-3.1-8b", "gpu": "a100-80gb", "parallel": {"gpus": 8},
+        "training": {"seq_len": 2048}, "finetune": {"method": "auto"}})))
+    assert (ft["verdict"], ft["peak_verdict"]) == ("fits", "tight")
+
+
 # ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")

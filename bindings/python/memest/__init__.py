@@ -57,7 +57,7 @@ __all__ = [
     "import_launch", "emit_launch",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
     "enums", "verdict_bands", "peak_verdict_bands", "verdict_words", "peak_error_sigma",
-    "search_max_oom_probability", "recipes",
+    "search_max_oom_probability", "recipes", "recompute_modules",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -79,6 +79,12 @@ def enums() -> Dict[str, List[str]]:
     "loss", "optimizer"): the names requests and responses use (memest_enum_count,
     memest_enum_name)."""
     return {k: list(v) for k, v in _native.enums().items()}
+
+
+def recompute_modules() -> List[str]:
+    """Megatron-Core's recompute module names, by value (enums()["recompute_module"], 1.11):
+    what pretrain(recompute_modules=[...]) and search() take."""
+    return list(_native.enums()["recompute_module"])
 
 
 def verdict_bands() -> Dict[str, float]:
@@ -146,6 +152,14 @@ def _overlap(comm_overlap: Any) -> Any:
     return comm_overlap
 
 
+def _names(names: Any) -> Any:
+    """A list-valued field (training.recompute_modules): a tuple becomes a list, a set a sorted
+    list; anything else is sent as it is for the library to refuse."""
+    if isinstance(names, (set, frozenset)):
+        return sorted(names)
+    return list(names) if isinstance(names, tuple) else names
+
+
 def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            recompute_every: Optional[int], loss: Optional[str], fp8: Optional[bool],
            compile: Optional[Union[bool, str]],  # noqa: A002
@@ -157,7 +171,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            fp8_all_gather: Optional[bool] = None, no_sync: Optional[bool] = None,
            logits_held: Optional[bool] = None, ddp: Optional[bool] = None,
            loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
-           fp4: Optional[bool] = None) -> Dict[str, Any]:
+           fp4: Optional[bool] = None,
+           recompute_modules: Any = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (docs/training-stack.md), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
@@ -170,7 +185,9 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     reduce_dtype=reduce_dtype, loss_parallel=loss_parallel, autocast=autocast,
                     fp8_all_gather=fp8_all_gather, no_sync=no_sync, logits_held=logits_held,
                     ddp=ddp, loss_chunks=loss_chunks,
-                    fsdp_use_orig_params=fsdp_use_orig_params, fp4=fp4)
+                    fsdp_use_orig_params=fsdp_use_orig_params, fp4=fp4,
+                    recompute_modules=None if recompute_modules is None
+                    else _names(recompute_modules))
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -276,6 +293,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              loss_chunks: Optional[int] = None,
              fsdp_use_orig_params: Optional[bool] = None,
              fp4: Optional[bool] = None,
+             recompute_modules: Optional[List[str]] = None,
              recipe: Optional[str] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
@@ -364,6 +382,15 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     "megatron" with fp8 off on a GPU whose profile has fp4 = 1 (B200, GB200: the gpu object's
     fp4 and peak_fp4_tflops); elsewhere InvalidArgumentError names "training.fp4".
 
+    recompute_modules (1.11): Megatron-Core's --recompute-modules, what recompute="selective"
+    checkpoints under framework "megatron", a list of enums()["recompute_module"] names
+    (recompute_modules()): "core_attn" (the default), "moe_act", "layernorm", "mla_up_proj",
+    "mlp", "moe", "shared_experts"; r.recompute_modules (the response's
+    training.recompute_modules) lists the modules in effect ([] unless recomputation is
+    selective under megatron). An unknown name raises InvalidArgumentError naming
+    "training.recompute_modules[i]"; an empty list, another framework, an MoE module on a dense
+    model or mla_up_proj without latent attention, "training.recompute_modules".
+
     What a user compares with a measured run, and the verdict's margin (1.6):
     torch_max_memory_allocated_bytes / torch_max_memory_reserved_bytes (what torch.cuda reports,
     the CUDA context left out), nvidia_smi_bytes (reserved + context + paged memory), the peak's
@@ -396,7 +423,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
                                       logits_held, ddp, loss_chunks,
-                                      fsdp_use_orig_params, fp4),
+                                      fsdp_use_orig_params, fp4, recompute_modules),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     if recipe is not None:
@@ -486,6 +513,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            ddp: Optional[bool] = None,
            loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
            fp4: Optional[bool] = None,
+           recompute_modules: Optional[List[str]] = None,
            max_oom_probability: Optional[float] = None,
            emit: Optional[str] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
@@ -503,7 +531,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
     `throughput` (the step's parts, as pretrain()'s).
     reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held, ddp (1.7),
-    loss_chunks, fsdp_use_orig_params and fp4 (1.9) are pretrain()'s. max_oom_probability
+    loss_chunks, fsdp_use_orig_params and fp4 (1.9) and recompute_modules (1.11) are
+    pretrain()'s. max_oom_probability
     (default search_max_oom_probability()) ranks only the layouts whose probability of running
     out of memory is at most this (the rest are pruned as "oom"); each row has
     `oom_probability`, `margin_bytes` and `peak_high_bytes`.
@@ -521,7 +550,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
                                       logits_held, ddp, loss_chunks,
-                                      fsdp_use_orig_params, fp4)),
+                                      fsdp_use_orig_params, fp4, recompute_modules)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,

@@ -422,6 +422,13 @@ class PretrainResult(Result):
         return list((self._data.get("training") or {}).get("comm_overlap", []))
 
     @property
+    def recompute_modules(self) -> List[str]:
+        """The modules selective recomputation checkpoints under Megatron, in effect (1.11;
+        recompute_modules() names; training.recompute_modules of the response): ["core_attn"]
+        by default, [] when recomputation is not selective or the framework is not megatron."""
+        return list((self._data.get("training") or {}).get("recompute_modules", []))
+
+    @property
     def moe_dispatcher(self) -> Optional[str]:
         """How MoE tokens cross expert-parallel ranks in the step time (an enums()["moe_dispatcher"]
         name; training.moe_dispatcher of the response)."""
@@ -599,8 +606,12 @@ _LLMEM_TERMS = (("m_base", "CUDA context, framework"), ("m_p", "fp16 + fp32 para
 
 class FinetuneResult(Result):
     """Fine-tuning (LLMem): the peak per GPU, its terms, and with method="auto" the selection.
-    `verdict` is LLMem's own test: "fits" when the peak is within capacity."""
+    The headline is `peak_verdict` (1.11): "fits" up to the fits band of capacity
+    (peak_verdict_bands()), "tight" up to capacity, else "oom" ("oom" too when Algorithm 1
+    selects CPU offloading); `verdict` is LLMem's own test: "fits" when the peak is within
+    capacity."""
     method: _Field[str] = _Field()
+    peak_verdict: _Field[Optional[str]] = _Field(optional=True)
     peak_bytes: _Field[Optional[float]] = _Field(optional=True)
     selected: _Field[Optional[str]] = _Field(optional=True)
     max_batch: _Field[Optional[int]] = _Field(optional=True)
@@ -628,13 +639,16 @@ class FinetuneResult(Result):
             lines.append("per GPU: " + ", ".join(f"{k} {_gib(per_gpu[k])}" for k, _ in _LLMEM_TERMS if k in per_gpu))
         return lines
 
+    def _headline(self) -> Optional[str]:
+        return self._data.get("peak_verdict", self._data.get("verdict"))
+
     def __repr__(self) -> str:
-        head = f"FinetuneResult: {verdict_words(self._data.get('verdict'))}"
+        head = f"FinetuneResult: {verdict_words(self._headline())}"
         return "\n  ".join([head, *self._summary_lines()])
 
     def _repr_html_(self) -> str:
         d = self._data
-        out = [f"<div><p><b>FinetuneResult</b> {_badge(d.get('verdict'))}</p><ul>"]
+        out = [f"<div><p><b>FinetuneResult</b> {_badge(self._headline())}</p><ul>"]
         out += [f"<li>{html.escape(line)}</li>" for line in self._summary_lines() if not line.startswith("per GPU")]
         out.append("</ul>")
         parts, per_gpu = d.get("parts") or {}, d.get("per_gpu") or {}

@@ -60,6 +60,7 @@ constexpr EnumKind kEnums[] = {
     {"step_part", MEMEST_ENUM_STEP_PART},
     {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER},
     {"attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL},
+    {"recompute_module", MEMEST_ENUM_RECOMPUTE_MODULE},
 };
 
 memest_enum enum_kind(const std::string &key) {

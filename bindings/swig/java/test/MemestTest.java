@@ -314,9 +314,10 @@ public class MemestTest {
     int[] kinds = {memest_enum.MEMEST_ENUM_STATUS, memest_enum.MEMEST_ENUM_FAMILY, memest_enum.MEMEST_ENUM_VERDICT,
         memest_enum.MEMEST_ENUM_RECOMPUTE, memest_enum.MEMEST_ENUM_ACTIVATION_MODEL,
         memest_enum.MEMEST_ENUM_PRUNE_REASON, memest_enum.MEMEST_ENUM_FINETUNE_METHOD,
-        memest_enum.MEMEST_ENUM_ADAPTER, memest_enum.MEMEST_ENUM_LORA_TARGET, memest_enum.MEMEST_ENUM_COMPILE};
+        memest_enum.MEMEST_ENUM_ADAPTER, memest_enum.MEMEST_ENUM_LORA_TARGET, memest_enum.MEMEST_ENUM_COMPILE,
+        memest_enum.MEMEST_ENUM_RECOMPUTE_MODULE};
     String[] keys = {"status", "family", "verdict", "recompute", "activation_model", "prune_reason", "finetune_method",
-        "adapter", "lora_target", "compile"};
+        "adapter", "lora_target", "compile", "recompute_module"};
     for (int k = 0; k < kinds.length; k++) {
       List<String> names = Memest.enumNames(kinds[k]);
       check(!names.isEmpty(), keys[k]);
@@ -366,6 +367,70 @@ public class MemestTest {
     check(one.getPeak_bytes() > 0 && one.getPer_gpu().getBase() > 0, "zero3 peak");
     ft.setMethod(memest_finetune_method.MEMEST_FINETUNE_AUTO);
     try { Memest.finetune(ft); check(false, "AUTO refused by finetune"); } catch (MemestException e) { checks++; }
+
+    // 1.11: fine-tuning's peak_verdict, the headline with every mode's margin, beside LLMem's own
+    // verdict. Algorithm 1 on Llama-3.1-8B, 8 x A100 80GB, 2048 tokens: the selected method's
+    // peak is 98.8 % of capacity, within it (verdict fits) but past the fits band (tight).
+    String tightJson = Memest.request("{\"mode\": \"finetune\", \"model\": \"llama-3.1-8b\", \"gpu\": \"a100-80gb\","
+        + " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 2048}, \"finetune\": {\"method\": \"auto\"}}");
+    check(tightJson.contains("\"verdict\": \"fits\"") && tightJson.contains("\"peak_verdict\": \"tight\""),
+        "JSON finetune verdict fits, peak_verdict tight");
+    FinetuneRequest tightFt = Memest.finetuneRequest("llama-3.1-8b", "a100-80gb");
+    tightFt.setGpus(8); tightFt.setSeq_len(2048);
+    Memest.FinetuneSelection tightSel = Memest.finetuneSelect(tightFt);
+    check(tightJson.contains("\"selected\": \"" + tightSel.selected() + "\""), "typed selection " + tightSel.selected());
+    tightFt.setMethod(tightSel.choice().getSelected());
+    tightFt.setBatch(tightSel.choice().getBatch());
+    FinetuneResult tight = Memest.finetune(tightFt);
+    check(Memest.verdictName(tight.getVerdict()).equals("fits")
+        && Memest.verdictName(tight.getPeak_verdict()).equals("tight"),
+        "typed verdict " + Memest.verdictName(tight.getVerdict()) + ", peak_verdict " + Memest.verdictName(tight.getPeak_verdict()));
+    // (the JSON's first "peak_bytes" is a method's: compare the top level's usage and estimate)
+    check(tight.getUsage_fraction() == jsonNumber(tightJson, "usage_fraction")
+        && tight.getPeak_bytes() == jsonNumber(tightJson, "estimate_bytes"), "typed finetune peak == JSON");
+
+    // 1.11: Megatron-Core's recompute modules through the typed struct (the hand-derived values
+    // of tests/unit/test_recompute_modules.cpp): a small qwen3_moe (h 64, 4 MoE layers, 8
+    // experts of 32, top-2) at s 16, tp 2 with SP, selective recomputation. Per layer the routed
+    // parts 320 + 4096 + 3072 + 2112 = 9600 bytes and the pre-MLP norm's output 1024.
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_RECOMPUTE_MODULE).get(memest_recompute_module.MEMEST_RECOMPUTE_MODULE_MOE)
+        .equals("moe"), "recompute module names");
+    String smallMoe = "{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, \"num_hidden_layers\": 4,"
+        + " \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"head_dim\": 16, \"intermediate_size\": 256,"
+        + " \"moe_intermediate_size\": 32, \"num_experts\": 8, \"num_experts_per_tok\": 2, \"vocab_size\": 100,"
+        + " \"max_position_embeddings\": 64, \"decoder_sparse_step\": 1, \"mlp_only_layers\": [],"
+        + " \"tie_word_embeddings\": false}";
+    PretrainRequest rm = new PretrainRequest();
+    rm.setModel(Memest.modelFromConfig(smallMoe));
+    rm.setGpu(Memest.gpu("h100-80gb"));
+    rm.setGpus(2); rm.setTp(2); rm.setPp(1); rm.setZero(1); rm.setSequence_parallel(1);
+    rm.setSeq_len(16); rm.setMicro_batch(1); rm.setGlobal_batch(4);
+    rm.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    rm.setRecompute(memest_recompute.MEMEST_RECOMPUTE_SELECTIVE);
+    rm.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    check(rm.getRecompute_modules() == 0, "recompute_modules default 0");
+    Memest.Pretrain rmPlain = Memest.pretrain(rm);
+    rm.setRecompute_modules(Memest.recomputeModuleBits("moe"));
+    Memest.Pretrain rmMoe = Memest.pretrain(rm);
+    check(rmPlain.stages().get(0).getActivations_bytes() - rmMoe.stages().get(0).getActivations_bytes() == 4 * 9600.0,
+        "moe drops 4 x 9600: " + (rmPlain.stages().get(0).getActivations_bytes() - rmMoe.stages().get(0).getActivations_bytes()));
+    rm.setRecompute_modules(Memest.recomputeModuleBits("layernorm", "moe"));
+    Memest.Pretrain rmBoth = Memest.pretrain(rm);
+    check(rmPlain.stages().get(0).getActivations_bytes() - rmBoth.stages().get(0).getActivations_bytes() == 4 * (9600.0 + 1024.0),
+        "layernorm + moe drop 4 x 10624: " + (rmPlain.stages().get(0).getActivations_bytes() - rmBoth.stages().get(0).getActivations_bytes()));
+    String rmJson = Memest.request("{\"mode\": \"pretrain\", \"model\": " + smallMoe + ", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 2, \"tp\": 2, \"pp\": 1, \"zero\": 1, \"sp\": true},"
+        + " \"training\": {\"framework\": \"megatron\", \"seq_len\": 16, \"micro_batch\": 1, \"global_batch\": 4,"
+        + " \"recompute\": \"selective\", \"recompute_modules\": [\"layernorm\", \"moe\"]}}");
+    check(jsonNumber(rmJson, "peak_bytes") == rmBoth.result().getPeak_bytes(),
+        "typed == JSON recompute_modules peak: " + jsonNumber(rmJson, "peak_bytes") + " vs " + rmBoth.result().getPeak_bytes());
+    check(rmJson.replaceAll("\\s+", "").contains("\"recompute_modules\":[\"layernorm\",\"moe\"]"), "echoed modules");
+    expectError(() -> Memest.recomputeModuleBits("moe", "attn"), "invalid_argument", "training.recompute_modules[1]");
+    rm.setRecompute_modules(Memest.recomputeModuleBits("mla_up_proj"));
+    expectError(() -> Memest.pretrain(rm), "invalid_argument", "training.recompute_modules");
+    rm.setRecompute_modules(Memest.recomputeModuleBits("moe"));
+    rm.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    expectError(() -> Memest.pretrain(rm), "invalid_argument", "training.recompute_modules");
 
     // the layout search, typed: the same ranking and prune counts as the JSON search mode
     PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "a100-40gb");

@@ -95,6 +95,25 @@ public final class Memest {
     return bits;
   }
 
+  /** PretrainRequest.setRecompute_modules's value for Megatron-Core's recompute module names
+   *  (1.11, MEMEST_ENUM_RECOMPUTE_MODULE: "core_attn", "moe_act", "layernorm", ...): bit
+   *  (1 << value) per name; an unknown name throws a MemestException naming
+   *  training.recompute_modules[i], as the JSON list is refused. No names: 0, Megatron's default
+   *  (core_attn alone). */
+  public static long recomputeModuleBits(String... names) throws MemestException {
+    long bits = 0;
+    for (int i = 0; i < names.length; i++) {
+      int v = enumValue(memest_enum.MEMEST_ENUM_RECOMPUTE_MODULE, names[i]);
+      if (v < 0) {
+        String field = "training.recompute_modules[" + i + "]";
+        throw refuse(memest_status.MEMEST_ERR_INVALID_ARGUMENT, field,
+            field + ": unknown name \"" + names[i] + "\" (" + enumNames(memest_enum.MEMEST_ENUM_RECOMPUTE_MODULE) + ")");
+      }
+      bits |= 1L << v;
+    }
+    return bits;
+  }
+
   /** LLMem's Algorithm 1: the choice and one option per method (CDP, ZeRO-3, TP, DP+TP). */
   public record FinetuneSelection(FinetuneChoice choice, List<FinetuneOption> options) {
     /** The method selected ("cdp", "zero3", "tp", "dp+tp" or "cpu_offload"). */
