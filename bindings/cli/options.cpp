@@ -231,7 +231,10 @@ void add_precision_options(CLI::App& cmd, Precision& precision) {
   const auto dtypes = {"bf16", "fp16", "fp32", "fp8"};
   add_choice(cmd, "--param-dtype", precision.param_dtype, "Weight precision", dtypes);
   add_choice(cmd, "--grad-dtype", precision.grad_dtype,
-             "Gradient precision (fp16 for the ZeRO paper's 16 bytes/param)", dtypes);
+             "Gradient precision (fp16 for the ZeRO paper's 16 bytes/param; default: fp32 for "
+             "model-states, megatron and deepspeed, the parameters' dtype under fsdp, fsdp1 and "
+             "pytorch, as torch keeps .grad)",
+             dtypes);
   add_enum_choice(cmd, "--optimizer", precision.optimizer,
                   "Optimizer (sets bytes of state per parameter)", MEMEST_ENUM_OPTIMIZER);
 }
@@ -561,7 +564,7 @@ std::string flag_change_text(const FlagChange& change) {
 
 void put_precision(const Precision& precision, ojson& training) {
   training["param_dtype"] = precision.param_dtype;
-  training["grad_dtype"] = precision.grad_dtype;
+  if (!precision.grad_dtype.empty()) training["grad_dtype"] = precision.grad_dtype;
   training["optimizer"] = precision.optimizer;
 }
 

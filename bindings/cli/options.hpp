@@ -99,7 +99,7 @@ void add_run_options(CLI::App& cmd, RunShape& run, const std::string& gpus_help,
 
 struct Precision {
   std::string param_dtype = "bf16";
-  std::string grad_dtype = "fp32";
+  std::string grad_dtype;  // "" (not sent): the library's default for the mode and framework
   std::string optimizer = "adam";
 };
 

@@ -425,6 +425,11 @@ def convert(row):
         # kernels, not FlashAttention-2 as memest assumes for framework fsdp by default
         training["attention_kernel"] = "fused"
         assumed.append("attention: cuDNN fused flash attention through XLA/Transformer Engine")
+        # JAX differentiates the fp32 weights (MaxText weight_dtype float32, Praxis' fp32
+        # variables under bf16 compute): fp32 gradients, not torch's .grad-like-the-parameter
+        # rule memest derives for framework fsdp when grad_dtype is left out
+        training["grad_dtype"] = "fp32"
+        assumed.append("states: fp32 gradients of JAX's fp32 weights (grad_dtype fp32)")
     if src in ("bloom", "korthikanti", "mtnlg", "gpt-neox", "opt"):
         training["flash_attention"] = False  # 2021-22 stacks: fused softmax, no FlashAttention
     if row["precision"].startswith("fp16"):

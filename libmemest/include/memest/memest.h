@@ -542,6 +542,12 @@ typedef enum memest_step_part {
  *  "optimizer_bytes" is given. */
 #define MEMEST_OPTIMIZER_BYTES_DERIVE (-1.0)
 
+/** (1.11) grad_bytes value asking the library for the framework's gradient dtype: fp32 main
+ *  gradients under megatron and deepspeed, the parameters' stored dtype under fsdp, fsdp1 and
+ *  pytorch (torch keeps .grad in the parameter's dtype). Pretraining and search JSON requests
+ *  derive it unless "grad_dtype" is given; _init keeps 4. */
+#define MEMEST_GRAD_BYTES_DERIVE (-1.0)
+
 /** Verdict bands of the 4D paper on the estimate: fits <= 80 % of capacity,
  *  tight <= 100 %, oom above. */
 typedef enum memest_verdict {
@@ -676,7 +682,8 @@ typedef struct memest_pretrain_request {
   int32_t flash_attention;    /* 1 (default) */
   int32_t activation_model;   /* memest_activation_model */
   double param_bytes;         /* default 2 (bf16) */
-  double grad_bytes;          /* default 4 (fp32 gradient accumulation) */
+  double grad_bytes;          /* default 4 (fp32 gradient accumulation);
+                                 MEMEST_GRAD_BYTES_DERIVE (1.11): the framework's */
   double optimizer_bytes;     /* default 12 (Adam: fp32 master, momentum, variance) */
   int32_t uneven_pipeline;    /* 1: when pp does not divide the layers, the first and the last
                                  stage may each hold one layer fewer (as Llama 3 trained 405B);

@@ -321,6 +321,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.fsdp_use_orig_params = c.fsdp_use_orig_params;
   st.fp4 = c.fp4;
   st.recompute_modules = c.recompute_modules;
+  memest::resolve_grad_bytes(r);  // MEMEST_GRAD_BYTES_DERIVE: the framework's
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it
     constexpr size_t kLongest = 65536;

@@ -25,7 +25,10 @@ double dtype_bytes(const JsonFields& f, const char* key, double fallback) {
 void read_precision(const JsonFields& f, Precision& precision, bool derive) {
   double& optimizer = precision.optimizer_bytes;
   precision.param_bytes = dtype_bytes(f, "param_dtype", precision.param_bytes);
-  precision.grad_bytes = dtype_bytes(f, "grad_dtype", precision.grad_bytes);
+  // pretraining and the search: the framework's gradient dtype unless given (resolved with the
+  // framework, plan/stack.hpp resolve_grad_bytes); model states: the ZeRO paper's fp32
+  precision.grad_bytes =
+      dtype_bytes(f, "grad_dtype", derive ? MEMEST_GRAD_BYTES_DERIVE : precision.grad_bytes);
   if (auto o = enum_field(f, "optimizer", MEMEST_ENUM_OPTIMIZER)) precision.optimizer = *o;
   if (derive) {
     // pretraining and the search: K follows the optimizer, the framework and the stored dtype
@@ -203,6 +206,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
     size("stage3_param_persistence_threshold", st.ds_param_persistence_threshold);
   }
   read_precision(training, r.precision, pretrain);
+  resolve_grad_bytes(r);
   if (auto cf = training.number("moe_capacity_factor", 0, kMaxCapacityFactor)) {
     r.moe_capacity_factor = *cf;
   }

@@ -61,6 +61,13 @@ int32_t effective_zero(int32_t framework, int32_t zero) {
   return zero;
 }
 
+void resolve_grad_bytes(PretrainRequest& r) {
+  if (r.precision.grad_bytes != MEMEST_GRAD_BYTES_DERIVE) return;
+  const bool torch_grads =
+      r.stack.framework == MEMEST_FRAMEWORK_FSDP || r.stack.framework == MEMEST_FRAMEWORK_PYTORCH;
+  r.precision.grad_bytes = torch_grads ? r.precision.param_bytes : 4.0;
+}
+
 uint32_t recompute_modules_in_effect(const PretrainRequest& r) {
   if (r.stack.framework != MEMEST_FRAMEWORK_MEGATRON || r.recompute != MEMEST_RECOMPUTE_SELECTIVE) {
     return 0;

@@ -54,6 +54,14 @@ double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double para
 //  megatron, deepspeed: as given.
 int32_t effective_zero(int32_t framework, int32_t zero);
 
+// Resolves grad_bytes = MEMEST_GRAD_BYTES_DERIVE to the framework's gradient dtype: 4 under
+// megatron (fp32 main_grad buffers unless --grad-reduce-in-bf16: distributed/
+// param_and_grad_buffer.py) and deepspeed (its fp32 gradient partitions beside the fp32 master),
+// the stored parameter dtype under fsdp, fsdp1 and pytorch (autograd's AccumulateGrad keeps
+// .grad like the parameter; FSDP2's sharded gradient is the sharded parameter's dtype). Any
+// other value stays.
+void resolve_grad_bytes(PretrainRequest& r);
+
 // The Megatron-Core modules recompute SELECTIVE checkpoints for this request, as bits (1u <<
 // memest_recompute_module): the request's recompute_modules, or Megatron's default core_attn
 // when it gives none (transformer_config.py: recompute_modules None -> ["core_attn"]); 0 when
