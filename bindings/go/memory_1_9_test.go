@@ -44,6 +44,7 @@ func TestLossChunks(t *testing.T) {
 	}
 	r.GPUs, r.TP, r.PP, r.SeqLen, r.MicroBatch = 1, 1, 1, 4096, 1
 	r.Recompute, r.Framework, r.OptimizerBytes = memest.RecomputeFull, memest.FrameworkPyTorch, memest.OptimizerBytesDerive
+	r.GradBytes = memest.GradBytesDerive // as a JSON request without grad_dtype (1.11)
 	r.Loss = memest.LossChunkedLinear
 	eight := mustPretrain(t, r)
 	if eight.Loss != "chunked_linear" || eight.Stages[0].LossBytes != 986447872 {
@@ -97,6 +98,7 @@ func TestFSDPUseOrigParams(t *testing.T) {
 	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
 	r.GPUs, r.Zero, r.SeqLen, r.MicroBatch, r.GlobalBatch = 8, 3, 2048, 1, 8
 	r.Framework, r.OptimizerBytes = memest.FrameworkFSDP, memest.OptimizerBytesDerive
+	r.GradBytes = memest.GradBytesDerive
 	mustPretrain(t, r)
 	r.FSDPUseOrigParams = true
 	if _, err := memest.Pretrain(r); fieldOf(t, err) != "training.fsdp_use_orig_params" {

@@ -212,6 +212,11 @@ const StackDefault = -1
 // unless they give optimizer_bytes); the typed default stays 12 (Adam with an fp32 master).
 const OptimizerBytesDerive = float64(C.MEMEST_OPTIMIZER_BYTES_DERIVE)
 
+// GradBytesDerive as PretrainRequest.GradBytes (1.11) asks the library for the framework's
+// gradient dtype: 4 under megatron and deepspeed, ParamBytes under fsdp, fsdp1 and pytorch (torch
+// keeps .grad like the parameter), as a JSON request without grad_dtype gets.
+const GradBytesDerive = float64(C.MEMEST_GRAD_BYTES_DERIVE)
+
 // Fine-tuning methods (memest_finetune_method; their names: EnumNames(EnumFinetuneMethod)).
 const (
 	MethodCDP        = int(C.MEMEST_FINETUNE_CDP)

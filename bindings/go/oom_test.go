@@ -58,6 +58,7 @@ func fsdp1Request(t *testing.T) *memest.PretrainRequest {
 	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
 	r.GPUs, r.Zero, r.SeqLen, r.MicroBatch, r.GlobalBatch = 8, 3, 4096, 1, 32
 	r.Framework, r.OptimizerBytes = memest.FrameworkFSDP1, memest.OptimizerBytesDerive
+	r.GradBytes = memest.GradBytesDerive // as a JSON request without grad_dtype (1.11)
 	return r
 }
 
@@ -178,6 +179,7 @@ func TestOptimizersAdamWForeachAndPaged32bit(t *testing.T) {
 	r := memest.NewPretrainRequest(mustModel(t, "llama-3.1-8b"), mustGPU(t, "h100-80gb"))
 	r.GPUs, r.SeqLen, r.GlobalBatch, r.Framework = 1, 2048, 1, memest.FrameworkPyTorch
 	r.OptimizerBytes, r.Optimizer = memest.OptimizerBytesDerive, memest.OptimizerAdamW
+	r.GradBytes = memest.GradBytesDerive
 	adamw := mustPretrain(t, r)
 	r.Optimizer = memest.OptimizerAdamWForeach
 	foreach := mustPretrain(t, r)
@@ -209,6 +211,7 @@ func TestPrecisionPolicyFields(t *testing.T) {
 		r := memest.NewPretrainRequest(llama, h100)
 		r.GPUs, r.Zero, r.SeqLen, r.GlobalBatch, r.Framework = 8, 3, 4096, 8, memest.FrameworkFSDP
 		r.OptimizerBytes = memest.OptimizerBytesDerive
+		r.GradBytes = memest.GradBytesDerive
 		return r
 	}
 	// reduce_dtype: an fp32 reduce-scatter of bf16 gradients doubles its buffer

@@ -19,6 +19,7 @@ func TestStackTypedEqualsJSON(t *testing.T) {
 	r.GPUs, r.Zero, r.SeqLen, r.MicroBatch, r.GlobalBatch = 8, 3, 4096, 2, 16
 	r.Framework, r.Recompute, r.Loss = memest.FrameworkFSDP, memest.RecomputeOpSelective, memest.LossUnfused
 	r.OptimizerBytes = memest.OptimizerBytesDerive // as a JSON request without optimizer_bytes
+	r.GradBytes = memest.GradBytesDerive       // and without grad_dtype (1.11)
 	typed, err := memest.Pretrain(r)
 	if err != nil {
 		t.Fatal(err)

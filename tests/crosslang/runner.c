@@ -400,6 +400,7 @@ static void typed_1_6(void) {
   r.gpus = 8; r.zero = 3; r.seq_len = 4096; r.micro_batch = 1; r.global_batch = 32;
   r.framework = MEMEST_FRAMEWORK_FSDP1;
   r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  r.grad_bytes = MEMEST_GRAD_BYTES_DERIVE; /* 1.11: as a JSON request without grad_dtype */
   out.struct_size = sizeof out;
   CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
   char *json = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
@@ -750,6 +751,7 @@ static void typed_1_9(void) {
   r.gpus = 1; r.tp = 1; r.pp = 1; r.seq_len = 4096; r.micro_batch = 1;
   r.recompute = MEMEST_RECOMPUTE_FULL; r.framework = MEMEST_FRAMEWORK_PYTORCH;
   r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  r.grad_bytes = MEMEST_GRAD_BYTES_DERIVE; /* 1.11: as a JSON request without grad_dtype */
   r.loss = MEMEST_LOSS_CHUNKED_LINEAR;
   CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
   CHECK(stage.loss_bytes == 986447872.0);

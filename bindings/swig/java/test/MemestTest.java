@@ -124,6 +124,7 @@ public class MemestTest {
     ddp.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
     ddp.setParam_bytes(4); ddp.setGrad_bytes(4); ddp.setDdp_bucket_mib(25);
     ddp.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    ddp.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     Memest.Pretrain alone = Memest.pretrain(ddp);
     check(alone.stages().get(0).getFramework_buffer_bytes() == 0, "a bucket size alone wraps no process");
     ddp.setDdp(1);
@@ -154,6 +155,7 @@ public class MemestTest {
     chunks.setRecompute(memest_recompute.MEMEST_RECOMPUTE_FULL);
     chunks.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
     chunks.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    chunks.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     chunks.setLoss(memest_loss.MEMEST_LOSS_CHUNKED_LINEAR);
     Memest.Pretrain eight = Memest.pretrain(chunks);
     check(eight.loss().equals("chunked_linear") && eight.stages().get(0).getLoss_bytes() == 986447872.0,
@@ -176,6 +178,7 @@ public class MemestTest {
     origParams.setGpus(8); origParams.setZero(3); origParams.setSeq_len(2048); origParams.setMicro_batch(1); origParams.setGlobal_batch(8);
     origParams.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP1);
     origParams.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    origParams.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     origParams.setAdapter(memest_adapter.MEMEST_ADAPTER_LORA); origParams.setAdapter_bytes(2);
     check(Memest.pretrain(origParams).stages().get(0).getAdapter_gradients_bytes() == 851968.0, "adapters wrapped apart");
     origParams.setFsdp_use_orig_params(1);
@@ -408,6 +411,7 @@ public class MemestTest {
     rm.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
     rm.setRecompute(memest_recompute.MEMEST_RECOMPUTE_SELECTIVE);
     rm.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    rm.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     check(rm.getRecompute_modules() == 0, "recompute_modules default 0");
     Memest.Pretrain rmPlain = Memest.pretrain(rm);
     rm.setRecompute_modules(Memest.recomputeModuleBits("moe"));
@@ -487,6 +491,7 @@ public class MemestTest {
     r.setRecompute(memest_recompute.MEMEST_RECOMPUTE_OP_SELECTIVE);
     r.setLoss(memest_loss.MEMEST_LOSS_UNFUSED);
     r.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);  // as JSON derives K
+    r.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     Memest.Pretrain p = Memest.pretrain(r);
     String json = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
         + " \"parallel\": {\"gpus\": 8, \"zero\": 3}, \"training\": {\"seq_len\": 4096, \"micro_batch\": 2,"
@@ -513,6 +518,7 @@ public class MemestTest {
     ds.setFramework(memest_framework.MEMEST_FRAMEWORK_DEEPSPEED);
     ds.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW);
     ds.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    ds.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     double onGpu = Memest.pretrain(ds).result().getPeak_bytes();
     ds.setOffload_optimizer(1);
     ds.setDs_reduce_bucket_size(2e8);
@@ -683,6 +689,7 @@ public class MemestTest {
     r.setGpus(8); r.setZero(3); r.setSeq_len(4096); r.setMicro_batch(1); r.setGlobal_batch(32);
     r.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP1);
     r.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    r.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     Memest.Pretrain p = Memest.pretrain(r);
     PretrainResult res = p.result();
     String json = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
@@ -757,6 +764,7 @@ public class MemestTest {
     one.setGpus(1); one.setSeq_len(2048); one.setGlobal_batch(1);
     one.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
     one.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    one.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     one.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW);
     Memest.Pretrain adamw = Memest.pretrain(one);
     one.setOptimizer(memest_optimizer.MEMEST_OPTIMIZER_ADAMW_FOREACH);
@@ -787,6 +795,7 @@ public class MemestTest {
     g.setGpus(1); g.setSeq_len(1024); g.setGlobal_batch(1); g.setParam_bytes(4);
     g.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
     g.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    g.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);  // 1.11: as JSON without grad_dtype
     Memest.Pretrain autocast = Memest.pretrain(g);
     g.setAutocast(0);
     Memest.Pretrain pure = Memest.pretrain(g);
