@@ -474,7 +474,8 @@ test('1.6 training fields: each changes the answer where it applies, and pretrai
   const base = peak({});
   assert.notEqual(peak({ framework: 'fsdp1', no_sync: true }), peak({ framework: 'fsdp1', no_sync: false }), 'no_sync under fsdp1');
   assert.equal(memest.request({ ...fsdp1, training: { ...fsdp1.training, no_sync: undefined } }).training.no_sync, 'default');
-  assert.notEqual(peak({ reduce_dtype: 'bf16' }), base, 'reduce_dtype bf16');
+  // (1.11: without grad_dtype, fsdp's gradients take the bf16 parameters' dtype; fp32 differs)
+  assert.notEqual(peak({ reduce_dtype: 'fp32' }), base, 'reduce_dtype fp32');
   assert.notEqual(peak({ loss_parallel: false }, { tp: 2 }), peak({}, { tp: 2 }), 'loss_parallel off under tp 2');
   assert.notEqual(peak({ fp8: true, fp8_all_gather: true }), peak({ fp8: true }), 'fp8 all-gather');
   assert.notEqual(peak({ logits_held: true }), base, 'logits held');
