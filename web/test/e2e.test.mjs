@@ -1003,7 +1003,8 @@ test('1.6 precision policy: shown where it applies; fsdp1 + no_sync and each fie
   // each further field, set in the form, sent as the library reads it
   let parallel = {};
   const steps = [
-    ['reduce_dtype bf16', () => page.selectOption('#reduce-dtype', 'bf16'), { reduce_dtype: 'bf16' }, 'rd=bf16', true],
+    // (1.11: the gradients left to the library are the bf16 parameters' dtype; fp32 differs)
+    ['reduce_dtype fp32', () => page.selectOption('#reduce-dtype', 'fp32'), { reduce_dtype: 'fp32' }, 'rd=fp32', true],
     ['logits held', () => page.check('#logits-held'), { logits_held: true }, 'lh=1', true],
     ['autocast off', () => page.selectOption('#autocast', '0'), { autocast: false }, 'ac=0', false],
     ['framework fsdp', () => page.selectOption('#framework', 'fsdp'), { framework: 'fsdp' }, 'fw=fsdp', true],
@@ -1048,7 +1049,7 @@ test('1.6 precision policy: shown where it applies; fsdp1 + no_sync and each fie
   assert.equal(await other.getAttribute('#status', 'data-state'), 'result');
   assert.deepEqual(await other.evaluate(() => ['framework', 'no-sync', 'reduce-dtype', 'autocast'].map((id) => document.getElementById(id).value)
     .concat(['loss-parallel', 'logits-held', 'fp8-all-gather'].map((id) => document.getElementById(id).checked))),
-  ['fsdp', '0', 'bf16', '0', false, true, true]);
+  ['fsdp', '0', 'fp32', '0', false, true, true]);
   assert.equal(await other.getAttribute('#oom-probability', 'data-value'), String(want.oom_probability));
   await other.close();
   // under megatron they are hidden and not sent (megatron would refuse logits_held and autocast)
