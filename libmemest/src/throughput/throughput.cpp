@@ -583,7 +583,8 @@ void add_module_recompute(const Context& x, LayerTime& layer, bool moe_block) {
     layer.tp += mlp.tp / 2;
   }
   if (moe_block && recomputes(l, MEMEST_RECOMPUTE_MODULE_MOE)) {
-    layer.recompute += moe_layer(x).forward - attention_half(x).forward;
+    // `layer` is moe_layer(x) already: its forward less the attention half's
+    layer.recompute += layer.forward - attention_half(x).forward;
   } else if (moe_block) {
     const double copies = x.rows / x.t_sp * static_cast<double>(m.num_experts_per_tok);
     const double rows = copies * expert_load(x, copies) * x.etp;
