@@ -187,7 +187,7 @@ def framework_for(row):
     if src == "mcore-moe":
         return "megatron", 3 if p.get("fsdp") == "On" else 1  # Megatron FSDP, else dist. optimizer
     if src == "automodel":
-        return "fsdp", 3              # FSDP2 fully_shard (MoE rows are moved to megatron below)
+        return "fsdp", 3              # FSDP2 fully_shard (with ep for the MoE rows, below)
     raise ValueError(src)
 
 
@@ -366,12 +366,10 @@ def convert(row):
         ep = AUTOMODEL_GPTOSS_EP.get(row["id"], ep)
         if ep != (p.get("ep") or 1):
             assumed.append("ep: table shows EP '-', the benchmark yaml sets ep_size %d (DeepEP)" % ep)
-        # FSDP2 + expert parallelism: memest models EP on Megatron-Core only (ep > 1 and latent
-        # attention are refused under fsdp). Same structure under megatron with ZeRO-3: non-expert
-        # states sharded over dp, experts over ep x edp.
-        framework, zero = "megatron", 3
-        assumed.append("framework: AutoModel FSDP2 + EP expressed as megatron with zero 3 and ep "
-                       "(memest refuses ep > 1 / MLA outside megatron)")
+        # FSDP2 + expert parallelism (AutoModel's parallelizer: experts sharded over the ep mesh
+        # dimension, everything else fully_shard over dp): memest's fsdp framework with ep.
+        assumed.append("framework: AutoModel FSDP2 + EP as fsdp zero 3 with ep (experts over ep, "
+                       "the rest sharded over all GPUs)")
     if src in ("maxtext-dgxc", "paxml-dgxc"):
         assumed.append("framework: JAX FSDP expressed as fsdp zero 3 (params, grads, optimizer sharded)")
         if p.get("dp", 1) > 1 and p.get("fsdp") not in (None, row["gpu"]["count"]):
@@ -384,7 +382,7 @@ def convert(row):
     parallel = {"gpus": gpus, "tp": tp, "cp": cp, "pp": pp, "vpp": vpp, "zero": zero}
     sp = p.get("sp")
     parallel["sp"] = bool(sp) if sp is not None else tp > 1
-    if moe and framework == "megatron":
+    if moe and framework in ("megatron", "fsdp"):
         parallel["ep"] = ep
         parallel["etp"] = p.get("etp") or 1  # AutoModel: tp 1, so etp 1
 
@@ -466,13 +464,28 @@ def convert(row):
                                              "automodel-lora-llama-3.1-70b-8gpu"):
         training["compile"] = "model"  # enable_compile: true in the yaml
         assumed.append("compile: enable_compile true (yaml) expressed as compile 'model'")
+    if src == "automodel" and "TE" in row["framework"] and "FlexAttn" not in row["framework"]:
+        # the table's kernel column: Transformer Engine's DotProductAttention (cuDNN fused
+        # attention) in AutoModel's own models; the HF LoRA row runs SDPA inside AutoModel's
+        # sdpa_kernel patch, cuDNN first (_transformers/kernel_patches.py _patch_attention).
+        # gpt-oss's FlexAttention (sinks, sliding window) keeps the FlashAttention-2 default.
+        training["attention_kernel"] = "fused"
+        assumed.append("attention: Transformer Engine / cuDNN fused attention (kernel column 'TE')")
     if src == "automodel" and "lora" in row["id"]:
         # PeftConfig target_modules '*_proj', dim 16, alpha 32 (dropout 0.1 in the 8B yaml).
         training["adapter"] = {"type": "lora", "rank": 16, "alpha": 32,
                                "dropout": 0.1 if "8b" in row["id"] else 0.0,
                                "targets": ["q_proj", "k_proj", "v_proj", "o_proj",
-                                           "gate_proj", "up_proj", "down_proj"]}
-        assumed.append("adapter: LoRA rank 16, alpha 32 on every *_proj (benchmark yaml)")
+                                           "gate_proj", "up_proj", "down_proj"],
+                               # PeftConfig.lora_dtype None: the adapters take the base
+                               # weight's dtype (components/_peft/lora.py LinearLoRA._init_adapter),
+                               # not peft's fp32
+                               "dtype": "bf16"}
+        assumed.append("adapter: LoRA rank 16, alpha 32 on every *_proj (benchmark yaml), bf16 "
+                       "adapters (AutoModel's lora_dtype None: the base weight's dtype)")
+        if "8b" in row["id"]:
+            assumed.append("adapter: AutoModel's dropout is on the LoRA output (dropout_position "
+                           "'post'), counted as peft's dropout on the input (memest has pre only)")
     if src == "mcore-moe" and "longctx" in row["id"]:
         assumed.append("batch: micro_batch 1 (not in the long-context table); measured is forced-balance routing")
 

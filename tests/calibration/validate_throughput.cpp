@@ -47,6 +47,7 @@ struct Case {
   double measured = 0;  // tokens/s per GPU
   memest::PretrainRequest request;
   bool oom = false;     // predicted out of memory (memory model; constants do not move it)
+  double peak_share = 0;  // the predicted peak over the GPU's capacity
 };
 
 // The fitted constants: gemm and attention efficiency per GPU family.
@@ -267,7 +268,8 @@ int main(int argc, char** argv) {
       }
       k.request.stack.comm_overlap = overlap;
       const memest::Plan plan = memest::make_plan(k.request);
-      k.oom = memest::peak_memory(plan, nullptr) > k.request.gpu.memory_bytes;
+      k.peak_share = memest::peak_memory(plan, nullptr) / k.request.gpu.memory_bytes;
+      k.oom = k.peak_share > 1;
     } catch (const memest::Error& e) {
       std::printf("REFUSED %s: %s\n", k.id.c_str(), e.what());
       ok = false;
@@ -390,6 +392,13 @@ int main(int argc, char** argv) {
               "layouts that ran predicted OOM: %d of %zu\n",
               tables, tables ? rho_sum / tables : 0, picks, tables ? 100.0 * picks / tables : 0,
               predicted_oom, all.size());
+  // Which ones, so that the memory work knows where to look (peak / capacity).
+  if (predicted_oom > 0) {
+    std::printf("\n| ran, predicted OOM | peak / capacity |\n|---|---:|\n");
+    for (const Case* k : all) {
+      if (k->oom) std::printf("| %s | %.2f |\n", k->id.c_str(), k->peak_share);
+    }
+  }
   if (std::getenv("MEMEST_THROUGHPUT_ROWS")) {
     std::printf("\n| id | class | measured | shipped | left out |\n|---|---|---:|---:|---:|\n");
     for (const Case* k : all) {
