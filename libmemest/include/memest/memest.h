@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 11
+#define MEMEST_VERSION_MINOR 12
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.11.0"
+#define MEMEST_VERSION_STRING "1.12.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -792,6 +792,14 @@ typedef struct memest_pretrain_request {
                                  SELECTIVE checkpoints under framework megatron
                                  (--recompute-modules); 0 (default): Megatron's default,
                                  core_attn alone */
+  /* appended in 1.12 */
+  int32_t use_liger_kernel;   /* 1: Liger-Kernel patches the Hugging Face blocks (transformers'
+                                 TrainingArguments use_liger_kernel, LLaMA-Factory
+                                 enable_liger_kernel, NeMo AutoModel's default): fused
+                                 RMSNorm and SwiGLU/GeGLU kernels that save less for
+                                 backward; frameworks pytorch, deepspeed, fsdp and fsdp1.
+                                 Liger's fused linear cross-entropy is loss LINEAR_FUSED.
+                                 0 (default): the modules as written */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

@@ -319,7 +319,7 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   const bool sp = d.sp;
   const double r_bytes = o.autocast ? 4.0 : 2.0;  // residual stream: fp32 params under autocast
   const double seq_div = sp ? t : 1.0;            // the norms run on the sequence shard
-  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
+  const bool fused_norm = o.compiled || o.liger || o.block == EagerBlock::Torchtitan;
 
   // What the linears after a norm save of its output: bf16 models save the one output tensor
   // (full sequence: with SP the DTensor all-gather's output is what the mm saves). Under
@@ -445,7 +445,9 @@ EagerBlockBytes eager_block_bytes(const memest_model& m, const ActivationLayout&
   // (ban_recompute_materialized_backward: the product is saved); the SiLU output, read only by
   // pointwise ops, is recomputed: 3 tensors, Megatron's fused-SwiGLU count. GELU MLP: fc1
   // output and GELU output (fc2's saved input) both ways.
-  const double act_tensors = m.gated_mlp ? (o.compiled ? 3.0 : 4.0) : 2.0;
+  // Liger's gated MLP (LigerSiLUMulFunction, LigerGELUMulFunction: ctx.save_for_backward(a, b))
+  // keeps the same three: gate and up saved by the kernel, the product by down_proj.
+  const double act_tensors = m.gated_mlp ? (o.compiled || o.liger ? 3.0 : 4.0) : 2.0;
   if (is_moe(m) && !o.dense_mlp) {
     // Hugging Face's sparse MoE block as transformers 5.x runs it by default
     // (modeling_utils.py get_correct_experts_implementation: "grouped_mm" unless the GPU or
@@ -524,7 +526,7 @@ double eager_head_bytes(const memest_model& m, const ActivationLayout& x,
   const double n = d.n, t = d.t, h = d.h;
   const bool sp = d.sp;
   const double in_bytes = o.autocast ? 4.0 : 2.0;
-  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
+  const bool fused_norm = o.compiled || o.liger || o.block == EagerBlock::Torchtitan;
   double norm;
   if (fused_norm) {
     norm = in_bytes * n * h + 4 * n;
@@ -545,7 +547,7 @@ double eager_first_block_delta(const memest_model& m, const ActivationLayout& x,
   const bool sp = x.sequence_parallel && x.tp > 1;
   const double h = static_cast<double>(m.hidden_size);
   const double in_bytes = o.autocast ? 4.0 : 2.0;
-  const bool fused_norm = o.compiled || o.block == EagerBlock::Torchtitan;
+  const bool fused_norm = o.compiled || o.liger || o.block == EagerBlock::Torchtitan;
   // The norm's own saved tensors as eager_block_bytes counts them for a frozen scale.
   double norm = fused_norm ? in_bytes * n * h + 4 * n : 4 * n * h + 4 * n;
   norm /= sp ? x.tp : 1.0;

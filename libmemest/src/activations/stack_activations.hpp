@@ -185,6 +185,12 @@ struct EagerBlockOptions {
   bool gqa_native = true;   // SDPA enable_gqa (HF with no mask and torch >= 2.5; torchtitan
                             // 2026); false: repeat_kv copies K and V to all heads
   bool compiled = false;    // torch.compile (inductor's min-cut partitioner) on each block
+  // Liger-Kernel (liger_kernel/transformers/monkey_patch.py apply_liger_kernel_to_*, its
+  // defaults): LigerRMSNorm (ops/rms_norm.py: saves X, W and the fp32 RSTD, not the upcast
+  // or the normalised tensor) and LigerSwiGLUMLP / LigerGEGLUMLP (ops/swiglu.py, geglu.py:
+  // save the gate and up outputs, recompute the activation in backward). The dense MLP and
+  // every norm; an MoE block's experts are counted as Hugging Face's grouped path.
+  bool liger = false;
   // LoRA (peft tuners/lora/layer.py Linear.forward; torchtune modules/peft/lora.py): frozen
   // base weights and norm scales, adapters on the linears in lora_targets (LoraTarget bits).
   bool lora = false;

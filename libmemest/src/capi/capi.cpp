@@ -160,6 +160,7 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.fsdp_use_orig_params = st.fsdp_use_orig_params;
   c.fp4 = st.fp4;
   c.recompute_modules = st.recompute_modules;  // 1.11
+  c.use_liger_kernel = st.use_liger_kernel;    // 1.12
   return c;
 }
 
@@ -321,6 +322,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   st.fsdp_use_orig_params = c.fsdp_use_orig_params;
   st.fp4 = c.fp4;
   st.recompute_modules = c.recompute_modules;
+  st.use_liger_kernel = c.use_liger_kernel;
   memest::resolve_grad_bytes(r);  // MEMEST_GRAD_BYTES_DERIVE: the framework's
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it

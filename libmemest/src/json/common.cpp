@@ -128,6 +128,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   st.loss_chunks = static_cast<int32_t>(training.integer_or("loss_chunks", st.loss_chunks, INT32_MIN, INT32_MAX));
   if (auto b = training.boolean("fsdp_use_orig_params")) st.fsdp_use_orig_params = *b;
   if (auto b = training.boolean("fp4")) st.fp4 = *b;
+  if (auto b = training.boolean("use_liger_kernel")) st.use_liger_kernel = *b;
   if (auto md = enum_field(training, "moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER)) st.moe_dispatcher = *md;
   if (auto ak = enum_field(training, "attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL)) st.attention_kernel = *ak;
   if (training.has("comm_overlap")) {

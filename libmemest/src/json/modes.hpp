@@ -50,7 +50,9 @@ constexpr const char* kPretrainTraining[] = {
     // NVFP4 linears (1.9)
     "fp4",
     // Megatron-Core's --recompute-modules (1.11)
-    "recompute_modules"};
+    "recompute_modules",
+    // Liger-Kernel in the Hugging Face blocks (1.12)
+    "use_liger_kernel"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -373,6 +373,7 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   // V at their own heads. torchtune's and older torchtitan's repeat_kv copies are not modelled.
   eo.gqa_native = true;
   eo.compiled = compile == MEMEST_COMPILE_ALL || compile == MEMEST_COMPILE_MODEL;
+  eo.liger = plan.stack.use_liger_kernel == 1;
   if (plan.adapter.enabled()) {
     // LoRA's saved tensors (activations/stack_activations.hpp eager_block_bytes): the LoraTarget
     // bits are memest_lora_target's first seven.

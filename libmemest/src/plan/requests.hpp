@@ -69,6 +69,9 @@ struct Stack {
   // 1.11: bits (1u << memest_recompute_module) recompute SELECTIVE checkpoints under Megatron;
   // 0: Megatron's default, core_attn alone (activations/activations.hpp)
   uint32_t recompute_modules = 0;
+  // 1.12: Liger-Kernel's fused RMSNorm and gated-MLP kernels in the Hugging Face blocks
+  // (activations/stack_activations.hpp EagerBlockOptions::liger)
+  int32_t use_liger_kernel = 0;
   // The reduction's bytes per element in effect.
   double reduce_dtype_bytes(double grad_bytes) const {
     return reduce_bytes > 0 ? reduce_bytes : grad_bytes;

@@ -493,6 +493,25 @@ void validate_stack(const PretrainRequest& r) {
            "has no kv_lora_rank (Megatron refuses it without multi_latent_attention)");
     }
   }
+  // 1.12: Liger-Kernel (liger_kernel/transformers/monkey_patch.py) replaces modules of the
+  // Hugging Face model classes; Megatron-LM runs its own (Transformer Engine) modules.
+  check_flag("training.use_liger_kernel", st.use_liger_kernel);
+  if (st.use_liger_kernel && megatron) {
+    fail("training.use_liger_kernel",
+         "Liger-Kernel patches Hugging Face's modeling code (RMSNorm, SwiGLU), which Megatron-LM "
+         "does not run: its own fused kernels are already counted; turn it off under megatron");
+  }
+  if (st.use_liger_kernel && r.model.norm_type != MEMEST_NORM_RMS) {
+    fail("training.use_liger_kernel",
+         "Liger-Kernel patches the RMSNorm families (Llama, Mistral, Mixtral, Gemma, Qwen, Phi-3, "
+         "Granite, OLMo 2, ...; liger_kernel/transformers/monkey_patch.py); this LayerNorm model "
+         "(GPT-2, BLOOM, OPT, GPT-NeoX, Falcon, ...) has no patch, so it would change nothing");
+  }
+  if (st.use_liger_kernel && layer_mix(r.model, 0, r.model.num_hidden_layers).any()) {
+    fail("training.use_liger_kernel",
+         "Liger-Kernel has no patch for hybrid models' Mamba / linear-attention layers; its "
+         "effect on them is not modelled");
+  }
   // 1.9: NVFP4 (Transformer Engine's NVFP4BlockScaling recipe, docs/features/
   // low_precision_training/nvfp4: training on SM 10.0 / 10.3), as Megatron-LM runs it
   check_flag("training.fp4", st.fp4);
