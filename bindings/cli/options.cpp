@@ -259,6 +259,9 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
   cmd.add_flag("--fp4", st.fp4,
                "NVFP4 linear layers (Transformer Engine's NVFP4 recipe, Megatron-LM --fp4-format "
                "e2m1; --framework megatron on a GPU that trains in NVFP4: B200, GB200)");
+  cmd.add_flag("--use-liger-kernel", st.use_liger_kernel,
+               "Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU kernels in the Hugging Face blocks "
+               "(transformers' use_liger_kernel; pytorch, deepspeed, fsdp, fsdp1)");
   cmd.add_flag("--compile", st.compile,
                "torch.compile each block and the loss (fsdp, deepspeed, pytorch); the same as "
                "--compile-components all");
@@ -401,6 +404,7 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (st.loss_chunks != 0) training["loss_chunks"] = st.loss_chunks;
   if (st.fsdp_use_orig_params) training["fsdp_use_orig_params"] = true;
   if (st.fp4) training["fp4"] = true;
+  if (st.use_liger_kernel) training["use_liger_kernel"] = true;
   if (st.recompute_modules_given != nullptr && st.recompute_modules_given->count() > 0) {
     training["recompute_modules"] = recompute_modules_value(st.recompute_modules);
   }

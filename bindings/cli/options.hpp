@@ -137,6 +137,7 @@ struct StackOptions {
   int64_t loss_chunks = 0;         // --loss-chunks (1.9)
   bool fsdp_use_orig_params = false;  // --fsdp-use-orig-params (1.9)
   bool fp4 = false;                // --fp4 (1.9)
+  bool use_liger_kernel = false;   // --use-liger-kernel (1.12)
   // --recompute-modules (1.11): a comma-separated list of MEMEST_ENUM_RECOMPUTE_MODULE names;
   // empty: none given (Megatron's default, core_attn)
   std::string recompute_modules;

@@ -286,6 +286,32 @@ TEST_CASE("--gpu-profile: the file's object is the request's gpu, the same as in
   }
 }
 
+TEST_CASE("every pretraining request field the library lists with a flag is a `memest pretrain` flag") {
+  // {"mode": "fields"}: the library's field registry (libmemest/src/json/request_fields.cpp)
+  const std::string request = R"({"mode": "fields"})";
+  const Run fields = run("request", &request);
+  REQUIRE(fields.rc == 0);
+  const json listed = json::parse(fields.out);
+  const Run help = run("pretrain --help");
+  REQUIRE(help.rc == 0);
+  int flags = 0;
+  for (const json& f : listed.at("fields")) {
+    if (!f.contains("cli")) continue;
+    const std::string flag = f.at("cli").get<std::string>();
+    CAPTURE(f.at("path").get<std::string>());
+    CAPTURE(flag);
+    bool found = false;  // the whole flag: followed by a space, a comma, '=' or the line's end
+    for (std::size_t at = help.out.find(flag); at != std::string::npos && !found;
+         at = help.out.find(flag, at + 1)) {
+      const std::size_t end = at + flag.size();
+      found = end == help.out.size() || std::string(" ,=\n").find(help.out[end]) != std::string::npos;
+    }
+    CHECK(found);
+    ++flags;
+  }
+  CHECK(flags >= 45);
+}
+
 TEST_CASE("search --help states the global-batch default, and the table fits 100 columns unless --wide") {
   const Run help = run("search --help");
   REQUIRE(help.rc == 0);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/convert.hpp"
 #include "capi/versioned.hpp"
 #include "core/limits.hpp"
 #include "core/enums.hpp"
@@ -17,6 +18,7 @@
 #include "core/json_fields.hpp"
 #include "finetune/llmem.hpp"
 #include "json/request.hpp"
+#include "json/request_fields.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
@@ -98,43 +100,15 @@ memest_model_states_request c_defaults(const memest::ModelStatesRequest& d) {
 
 memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   auto c = zeroed<memest_pretrain_request>();
-  c.gpus = d.gpus;
-  c.tp = d.tp, c.cp = d.cp, c.pp = d.pp, c.vpp = d.vpp;
-  c.sequence_parallel = d.sequence_parallel;
-  c.zero = d.zero;
-  c.seq_len = d.seq_len;
-  c.micro_batch = d.micro_batch;
-  c.global_batch = d.global_batch;
-  c.recompute = d.recompute;
-  c.flash_attention = d.flash_attention;
-  c.activation_model = d.activation_model;
+  // every field of the registry with a C member (json/request_fields.cpp): the layout, the
+  // training block's scalars and the training stack
+  memest::request_fields_to_c(d, c);
+  // by hand: the precision (its JSON defaults differ: grad_dtype and optimizer_bytes derived),
+  // the adapter and the borrowed pipeline_layout string
   c.param_bytes = d.precision.param_bytes;
   c.grad_bytes = d.precision.grad_bytes;
   c.optimizer_bytes = d.precision.optimizer_bytes;
-  c.uneven_pipeline = d.uneven_pipeline;
-  // 1.2: the training stack
-  const memest::Stack& st = d.stack;
-  c.framework = memest::reported_framework(st);
   c.optimizer = d.precision.optimizer;
-  c.optimizer_in_backward = st.optimizer_in_backward;
-  c.recompute_every = st.recompute_every;
-  c.loss = st.loss;
-  c.fp8 = st.fp8;
-  c.compile = st.compile;
-  c.offload_optimizer = st.offload_optimizer;
-  c.offload_params = st.offload_params;
-  c.offload_activations = st.offload_activations;
-  c.ddp_bucket_mib = st.ddp_bucket_mib;
-  c.ds_reduce_bucket_size = st.ds_reduce_bucket_size;
-  c.ds_allgather_bucket_size = st.ds_allgather_bucket_size;
-  c.ds_prefetch_bucket_size = st.ds_prefetch_bucket_size;
-  c.ds_max_live_parameters = st.ds_max_live_parameters;
-  c.ds_param_persistence_threshold = st.ds_param_persistence_threshold;
-  c.ddp_gradient_as_bucket_view = st.ddp_gradient_as_bucket_view;
-  c.ep = d.ep;
-  c.etp = d.etp;
-  c.moe_capacity_factor = d.moe_capacity_factor;
-  c.last_stage_layers = d.last_stage_layers;
   // 1.3: LoRA / QLoRA
   c.adapter = d.adapter.type;
   c.lora_rank = d.adapter.rank;
@@ -143,24 +117,8 @@ memest_pretrain_request c_defaults(const memest::PretrainRequest& d) {
   c.lora_targets = d.adapter.targets;
   c.adapter_bytes = d.adapter.bytes;
   c.double_quant = d.adapter.double_quant;
-  c.comm_overlap = st.comm_overlap;  // 1.5
-  c.moe_dispatcher = st.moe_dispatcher;
-  c.attention_kernel = st.attention_kernel;
-  c.reduce_bytes = st.reduce_bytes;  // 1.6
-  c.loss_parallel = st.loss_parallel;
-  c.autocast = st.autocast;
-  c.fp8_all_gather = st.fp8_all_gather;
-  c.no_sync = st.no_sync;
   c.quantize_lm_head = d.adapter.quantize_lm_head;
-  c.logits_held = st.logits_held;
-  c.first_stage_layers = d.first_stage_layers;  // 1.7
-  c.pipeline_layout = nullptr;
-  c.ddp = st.ddp;
-  c.loss_chunks = st.loss_chunks;  // 1.9
-  c.fsdp_use_orig_params = st.fsdp_use_orig_params;
-  c.fp4 = st.fp4;
-  c.recompute_modules = st.recompute_modules;  // 1.11
-  c.use_liger_kernel = st.use_liger_kernel;    // 1.12
+  c.pipeline_layout = nullptr;  // 1.7
   return c;
 }
 
@@ -265,40 +223,10 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   memest::PretrainRequest r;
   r.model = read_model(c.model, "model");
   r.gpu = read_gpu(c.gpu, "gpu");
-  r.gpus = c.gpus;
-  r.tp = c.tp, r.cp = c.cp, r.pp = c.pp, r.vpp = c.vpp;
-  r.sequence_parallel = c.sequence_parallel;
-  r.zero = c.zero;
-  r.seq_len = c.seq_len;
-  r.micro_batch = c.micro_batch;
-  r.global_batch = c.global_batch;
-  r.recompute = c.recompute;
-  r.flash_attention = c.flash_attention;
-  r.activation_model = c.activation_model;
+  // the registry's fields (json/request_fields.cpp); the rest by hand, as in c_defaults
+  memest::request_fields_from_c(c, r);
   r.precision = precision_of(c.param_bytes, c.grad_bytes, c.optimizer_bytes);
   r.precision.optimizer = c.optimizer;
-  r.uneven_pipeline = c.uneven_pipeline;
-  memest::Stack& st = r.stack;
-  memest::set_framework(st, c.framework);
-  st.optimizer_in_backward = c.optimizer_in_backward;
-  st.recompute_every = c.recompute_every;
-  st.loss = c.loss;
-  st.fp8 = c.fp8;
-  st.compile = c.compile;
-  st.offload_optimizer = c.offload_optimizer;
-  st.offload_params = c.offload_params;
-  st.offload_activations = c.offload_activations;
-  st.ddp_bucket_mib = c.ddp_bucket_mib;
-  st.ds_reduce_bucket_size = c.ds_reduce_bucket_size;
-  st.ds_allgather_bucket_size = c.ds_allgather_bucket_size;
-  st.ds_prefetch_bucket_size = c.ds_prefetch_bucket_size;
-  st.ds_max_live_parameters = c.ds_max_live_parameters;
-  st.ds_param_persistence_threshold = c.ds_param_persistence_threshold;
-  st.ddp_gradient_as_bucket_view = c.ddp_gradient_as_bucket_view;
-  r.ep = c.ep;
-  r.etp = c.etp;
-  r.moe_capacity_factor = c.moe_capacity_factor;
-  r.last_stage_layers = c.last_stage_layers;
   r.adapter.type = c.adapter;
   r.adapter.rank = c.lora_rank;
   r.adapter.alpha = c.lora_alpha;
@@ -306,23 +234,7 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.adapter.targets = c.lora_targets;
   r.adapter.bytes = c.adapter_bytes;
   r.adapter.double_quant = c.double_quant;
-  st.comm_overlap = c.comm_overlap;
-  st.moe_dispatcher = c.moe_dispatcher;
-  st.attention_kernel = c.attention_kernel;
-  st.reduce_bytes = c.reduce_bytes;
-  st.loss_parallel = c.loss_parallel;
-  st.autocast = c.autocast;
-  st.fp8_all_gather = c.fp8_all_gather;
-  st.no_sync = c.no_sync;
   r.adapter.quantize_lm_head = c.quantize_lm_head;
-  st.logits_held = c.logits_held;
-  r.first_stage_layers = c.first_stage_layers;
-  st.ddp = c.ddp;
-  st.loss_chunks = c.loss_chunks;
-  st.fsdp_use_orig_params = c.fsdp_use_orig_params;
-  st.fp4 = c.fp4;
-  st.recompute_modules = c.recompute_modules;
-  st.use_liger_kernel = c.use_liger_kernel;
   memest::resolve_grad_bytes(r);  // MEMEST_GRAD_BYTES_DERIVE: the framework's
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it
@@ -448,6 +360,11 @@ const char* preset_id(Presets& (*presets)(), uint32_t index) {
 }
 
 }  // namespace
+
+memest::PretrainRequest memest::capi::pretrain_request_to_core(
+    const memest_pretrain_request* request) {
+  return to_core(request, "request");
+}
 
 extern "C" {
 

@@ -6,6 +6,7 @@
 #include "core/enums.hpp"
 #include "core/limits.hpp"
 #include "json/request.hpp"
+#include "json/request_fields.hpp"
 #include "model/adapter.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/hybrid.hpp"
@@ -82,135 +83,17 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
                             std::size_t count) {
   JsonFields training(block(top, "training"), "training");
   training.reject_unknown(allowed, count);
-  constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
+  // The registry's rows (json/request_fields.cpp), in the order they were always read:
+  // seq_len ... activation_model, the training stack, offload, buckets.
+  read_request_fields(training, "training", 0, r);
   TrainingGiven given;
-  r.seq_len = training.integer_or("seq_len", r.seq_len, -big, big);
   given.micro_batch = training.has("micro_batch");
-  r.micro_batch = training.integer_or("micro_batch", r.micro_batch, -big, big);
-  r.global_batch = training.integer_or("global_batch", r.global_batch, -big, big);
-  if (auto rc = enum_field(training, "recompute", MEMEST_ENUM_RECOMPUTE)) {
-    r.recompute = *rc;
-    given.recompute = true;
-  }
-  if (auto fa = training.boolean("flash_attention")) r.flash_attention = *fa;
-  if (auto am = enum_field(training, "activation_model", MEMEST_ENUM_ACTIVATION_MODEL)) {
-    r.activation_model = *am;
-  }
-  // The training stack (README "Training stack"; plan/stack.hpp checks the combinations).
+  given.recompute = training.has("recompute");
   const bool pretrain =
       std::find(allowed, allowed + count, std::string("framework")) != allowed + count;
-  Stack& st = r.stack;
-  if (auto fw = enum_field(training, "framework", MEMEST_ENUM_FRAMEWORK)) set_framework(st, *fw);
-  if (auto b = training.boolean("optimizer_in_backward")) st.optimizer_in_backward = *b;
-  st.recompute_every = training.integer_or("recompute_every", st.recompute_every, -big, big);
-  if (auto l = enum_field(training, "loss", MEMEST_ENUM_LOSS)) st.loss = *l;
-  if (auto b = training.boolean("fp8")) st.fp8 = *b;
-  if (training.has("compile")) {
-    // a bool (false: none, true: all, the 1.2 meaning) or a memest_compile name
-    const json& v = block(top, "training").at("compile");
-    if (v.is_boolean()) {
-      st.compile = v.get<bool>() ? MEMEST_COMPILE_ALL : MEMEST_COMPILE_NONE;
-    } else if (v.is_string()) {
-      st.compile = *enum_field(training, "compile", MEMEST_ENUM_COMPILE);
-    } else {
-      throw Error(MEMEST_ERR_TYPE, "training.compile",
-                  "training.compile: expected true, false or one of " +
-                      enum_choices(MEMEST_ENUM_COMPILE) + ", got " + std::string(v.type_name()));
-    }
-  }
-  if (training.has("reduce_dtype")) st.reduce_bytes = dtype_bytes(training, "reduce_dtype", 4);
-  if (auto b = training.boolean("loss_parallel")) st.loss_parallel = *b;
-  if (auto b = training.boolean("autocast")) st.autocast = *b;
-  if (auto b = training.boolean("fp8_all_gather")) st.fp8_all_gather = *b;
-  if (auto b = training.boolean("no_sync")) st.no_sync = *b;
-  if (auto b = training.boolean("logits_held")) st.logits_held = *b;
-  if (auto b = training.boolean("ddp")) st.ddp = *b;
-  st.loss_chunks = static_cast<int32_t>(training.integer_or("loss_chunks", st.loss_chunks, INT32_MIN, INT32_MAX));
-  if (auto b = training.boolean("fsdp_use_orig_params")) st.fsdp_use_orig_params = *b;
-  if (auto b = training.boolean("fp4")) st.fp4 = *b;
-  if (auto b = training.boolean("use_liger_kernel")) st.use_liger_kernel = *b;
-  if (auto md = enum_field(training, "moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER)) st.moe_dispatcher = *md;
-  if (auto ak = enum_field(training, "attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL)) st.attention_kernel = *ak;
-  if (training.has("comm_overlap")) {
-    // "default" (the stack's), "none", or a list of memest_overlap names
-    const json& v = block(top, "training").at("comm_overlap");
-    if (v.is_string() && v.get<std::string>() == "default") {
-      st.comm_overlap = MEMEST_OVERLAP_STACK_DEFAULT;
-    } else if (v.is_string() && v.get<std::string>() == "none") {
-      st.comm_overlap = 0;
-    } else if (v.is_array()) {
-      st.comm_overlap = 0;
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        const std::string at = "training.comm_overlap[" + std::to_string(i) + "]";
-        const int32_t o = v[i].is_string() ? enum_value(MEMEST_ENUM_OVERLAP, v[i].get<std::string>()) : -1;
-        if (o < 0) {
-          fail(at, "must be one of " + enum_choices(MEMEST_ENUM_OVERLAP) +
-                       (v[i].is_string() ? ", got \"" + echo(v[i].get<std::string>()) + "\"" : ", got " + std::string(v[i].type_name())));
-        }
-        st.comm_overlap |= 1 << o;
-      }
-    } else {
-      throw Error(MEMEST_ERR_TYPE, "training.comm_overlap",
-                  "training.comm_overlap: expected \"default\", \"none\" or a list of " +
-                      enum_choices(MEMEST_ENUM_OVERLAP) + ", got " +
-                      (v.is_string() ? "\"" + echo(v.get<std::string>()) + "\"" : std::string(v.type_name())));
-    }
-  }
-  if (training.has("recompute_modules")) {
-    // Megatron-Core's --recompute-modules: a list of its module names (what recompute
-    // "selective" checkpoints; under none or full it has no effect, as in Megatron)
-    const json& v = block(top, "training").at("recompute_modules");
-    if (!v.is_array()) {
-      throw Error(MEMEST_ERR_TYPE, "training.recompute_modules",
-                  "training.recompute_modules: expected a list of " +
-                      enum_choices(MEMEST_ENUM_RECOMPUTE_MODULE) + ", got " +
-                      std::string(v.type_name()));
-    }
-    if (v.empty()) {
-      fail("training.recompute_modules",
-           "an empty list recomputes nothing: give training.recompute \"none\" instead");
-    }
-    st.recompute_modules = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const std::string at = "training.recompute_modules[" + std::to_string(i) + "]";
-      const int32_t o =
-          v[i].is_string() ? enum_value(MEMEST_ENUM_RECOMPUTE_MODULE, v[i].get<std::string>()) : -1;
-      if (o < 0) {
-        fail(at, "must be one of " + enum_choices(MEMEST_ENUM_RECOMPUTE_MODULE) +
-                     (v[i].is_string() ? ", got \"" + echo(v[i].get<std::string>()) + "\""
-                                       : ", got " + std::string(v[i].type_name())));
-      }
-      st.recompute_modules |= 1u << o;
-    }
-  }
-  if (const json* o = training.object("offload")) {
-    JsonFields offload(*o, "training.offload");
-    offload.reject_unknown({"optimizer", "params", "activations"});
-    if (auto b = offload.boolean("optimizer")) st.offload_optimizer = *b;
-    if (auto b = offload.boolean("params")) st.offload_params = *b;
-    if (auto b = offload.boolean("activations")) st.offload_activations = *b;
-  }
-  if (const json* o = training.object("buckets")) {
-    JsonFields buckets(*o, "training.buckets");
-    buckets.reject_unknown({"bucket_cap_mb", "gradient_as_bucket_view", "reduce_bucket_size",
-                            "allgather_bucket_size", "stage3_prefetch_bucket_size",
-                            "stage3_max_live_parameters", "stage3_param_persistence_threshold"});
-    auto size = [&](const char* key, double& into) {
-      if (auto v = buckets.number(key, 0, 1e15)) into = *v;
-    };
-    size("bucket_cap_mb", st.ddp_bucket_mib);
-    if (auto b = buckets.boolean("gradient_as_bucket_view")) st.ddp_gradient_as_bucket_view = *b;
-    size("reduce_bucket_size", st.ds_reduce_bucket_size);
-    size("allgather_bucket_size", st.ds_allgather_bucket_size);
-    size("stage3_prefetch_bucket_size", st.ds_prefetch_bucket_size);
-    size("stage3_max_live_parameters", st.ds_max_live_parameters);
-    size("stage3_param_persistence_threshold", st.ds_param_persistence_threshold);
-  }
   read_precision(training, r.precision, pretrain);
   resolve_grad_bytes(r);
-  if (auto cf = training.number("moe_capacity_factor", 0, kMaxCapacityFactor)) {
-    r.moe_capacity_factor = *cf;
-  }
+  read_request_fields(training, "training", 1, r);  // moe_capacity_factor
   if (const json* o = training.object("adapter")) read_adapter(*o, r.adapter, r.model);
   return given;
 }

@@ -8,6 +8,7 @@
 #include "core/units.hpp"
 #include "json/modes.hpp"
 #include "json/request.hpp"
+#include "json/request_fields.hpp"
 #include "model/model.hpp"
 #include "pretrain/pretrain.hpp"
 #include "plan/stack.hpp"
@@ -41,24 +42,12 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   r.model = resolve_model(require_object_field(top, "model"), "model", false);
   r.gpu = resolve_gpu(require_object_field(top, "gpu"), "gpu");
   JsonFields parallel(block(top, "parallel"), "parallel");
+  // the registry's parallel.* keys, in the order the error lists them (test_request_fields.cpp
+  // checks they are the same set)
   parallel.reject_unknown(
       {"gpus", "tp", "cp", "pp", "vpp", "sp", "zero", "uneven_pipeline", "ep", "etp",
        "last_stage_layers", "first_stage_layers", "pipeline_layout"});
-  constexpr int64_t big = int64_t{1} << 40;  // real limits are checked by the estimator
-  r.gpus = parallel.integer_or("gpus", r.gpus, -big, big);
-  r.tp = parallel.integer_or("tp", r.tp, -big, big);
-  r.cp = parallel.integer_or("cp", r.cp, -big, big);
-  r.pp = parallel.integer_or("pp", r.pp, -big, big);
-  r.vpp = parallel.integer_or("vpp", r.vpp, -big, big);
-  r.ep = parallel.integer_or("ep", r.ep, -big, big);
-  r.etp = parallel.integer_or("etp", r.etp, -big, big);
-  r.last_stage_layers = parallel.integer_or("last_stage_layers", r.last_stage_layers, -big, big);
-  r.first_stage_layers =
-      parallel.integer_or("first_stage_layers", r.first_stage_layers, -big, big);
-  if (auto layout = parallel.string("pipeline_layout")) r.pipeline_layout = *layout;
-  if (auto sp = parallel.boolean("sp")) r.sequence_parallel = *sp;
-  if (auto u = parallel.boolean("uneven_pipeline")) r.uneven_pipeline = *u;
-  r.zero = static_cast<int32_t>(parallel.integer_or("zero", r.zero, 0, 3));
+  read_request_fields(parallel, "parallel", 0, r);  // json/request_fields.cpp
   read_training(top, r, kPretrainTraining);
   return r;
 }

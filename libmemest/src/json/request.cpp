@@ -5,6 +5,7 @@
 #include "core/units.hpp"
 #include "json/modes.hpp"
 #include "json/recipes.hpp"
+#include "json/request_fields.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/hf_config.hpp"
 #include "model/model.hpp"
@@ -175,11 +176,11 @@ std::string answer_request(const std::string& text) {
   const ojson recipe = apply_recipe(doc, mode_name);
   JsonFields top(doc, "");
   auto mode = top.choice("mode", {"pretrain", "model_states", "finetune", "search", "presets",
-                                  "enums", "import", "emit"});
+                                  "enums", "import", "emit", "fields"});
   if (!mode) {
     throw Error(MEMEST_ERR_MISSING_FIELD, "mode",
-                "mode: missing (pretrain, model_states, finetune, search, presets, enums, import "
-                "or emit)");
+                "mode: missing (pretrain, model_states, finetune, search, presets, enums, import, "
+                "emit or fields)");
   }
   ojson response;
   if (*mode == "presets") {
@@ -187,6 +188,8 @@ std::string answer_request(const std::string& text) {
     response = presets_response();
   } else if (*mode == "enums") {
     response = enums_mode(top);
+  } else if (*mode == "fields") {
+    response = fields_mode(top);  // json/request_fields.cpp: the pretraining request's fields
   } else if (*mode == "pretrain") {
     response = pretrain_mode(top);
   } else if (*mode == "model_states") {
