@@ -486,6 +486,12 @@ def convert(row):
         if "8b" in row["id"]:
             assumed.append("adapter: AutoModel's dropout is on the LoRA output (dropout_position "
                            "'post'), counted as peft's dropout on the input (memest has pre only)")
+            # force_hf: true runs Hugging Face's LlamaForCausalLM, which AutoModel patches with
+            # Liger-Kernel by default (_transformers/auto_model.py use_liger_kernel=True,
+            # kernel_patches.py _patch_liger_kernel; liger-kernel is a dependency in pyproject.toml)
+            training["use_liger_kernel"] = True
+            assumed.append("kernels: Liger-Kernel's RMSNorm and SwiGLU (AutoModel's default for "
+                           "Hugging Face models)")
     if src == "mcore-moe" and "longctx" in row["id"]:
         assumed.append("batch: micro_batch 1 (not in the long-context table); measured is forced-balance routing")
 
