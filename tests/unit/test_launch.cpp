@@ -1208,6 +1208,56 @@ TEST_CASE("launch: a NeMo 1 config's precision, fp8, fp8_params and distributed_
   CHECK(w["warnings"][0].dump().find("megatron_amp_O2") != std::string::npos);
 }
 
+TEST_CASE("launch: a NeMo 1 config's activations_checkpoint_* is Megatron's recomputation") {
+  // NeMo-Framework-Launcher's conf/training/*/*.yaml: model.activations_checkpoint_granularity
+  // (null, selective, full), _method and _num_layers, which NeMo hands to Megatron-Core as
+  // recompute_granularity, recompute_method and recompute_num_layers.
+  auto yaml = [](const std::string& checkpointing) {
+    return "trainer:\n"                          // 1
+           "  devices: 8\n"                      // 2
+           "  num_nodes: 1\n"                    // 3
+           "  precision: bf16\n"                 // 4
+           "model:\n"                            // 5
+           "  micro_batch_size: 1\n"             // 6
+           "  global_batch_size: 128\n"          // 7
+           "  tensor_model_parallel_size: 1\n"   // 8
+           "  pipeline_model_parallel_size: 1\n" // 9
+           "  encoder_seq_length: 8192\n"        // 10
+           "  megatron_amp_O2: true\n" +         // 11
+           checkpointing;                        // 12-
+  };
+  auto import = [](const std::string& text) {
+    const json files = json::array({{{"name", "llama3_8b.yaml"}, {"text", text}}});
+    return test::ok({{"mode", "import"}, {"files", files}, {"gpu", "h100-80gb"}, {"gpus", 8},
+                     {"model", "llama-3.1-8b"}});
+  };
+  const json full = import(yaml("  activations_checkpoint_granularity: full\n"
+                                "  activations_checkpoint_method: uniform\n"
+                                "  activations_checkpoint_num_layers: 1\n"));
+  CHECK(full["request"]["training"]["recompute"] == "full");
+  CHECK(full["origins"]["training.recompute"]["line"] == 12);
+  CHECK(full["warnings"].empty());
+  const json selective = import(yaml("  activations_checkpoint_granularity: selective\n"));
+  CHECK(selective["request"]["training"]["recompute"] == "selective");
+  // null (the launcher's default): no recomputation, Megatron's default
+  const json none = import(yaml("  activations_checkpoint_granularity: null\n"
+                                "  activations_checkpoint_method: null\n"));
+  CHECK(none["request"]["training"]["recompute"] == "none");
+  // a group of layers per checkpoint is said, as for --recompute-num-layers
+  const json group = import(yaml("  activations_checkpoint_granularity: full\n"
+                                 "  activations_checkpoint_method: uniform\n"
+                                 "  activations_checkpoint_num_layers: 4\n"));
+  REQUIRE(group["warnings"].size() == 1);
+  CHECK(group["warnings"][0].dump().find("every group of layers") != std::string::npos);
+  // an unknown granularity is refused naming the file and key
+  const std::string bad = test::refused_field(
+      {{"mode", "import"},
+       {"files", json::array({{{"name", "llama3_8b.yaml"},
+                               {"text", yaml("  activations_checkpoint_granularity: some\n")}}})},
+       {"gpu", "h100-80gb"}, {"gpus", 8}, {"model", "llama-3.1-8b"}});
+  CHECK(bad.find("activations_checkpoint_granularity") != std::string::npos);
+}
+
 TEST_CASE("launch: Megatron --recompute-modules in and out") {
   // import: the names after the flag (nargs='*') become training.recompute_modules, by line
   const ImportResult r = import_one(

@@ -421,14 +421,27 @@ void map_megatron(MapContext& c) {
   if (const Setting* v = a.take("seq-length")) b.from_file("training.seq_len", integer_of(*v), *v);
   else if (const Setting* e = a.take("encoder-seq-length")) b.from_file("training.seq_len", integer_of(*e), *e);
 
-  // recomputation
-  if (const Setting* v = a.take("recompute-granularity")) {
+  // recomputation: Megatron's --recompute-*, or NeMo 1's model.activations_checkpoint_* (NeMo
+  // passes them on as recompute_granularity, recompute_method and recompute_num_layers:
+  // nemo/collections/nlp/models/language_modeling/megatron_base_model.py
+  // build_transformer_config); NeMo's null granularity is no recomputation
+  const Setting* granularity = a.take("recompute-granularity");
+  if (!granularity) {
+    granularity = a.take("activations_checkpoint_granularity");
+    if (granularity && granularity->value.is_null()) granularity = nullptr;
+  }
+  auto either = [&](const char* megatron, const char* nemo) {
+    const Setting* s = a.take(megatron);
+    if (!s) s = a.take(nemo);
+    return s && !s->value.is_null() ? s : nullptr;
+  };
+  if (const Setting* v = granularity) {
     const std::string g = string_of(*v);
     if (g != "full" && g != "selective") throw Error(MEMEST_ERR_INVALID_ARGUMENT, v->file + ":" + v->key, where(*v) + ": must be full or selective, got \"" + echo(g) + "\"");
     b.from_file("training.recompute", g, *v);
     if (g == "full") {
-      const Setting* method = a.take("recompute-method");
-      const Setting* num = a.take("recompute-num-layers");
+      const Setting* method = either("recompute-method", "activations_checkpoint_method");
+      const Setting* num = either("recompute-num-layers", "activations_checkpoint_num_layers");
       if (method && string_of(*method) == "block" && num) {
         b.warn(*num, "--recompute-method block with --recompute-num-layers " + string_of(*num) +
                          ": only that many layers per stage are recomputed; memest recomputes "
