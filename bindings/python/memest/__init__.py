@@ -297,7 +297,6 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              fp4: Optional[bool] = None,
              recompute_modules: Optional[List[str]] = None,
              use_liger_kernel: Optional[bool] = None,
-           use_liger_kernel: Optional[bool] = None,
              recipe: Optional[str] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).

@@ -65,4 +65,7 @@ def test_refusals_name_the_field():
     assert field_of(lambda: memest.pretrain("gpt2", "h100-80gb", framework="pytorch",
                                             use_liger_kernel=True, **ONE_GPU)) == \
         "training.use_liger_kernel"
-    assert field_of(lambda: llama("pytorch", use_liger_kernel=1)) == "training.use_liger_kernel"
+    # a number is not a boolean: a type error naming the field
+    with pytest.raises(memest.FieldTypeError) as info:
+        llama("pytorch", use_liger_kernel=1)
+    assert info.value.field == "training.use_liger_kernel"
