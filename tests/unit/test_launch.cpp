@@ -1257,7 +1257,7 @@ TEST_CASE("launch: HF Trainer --use_liger_kernel is Liger's kernels and the fuse
       "#!/bin/bash\n"                                          // 1
       "torchrun --nproc_per_node 8 train.py \\\n"              // 2
       "  --model_name_or_path meta-llama/Llama-3.1-8B \\\n"    // 3
-      "  --per_device_train_batch_size 2 \\\n";                // 4
+      "  --per_device_train_batch_size 2 --max_seq_length 2048 \\\n";  // 4
   const ImportResult r = import_one("train.sh", head + "  --use_liger_kernel --bf16\n", on_h100());  // 5
   CHECK(r.format == "hf");
   CHECK(field(r, "training.use_liger_kernel") == true);
@@ -1279,6 +1279,7 @@ TEST_CASE("launch: HF Trainer --use_liger_kernel is Liger's kernels and the fuse
   const ImportResult yaml = import_one("args.yaml",
                                        "model_name_or_path: meta-llama/Llama-3.1-8B\n"
                                        "per_device_train_batch_size: 2\n"
+                                       "max_seq_length: 2048\n"
                                        "use_liger_kernel: true\n",
                                        o);
   CHECK(field(yaml, "training.use_liger_kernel") == true);
