@@ -106,6 +106,11 @@ import createMemestCore from './build/memest_core.mjs';
  *                                         of enums().recompute_module (default ["core_attn"]);
  *                                         echoed as the modules in effect ([] unless selective
  *                                         under megatron)
+ * @property {boolean} [use_liger_kernel]  (1.12) Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU
+ *                                         kernels in the Hugging Face blocks (frameworks pytorch,
+ *                                         deepspeed, fsdp, fsdp1): fewer saved activations;
+ *                                         refused under megatron, for LayerNorm models and
+ *                                         hybrids; echoed in every pretraining response
  * @property {{type: string, quantize_lm_head?: boolean, [key: string]: any}} [adapter]
  *                                         LoRA / QLoRA; quantize_lm_head (1.6): qlora with an
  *                                         untied head, the LM head in NF4 too

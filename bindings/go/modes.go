@@ -329,6 +329,12 @@ type PretrainRequest struct {
 	// framework, for an MoE module on a dense model, mla_up_proj without latent attention or a
 	// bit past the last module.
 	RecomputeModules uint32
+	// Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU kernels in the Hugging Face blocks (1.12;
+	// JSON training.use_liger_kernel): fewer saved activations under FrameworkPyTorch,
+	// FrameworkDeepSpeed, FrameworkFSDP and FrameworkFSDP1 (docs/stack-activations.md). Refused
+	// naming "training.use_liger_kernel" under FrameworkMegatron, for LayerNorm models and
+	// hybrids.
+	UseLigerKernel bool
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -359,6 +365,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.ddp = C.int32_t(r.DDP)
 	c.loss_chunks, c.fsdp_use_orig_params, c.fp4 = C.int32_t(r.LossChunks), boolInt(r.FSDPUseOrigParams), boolInt(r.FP4)
 	c.recompute_modules = C.uint32_t(r.RecomputeModules)
+	c.use_liger_kernel = boolInt(r.UseLigerKernel)
 	return c
 }
 
@@ -395,6 +402,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		DDP:        int(c.ddp),
 		LossChunks: int(c.loss_chunks), FSDPUseOrigParams: c.fsdp_use_orig_params != 0, FP4: c.fp4 != 0,
 		RecomputeModules: uint32(c.recompute_modules),
+		UseLigerKernel:   c.use_liger_kernel != 0,
 	}
 }
 

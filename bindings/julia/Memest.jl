@@ -23,7 +23,9 @@ mlp_pattern; with 1.9, training.loss_chunks (the chunks of the losses "chunked",
 (NVFP4 linears under megatron on a GPU with fp4 = 1: B200, GB200), the gpu object's fp4 and
 peak_fp4_tflops, and the preset "h100-pcie-80gb" (in `gpu_presets()`); with 1.11,
 training.recompute_modules (Megatron-Core's recompute module names, `enum_names(ENUM_KINDS.recompute_module)`,
-echoed as the modules in effect) and the fine-tuning response's peak_verdict beside its verdict.
+echoed as the modules in effect) and the fine-tuning response's peak_verdict beside its verdict;
+with 1.12, training.use_liger_kernel (Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU in the Hugging
+Face blocks, echoed in every pretraining response's training block).
 
 Set `ENV["MEMEST_LIBRARY"]` to the path of libmemest.so before loading when it is not on the
 loader's path. (Julia is not installed on memest's CI: bindings/julia/test/ drives exactly these

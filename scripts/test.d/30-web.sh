@@ -37,7 +37,7 @@ echo "-- web: npm ci, vite build"
 (cd web && npm ci --no-audit --no-fund --loglevel=error && npx --no-install vite build --logLevel warn)
 
 echo "-- web: end-to-end tests in headless Chromium"
-(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/fields19.test.mjs test/recompute-modules.test.mjs test/buckets.test.mjs test/lora.test.mjs test/megatron-lora.test.mjs test/recipes.test.mjs test/throughput.test.mjs test/import.test.mjs test/hf-config.test.mjs \
+(cd web && node --test --test-reporter=spec test/e2e.test.mjs test/stack.test.mjs test/fields19.test.mjs test/liger.test.mjs test/recompute-modules.test.mjs test/buckets.test.mjs test/lora.test.mjs test/megatron-lora.test.mjs test/recipes.test.mjs test/throughput.test.mjs test/import.test.mjs test/hf-config.test.mjs \
   test/finetune-user.test.mjs)
 
 echo "-- web: benchmark (figures, not assertions)"

@@ -33,7 +33,9 @@ F = dict(hidden_size=0, layers=1, heads=2, kv_heads=3, model_flag=10, num_parame
          # fp4, even peak_fp4_tflops)
          framework=64, stack_flag=65, loss_chunks=83, switches_1_9=84, gpu_fp4=85,
          # 1.11: Megatron's recompute modules (bits of memest_recompute_module)
-         recompute_modules=86)
+         recompute_modules=86,
+         # 1.12: Liger-Kernel in the Hugging Face blocks (int32 0/1)
+         use_liger_kernel=87)
 
 
 def i(v):
@@ -112,6 +114,11 @@ SEEDS = {
                                        ("tp", i(2)), ("pp", i(1)), ("seq_len", i(4096)),
                                        ("global_batch", i(64)), ("recompute", i(1)),
                                        ("recompute_modules", i((1 << 2) | (1 << 5)))),
+    # 1.12: Llama-3.1-8B under pytorch (framework 3) with Liger-Kernel, one GPU, seq 2048
+    "pretrain_liger_kernel": seed(PRETRAIN, "llama-3.1-8b", "h100-80gb", ("gpus", i(1)), ("tp", i(1)),
+                                  ("pp", i(1)), ("zero", i(0)), ("seq_len", i(2048)),
+                                  ("global_batch", i(8)), ("recompute", i(0)), ("framework", i(3)),
+                                  ("use_liger_kernel", i(1))),
 }
 
 

@@ -1291,3 +1291,112 @@ TEST_CASE("launch: Megatron --recompute-modules in and out") {
   const auto d = pairs(emit_launch(megatron_layout(), t, 32, "megatron", "emit"));
   CHECK(std::none_of(d.begin(), d.end(), [](const auto& kv) { return kv.first == "--recompute-modules"; }));
 }
+
+// ================================================================== Liger-Kernel (1.12)
+
+namespace {
+bool training_has(const ImportResult& r, const std::string& key) {
+  return r.request.contains("training") && r.request["training"].contains(key);
+}
+}  // namespace
+
+TEST_CASE("launch: HF Trainer --use_liger_kernel is Liger's kernels and the fused linear loss") {
+  // transformers' Trainer applies Liger with its defaults (rms_norm, swiglu,
+  // fused_linear_cross_entropy) and passes the labels: no logits in training
+  const std::string head =
+      "#!/bin/bash\n"                                          // 1
+      "torchrun --nproc_per_node 8 train.py \\\n"              // 2
+      "  --model_name_or_path meta-llama/Llama-3.1-8B \\\n"    // 3
+      "  --per_device_train_batch_size 2 --max_seq_length 2048 \\\n";  // 4
+  const ImportResult r = import_one("train.sh", head + "  --use_liger_kernel --bf16\n", on_h100());  // 5
+  CHECK(r.format == "hf");
+  CHECK(field(r, "training.use_liger_kernel") == true);
+  CHECK(origin(r, "training.use_liger_kernel")["key"] == "--use_liger_kernel");
+  CHECK(origin(r, "training.use_liger_kernel")["line"] == 5);
+  CHECK(field(r, "training.loss") == "linear_fused");
+  CHECK(origin(r, "training.loss")["key"] == "--use_liger_kernel");
+  CHECK(r.warnings.dump().find("use_liger_kernel") == std::string::npos);
+  // without it: neither
+  const ImportResult plain = import_one("train.sh", head + "  --bf16\n", on_h100());
+  CHECK_FALSE(training_has(plain, "use_liger_kernel"));
+  CHECK((!training_has(plain, "loss") || field(plain, "training.loss") != "linear_fused"));
+  // --use_liger_kernel False: neither
+  const ImportResult off = import_one("train.sh", head + "  --use_liger_kernel False --bf16\n", on_h100());
+  CHECK_FALSE(training_has(off, "use_liger_kernel"));
+  // a TrainingArguments YAML file too
+  ImportOptions o = on_h100();
+  o.gpus = 8;
+  const ImportResult yaml = import_one("args.yaml",
+                                       "model_name_or_path: meta-llama/Llama-3.1-8B\n"
+                                       "per_device_train_batch_size: 2\n"
+                                       "max_seq_length: 2048\n"
+                                       "use_liger_kernel: true\n",
+                                       o);
+  CHECK(field(yaml, "training.use_liger_kernel") == true);
+  CHECK(field(yaml, "training.loss") == "linear_fused");
+  // the mapped request is answered: Liger's blocks under pytorch
+  json req = r.request;
+  req["mode"] = "pretrain";
+  req["training"]["global_batch"] = 16;
+  CHECK(test::ok(req)["training"]["use_liger_kernel"] == true);
+}
+
+TEST_CASE("launch: LLaMA-Factory enable_liger_kernel is Liger's kernels and the fused linear loss") {
+  // src/llamafactory/model/model_utils/liger_kernel.py: stage sft / pt needs no logits
+  // (require_logits = stage not in ["pt", "sft"]), so Liger's fused_linear_cross_entropy default
+  // stays on
+  ImportOptions o = on_h100();
+  o.gpus = 4;
+  const std::string body =
+      "model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\n"  // 1
+      "stage: sft\n"                                               // 2
+      "finetuning_type: lora\n"                                    // 3
+      "cutoff_len: 1024\n"                                         // 4
+      "per_device_train_batch_size: 1\n"                           // 5
+      "bf16: true\n";                                              // 6
+  const ImportResult r = import_one("llama3_lora_sft.yaml", body + "enable_liger_kernel: true\n", o);  // 7
+  CHECK(r.format == "llama-factory");
+  CHECK(field(r, "training.use_liger_kernel") == true);
+  CHECK(origin(r, "training.use_liger_kernel")["line"] == 7);
+  CHECK(field(r, "training.loss") == "linear_fused");
+  const ImportResult off = import_one("llama3_lora_sft.yaml", body + "enable_liger_kernel: false\n", o);
+  CHECK_FALSE(training_has(off, "use_liger_kernel"));
+  CHECK((!training_has(off, "loss") || field(off, "training.loss") != "linear_fused"));
+}
+
+TEST_CASE("launch: axolotl liger_rms_norm with liger_glu_activation is use_liger_kernel; one alone warns") {
+  ImportOptions o = on_h100();
+  o.gpus = 8;
+  const std::string body =
+      "base_model: meta-llama/Llama-3.1-8B\n"                 // 1
+      "sequence_len: 4096\n"                                  // 2
+      "micro_batch_size: 1\n"                                 // 3
+      "plugins:\n"                                            // 4
+      "  - axolotl.integrations.liger.LigerPlugin\n";         // 5
+  const ImportResult both = import_one("llama.yaml", body +
+                                                        "liger_rms_norm: true\n"             // 6
+                                                        "liger_glu_activation: true\n"       // 7
+                                                        "liger_fused_linear_cross_entropy: true\n",  // 8
+                                       o);
+  CHECK(both.format == "axolotl");
+  CHECK(field(both, "training.use_liger_kernel") == true);
+  CHECK(origin(both, "training.use_liger_kernel")["line"] == 6);
+  CHECK(field(both, "training.loss") == "linear_fused");
+  CHECK(origin(both, "training.loss")["line"] == 8);
+  CHECK(both.warnings.dump().find("liger") == std::string::npos);
+  // the kernels without the fused loss: no loss change
+  const ImportResult kernels = import_one("llama.yaml", body + "liger_rms_norm: true\nliger_glu_activation: true\n", o);
+  CHECK(field(kernels, "training.use_liger_kernel") == true);
+  CHECK((!training_has(kernels, "loss") || field(kernels, "training.loss") != "linear_fused"));
+  // one of the two: partial, nothing mapped, a warning naming it
+  const ImportResult norm = import_one("llama.yaml", body + "liger_rms_norm: true\n", o);
+  CHECK_FALSE(training_has(norm, "use_liger_kernel"));
+  CHECK(norm.warnings.dump().find("liger_rms_norm without liger_glu_activation") != std::string::npos);
+  const ImportResult glu = import_one("llama.yaml", body + "liger_glu_activation: true\nliger_rms_norm: false\n", o);
+  CHECK_FALSE(training_has(glu, "use_liger_kernel"));
+  CHECK(glu.warnings.dump().find("liger_glu_activation without liger_rms_norm") != std::string::npos);
+  // the fused loss alone keeps its mapping
+  const ImportResult flce = import_one("llama.yaml", body + "liger_fused_linear_cross_entropy: true\n", o);
+  CHECK_FALSE(training_has(flce, "use_liger_kernel"));
+  CHECK(field(flce, "training.loss") == "linear_fused");
+}

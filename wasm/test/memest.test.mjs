@@ -859,3 +859,39 @@ test('1.11 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is s
     assert.deepEqual(memest.request(req), want);
   }
 });
+
+// 1.12: Liger-Kernel (training.use_liger_kernel) on the hand-derived values of
+// tests/unit/test_liger.cpp: Llama-3.1-8B on one H100, seq 2048, micro batch 1, global batch 8,
+// no recomputation, ZeRO 0. Under pytorch 32 layers save 61440 B per token less (200840 ->
+// 139400): 32 * 61440 * 2048 = 4026531840 B; under fsdp (torchtitan's block) only the SiLU
+// output, 32 * 2 * 14336 * 2048 = 1879048192 B.
+const liger = (framework, on, model = 'llama-3.1-8b') => ({
+  mode: 'pretrain', model, gpu: 'h100-80gb', parallel: { gpus: 1, tp: 1, pp: 1, zero: 0 },
+  training: { framework, seq_len: 2048, micro_batch: 1, global_batch: 8, recompute: 'none',
+    ...(on === undefined ? {} : { use_liger_kernel: on }) },
+});
+
+test('1.12 use_liger_kernel: what it drops, the echo, pretrainTable() reads it, refusals by field', () => {
+  const plain = memest.request(liger('pytorch'));
+  const on = memest.request(liger('pytorch', true));
+  assert.equal(plain.training.use_liger_kernel, false);
+  assert.equal(on.training.use_liger_kernel, true);
+  assert.equal(plain.stages[0].activations_bytes - on.stages[0].activations_bytes, 4026531840);
+  const fsdp = memest.request(liger('fsdp', false));
+  const fsdpOn = memest.request(liger('fsdp', true));
+  assert.equal(fsdp.stages[0].activations_bytes - fsdpOn.stages[0].activations_bytes, 1879048192);
+  const [cell] = memest.pretrainTable(liger('pytorch', true), [[1, 1, 1, 1, 1]]);
+  assert.equal(cell.ok, true, JSON.stringify(cell.error));
+  assert.equal(cell.peak_bytes, on.peak_bytes, 'pretrainTable() reads use_liger_kernel as request() does');
+  assert.equal(memest.answer(liger('megatron', true)).error?.field, 'training.use_liger_kernel');
+  assert.equal(memest.answer(liger('pytorch', true, 'gpt2')).error?.field, 'training.use_liger_kernel');
+  assert.equal(memest.answer(liger('pytorch', 1)).error?.field, 'training.use_liger_kernel');
+});
+
+test('1.12 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
+  for (const req of [liger('pytorch', true), liger('fsdp', true)]) {
+    const want = await cliAnswer(req);
+    if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+    assert.deepEqual(memest.request(req), want);
+  }
+});

@@ -155,7 +155,7 @@ export function syncFields(s) {
   $('buckets-hint').hidden = showApplying(BUCKETS, (b) => bucketApplies(b, s)) === 0;
   // DDP on one GPU: only where the library reads training.ddp (state.js DDP_ONE)
   $(`${DDP_ONE.id}-field`).hidden = !ddpApplies(s, s.tab === 'search' ? 'search' : 'pretrain');
-  // the 1.9 fields: loss chunks, use_orig_params, fp4, only where the library reads each
+  // the 1.9 fields (loss chunks, use_orig_params, fp4) and 1.12 use_liger_kernel, only where the library reads each
   // (state.js FIELDS_19)
   for (const f of FIELDS_19) $(`${f.id}-field`).hidden = !field19Applies(f, s, s.tab === 'search' ? 'search' : 'pretrain');
   // Megatron's recompute modules: under megatron with selective recomputation (state.js

@@ -58,6 +58,9 @@ export const DEFAULTS = Object.freeze({
   // else a comma list of the library's recompute_module names; 'none' = none checked (sent as
   // an empty list, which the library refuses saying why)
   rcm: '',
+  // Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU in the Hugging Face blocks (1.12,
+  // training.use_liger_kernel; FIELDS_19 says where the library reads it): off, as the library's
+  lgr: '0',
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
@@ -374,7 +377,9 @@ export const CHUNKED_LOSSES = Object.freeze(['chunked', 'chunked_lm_head', 'chun
  *  - loss_chunks: a chunked loss (chunked, chunked_lm_head, chunked_linear);
  *  - fsdp_use_orig_params: framework fsdp1 with a LoRA / QLoRA adapter (pretraining only: the
  *    search takes no adapter); the library checks the dtype and ZeRO stage;
- *  - fp4: framework megatron; the library checks the GPU (fp4) and fp8.
+ *  - fp4: framework megatron; the library checks the GPU (fp4) and fp8;
+ *  - use_liger_kernel (1.12): every framework but megatron; the library refuses it for
+ *    LayerNorm models and hybrids.
  */
 export const FIELDS_19 = Object.freeze([
   { key: 'lc', field: 'loss_chunks', id: 'loss-chunks', kind: 'int',
@@ -382,6 +387,10 @@ export const FIELDS_19 = Object.freeze([
   { key: 'uop', field: 'fsdp_use_orig_params', id: 'use-orig-params', kind: 'flag',
     applies: (s, mode) => mode !== 'search' && (s.fw ?? DEFAULTS.fw) === 'fsdp1' && (s.ad ?? DEFAULTS.ad) !== 'none' },
   { key: 'fp4', field: 'fp4', id: 'fp4', kind: 'flag', applies: (s) => (s.fw ?? DEFAULTS.fw) === 'megatron' },
+  // 1.12: Liger-Kernel in the Hugging Face blocks, every framework but megatron (the library
+  // refuses it for LayerNorm models and hybrids, shown next to the box)
+  { key: 'lgr', field: 'use_liger_kernel', id: 'use-liger-kernel', kind: 'flag',
+    applies: (s) => (s.fw ?? DEFAULTS.fw) !== 'megatron' },
 ]);
 
 /** Whether the library reads a FIELDS_19 field of the form (mode as ddpApplies). */

@@ -317,6 +317,28 @@ def test_1_11_recompute_modules_and_finetune_peak_verdict_through_request(m):
     assert (ft["verdict"], ft["peak_verdict"]) == ("fits", "tight")
 
 
+def test_1_12_use_liger_kernel_through_request(m):
+    """Liger-Kernel (1.12) passes through Memest.request as training.use_liger_kernel, on the
+    hand-derived values of tests/unit/test_liger.cpp: Llama-3.1-8B on one H100, seq 2048, no
+    recomputation, saves 32 * 61440 * 2048 = 4026531840 bytes less under pytorch and
+    32 * 2 * 14336 * 2048 = 1879048192 under fsdp; refused by field under megatron."""
+    def stage_activations(framework, liger):
+        training = {"framework": framework, "seq_len": 2048, "micro_batch": 1, "global_batch": 8,
+                    "recompute": "none"}
+        if liger is not None:
+            training["use_liger_kernel"] = liger
+        resp = json.loads(m.request(json.dumps({
+            "mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+            "parallel": {"gpus": 1, "tp": 1, "pp": 1, "zero": 0}, "training": training})))
+        assert resp["training"]["use_liger_kernel"] is bool(liger)
+        return resp["stages"][0]["activations_bytes"]
+    assert stage_activations("pytorch", None) - stage_activations("pytorch", True) == 4026531840
+    assert stage_activations("fsdp", False) - stage_activations("fsdp", True) == 1879048192
+    with pytest.raises(twin.MemestError) as info:
+        stage_activations("megatron", True)
+    assert info.value.code == "invalid_argument" and info.value.field == "training.use_liger_kernel"
+
+
 # ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")

@@ -172,7 +172,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            logits_held: Optional[bool] = None, ddp: Optional[bool] = None,
            loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
            fp4: Optional[bool] = None,
-           recompute_modules: Any = None) -> Dict[str, Any]:
+           recompute_modules: Any = None,
+           use_liger_kernel: Optional[bool] = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (docs/training-stack.md), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
@@ -187,7 +188,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     ddp=ddp, loss_chunks=loss_chunks,
                     fsdp_use_orig_params=fsdp_use_orig_params, fp4=fp4,
                     recompute_modules=None if recompute_modules is None
-                    else _names(recompute_modules))
+                    else _names(recompute_modules),
+                    use_liger_kernel=use_liger_kernel)
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -294,6 +296,7 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              fsdp_use_orig_params: Optional[bool] = None,
              fp4: Optional[bool] = None,
              recompute_modules: Optional[List[str]] = None,
+             use_liger_kernel: Optional[bool] = None,
              recipe: Optional[str] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
@@ -391,6 +394,12 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     "training.recompute_modules[i]"; an empty list, another framework, an MoE module on a dense
     model or mla_up_proj without latent attention, "training.recompute_modules".
 
+    use_liger_kernel (1.12): Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU kernels in the
+    Hugging Face blocks (frameworks "pytorch", "deepspeed", "fsdp", "fsdp1"), which save fewer
+    activations (docs/stack-activations.md); r.use_liger_kernel echoes training.use_liger_kernel.
+    Under "megatron", for LayerNorm models and hybrids InvalidArgumentError names
+    "training.use_liger_kernel".
+
     What a user compares with a measured run, and the verdict's margin (1.6):
     torch_max_memory_allocated_bytes / torch_max_memory_reserved_bytes (what torch.cuda reports,
     the CUDA context left out), nvidia_smi_bytes (reserved + context + paged memory), the peak's
@@ -423,7 +432,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
                                       logits_held, ddp, loss_chunks,
-                                      fsdp_use_orig_params, fp4, recompute_modules),
+                                      fsdp_use_orig_params, fp4, recompute_modules,
+                                      use_liger_kernel),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     if recipe is not None:
@@ -514,6 +524,7 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
            fp4: Optional[bool] = None,
            recompute_modules: Optional[List[str]] = None,
+           use_liger_kernel: Optional[bool] = None,
            max_oom_probability: Optional[float] = None,
            emit: Optional[str] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
@@ -531,8 +542,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
     `throughput` (the step's parts, as pretrain()'s).
     reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held, ddp (1.7),
-    loss_chunks, fsdp_use_orig_params and fp4 (1.9) and recompute_modules (1.11) are
-    pretrain()'s. max_oom_probability
+    loss_chunks, fsdp_use_orig_params and fp4 (1.9), recompute_modules (1.11) and
+    use_liger_kernel (1.12) are pretrain()'s. max_oom_probability
     (default search_max_oom_probability()) ranks only the layouts whose probability of running
     out of memory is at most this (the rest are pruned as "oom"); each row has
     `oom_probability`, `margin_bytes` and `peak_high_bytes`.
@@ -550,7 +561,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       moe_dispatcher, attention_kernel, reduce_dtype,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
                                       logits_held, ddp, loss_chunks,
-                                      fsdp_use_orig_params, fp4, recompute_modules)),
+                                      fsdp_use_orig_params, fp4, recompute_modules,
+                                      use_liger_kernel)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,

@@ -429,6 +429,12 @@ class PretrainResult(Result):
         return list((self._data.get("training") or {}).get("recompute_modules", []))
 
     @property
+    def use_liger_kernel(self) -> bool:
+        """Whether Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU kernels are modelled (1.12;
+        training.use_liger_kernel of the response)."""
+        return bool((self._data.get("training") or {}).get("use_liger_kernel", False))
+
+    @property
     def moe_dispatcher(self) -> Optional[str]:
         """How MoE tokens cross expert-parallel ranks in the step time (an enums()["moe_dispatcher"]
         name; training.moe_dispatcher of the response)."""

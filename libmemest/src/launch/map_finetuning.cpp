@@ -389,6 +389,21 @@ void map_axolotl(MapContext& c) {
                                                         (v->value.is_string() || boolean_of(*v))) {
     b.from_file("training.offload.activations", true, *v);
   }
+  // Liger's RMSNorm and gated-MLP kernels (axolotl's LigerPlugin): training.use_liger_kernel
+  // models both; one without the other is not modelled
+  {
+    const Setting* norm = s.take("liger_rms_norm");
+    const Setting* glu = s.take("liger_glu_activation");
+    const bool n = norm && !norm->value.is_null() && boolean_of(*norm);
+    const bool g = glu && !glu->value.is_null() && boolean_of(*glu);
+    if (n && g) {
+      b.from_file("training.use_liger_kernel", true, *norm);
+    } else if (n || g) {
+      b.warn(n ? *norm : *glu, std::string(n ? "liger_rms_norm without liger_glu_activation" : "liger_glu_activation without liger_rms_norm") +
+                                   ": memest models Liger's RMSNorm and gated-MLP kernels together "
+                                   "(training.use_liger_kernel); held as Hugging Face's modules");
+    }
+  }
   // fused linear cross-entropy kernels: Liger's and Apple's cut cross-entropy (a plugin)
   if (const Setting* v = s.take("liger_fused_linear_cross_entropy"); v && boolean_of(*v)) {
     b.from_file("training.loss", "linear_fused", *v);
@@ -485,6 +500,13 @@ void map_llama_factory(MapContext& c) {
   } else if (b.origins.value("training.recompute", json::object()).value("from", "") != "file") {
     b.from_default("training.recompute", "full", kFactory, "disable_gradient_checkpointing = False", kModelArgs);
   }
+  // enable_liger_kernel (ModelArguments): src/llamafactory/model/model_utils/liger_kernel.py
+  // applies Liger's kernels with their defaults, fused linear cross-entropy included, since sft
+  // and pt do not need the logits (loader.py: require_logits = stage not in ["pt", "sft"])
+  if (const Setting* v = s.take("enable_liger_kernel"); v && boolean_of(*v)) {
+    b.from_file("training.use_liger_kernel", true, *v);
+    b.from_file("training.loss", "linear_fused", *v);
+  }
   if (const Setting* v = s.take("cutoff_len")) b.from_file("training.seq_len", integer_of(*v), *v);
   else b.from_default("training.seq_len", 2048, kFactory, "cutoff_len = 2048", "src/llamafactory/hparams/data_args.py");
   // precision: the model is loaded in the compute dtype (bf16/fp16); trainable parameters are
@@ -529,7 +551,7 @@ void map_llama_factory(MapContext& c) {
       "learning_rate", "num_train_epochs", "lr_scheduler_type", "warmup_ratio", "warmup_steps",
       "ddp_timeout", "resume_from_checkpoint", "val_size", "per_device_eval_batch_size",
       "eval_strategy", "eval_steps", "trust_remote_code", "max_samples", "image_max_pixels",
-      "video_max_pixels", "quantization_method", "flash_attn", "enable_liger_kernel", "bf16", "fp16",
+      "video_max_pixels", "quantization_method", "flash_attn", "bf16", "fp16",
       "push_to_hub", "hub_", "max_steps", "run_name", "save_strategy", "seed", "adapter_name_or_path",
       "export_", "infer_backend", "lora_target", "tokenized_path", "streaming", "buffer_size",
       "mix_strategy", "interleave_probs", "neat_packing", "packing", "pref_beta", "pref_loss",

@@ -723,6 +723,18 @@ void apply_training_arguments(MapContext& c, const Settings& args, const std::st
   if (const Setting* v = take("torch_compile")) {
     if (boolean_of(*v)) b.from_file("training.compile", "model", *v);
   }
+  // use_liger_kernel: the Trainer patches the model with Liger's defaults
+  // (_apply_liger_kernel_to_instance: rms_norm, swiglu / geglu, fused_linear_cross_entropy), and
+  // passes the labels in training, so the patched forward never materialises the logits
+  // (liger_kernel/transformers/model/llama.py lce_forward: skip_logits)
+  if (const Setting* v = take("use_liger_kernel"); v && boolean_of(*v)) {
+    b.from_file("training.use_liger_kernel", true, *v);
+    b.from_file("training.loss", "linear_fused", *v);
+    if (const Setting* k = take("liger_kernel_config"); k && !k->value.is_null()) {
+      b.warn(*k, "liger_kernel_config is not read: Liger's defaults (RMSNorm, SwiGLU/GeGLU, fused "
+                 "linear cross-entropy) are modelled");
+    }
+  }
   if (const Setting* v = take("max_seq_length")) b.from_file("training.seq_len", integer_of(*v), *v);
   if (const Setting* v = take("block_size")) b.from_file("training.seq_len", integer_of(*v), *v);
   if (const Setting* v = take("model_max_length")) {

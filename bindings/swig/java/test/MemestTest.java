@@ -436,6 +436,42 @@ public class MemestTest {
     rm.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
     expectError(() -> Memest.pretrain(rm), "invalid_argument", "training.recompute_modules");
 
+    // 1.12: Liger-Kernel's fused RMSNorm and SwiGLU in the Hugging Face blocks through the typed
+    // struct (the hand-derived values of tests/unit/test_liger.cpp): Llama-3.1-8B on one H100,
+    // seq 2048, micro batch 1, global batch 8, no recomputation, ZeRO 0. Under pytorch 32 layers
+    // save 61440 B per token less: 32 * 61440 * 2048 = 4026531840 B; under fsdp (torchtitan's
+    // block, norms already fused) only the SiLU output, 32 * 2 * 14336 * 2048 = 1879048192 B.
+    PretrainRequest lg = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    lg.setGpus(1); lg.setTp(1); lg.setPp(1); lg.setZero(0);
+    lg.setSeq_len(2048); lg.setMicro_batch(1); lg.setGlobal_batch(8);
+    lg.setRecompute(memest_recompute.MEMEST_RECOMPUTE_NONE);
+    lg.setFramework(memest_framework.MEMEST_FRAMEWORK_PYTORCH);
+    lg.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);
+    lg.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    check(lg.getUse_liger_kernel() == 0, "use_liger_kernel default 0");
+    double lgPlain = Memest.pretrain(lg).stages().get(0).getActivations_bytes();
+    lg.setUse_liger_kernel(1);
+    Memest.Pretrain lgOn = Memest.pretrain(lg);
+    check(lgPlain - lgOn.stages().get(0).getActivations_bytes() == 4026531840.0,
+        "liger drops 4026531840 under pytorch: " + (lgPlain - lgOn.stages().get(0).getActivations_bytes()));
+    String lgJson = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 1, \"tp\": 1, \"pp\": 1, \"zero\": 0},"
+        + " \"training\": {\"framework\": \"pytorch\", \"seq_len\": 2048, \"micro_batch\": 1, \"global_batch\": 8,"
+        + " \"recompute\": \"none\", \"use_liger_kernel\": true}}");
+    check(jsonNumber(lgJson, "peak_bytes") == lgOn.result().getPeak_bytes(),
+        "typed == JSON liger peak: " + jsonNumber(lgJson, "peak_bytes") + " vs " + lgOn.result().getPeak_bytes());
+    check(lgJson.replaceAll("\\s+", "").contains("\"use_liger_kernel\":true"), "echoed use_liger_kernel");
+    lg.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    lg.setUse_liger_kernel(0);
+    double lgFsdp = Memest.pretrain(lg).stages().get(0).getActivations_bytes();
+    lg.setUse_liger_kernel(1);
+    check(lgFsdp - Memest.pretrain(lg).stages().get(0).getActivations_bytes() == 1879048192.0, "liger drops 1879048192 under fsdp");
+    lg.setUse_liger_kernel(2);
+    expectError(() -> Memest.pretrain(lg), "invalid_argument", "training.use_liger_kernel");
+    lg.setUse_liger_kernel(1);
+    lg.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    expectError(() -> Memest.pretrain(lg), "invalid_argument", "training.use_liger_kernel");
+
     // the layout search, typed: the same ranking and prune counts as the JSON search mode
     PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "a100-40gb");
     base.setGpus(64); base.setSeq_len(8192); base.setGlobal_batch(1024);
