@@ -272,3 +272,66 @@ TEST_CASE("--method auto decides for all nine LLMem models on 4 x V100 16GB at s
     }
   }
 }
+
+TEST_CASE("Mixture-of-experts in LLMem: every expert's tensors, the sparse block without checkpointing") {
+  // Mixtral-8x7B (h 4096, 32 layers, 32 heads, 8 KV heads of 128, 8 experts of 14336, top-2,
+  // vocab 32000, untied head). Per layer: q, o 4096^2 and k, v 4096 * 1024 (41943040), the
+  // router 4096 * 8 (32768), 8 experts * 3 * 4096 * 14336 (1409286144), two norms (8192):
+  // 1451270144. 32 layers + embedding + LM head (131072000 each) + final norm (4096):
+  // 46702792704, Mistral AI's 46.7B.
+  Request r = request("mixtral-8x7b", 8, 1, 512, 64 * kMiB);
+  r.r.page_bytes = 1;  // no page rounding: the terms as plain products
+  r.r.flash_attention = 1;
+  const memest_finetune_result cdp = run(r, MEMEST_FINETUNE_CDP);
+  CHECK(cdp.num_parameters == 46702792704.0);
+  // m_os: momentum + variance (fp32) of every Embedding/Linear tensor, experts and router
+  // included; the 65 norms (266240 parameters) and the LM head (m_lm's) are not among them:
+  // (46702792704 - 266240 - 131072000) * 8.
+  CHECK(cdp.parts.optimizer == 372571635712.0);
+  // m_out with checkpointing is LLMem's (e_n + l_n) layer inputs: 33 * 512 * 4096 * 2.
+  CHECK(cdp.parts.outputs == 33.0 * 512 * 4096 * 2);
+
+  // Without checkpointing, per layer and token (sbh = 512 * 4096): LLMem's Llama block keeps
+  // 8 (norm inputs, FFN input) + 5 (Q 2, K+V 1, attention output 2) + 8 * 3.5 (SwiGLU over
+  // intermediate_size 14336) bytes per h; the MoE layer drops the dense SwiGLU share (28 h)
+  // for Hugging Face's sparse block: per token the router's fp32 softmax (4 * 8) and top-k
+  // indices (8 * 2); per routed row (k = 2) three int64 indices (24), the routing weight (2),
+  // the sorted input and the down output (2 * 4096 * 2) and four 14336-wide tensors (gate,
+  // up as one, SiLU output, product: 4 * 14336 * 2): 48 + 2 * 131098 = 262244 bytes.
+  // (13 * 4096 + 262244) * 512 * 32 layers + one embedding output 512 * 4096 * 2.
+  r.r.gradient_checkpointing = 0;
+  const memest_finetune_result eager = run(r, MEMEST_FINETUNE_CDP);
+  CHECK(eager.parts.outputs == (13.0 * 4096 + 262244) * 512 * 32 + 512 * 4096 * 2);
+
+  // 1D TP over 8 GPUs splits every expert's 14336 columns; 6 GPUs do not divide the 32 heads.
+  CHECK(run(r, MEMEST_FINETUNE_TP).tp == 8);
+  Request six = r;
+  six.r.gpus = 6;
+  six.r.method = MEMEST_FINETUNE_TP;
+  memest_finetune_result out = memest_test::sized<memest_finetune_result>();
+  CHECK(memest_finetune(&six.r, &out) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error()).find("num_attention_heads") != std::string::npos);
+}
+
+TEST_CASE("LLMem on MoE: expert widths must divide under TP; MTP modules are not loaded") {
+  // An expert width 1000 that 16 does not divide, with heads and intermediate_size that it does.
+  Request r = request("qwen3-30b-a3b", 16, 1, 512, 64 * kMiB);
+  r.model.moe_intermediate_size = 1000;
+  r.r.method = MEMEST_FINETUNE_TP;
+  memest_finetune_result out = memest_test::sized<memest_finetune_result>();
+  CHECK(memest_finetune(&r.r, &out) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(memest_last_error()).find("moe_intermediate_size=1000") != std::string::npos);
+
+  // DeepSeek-V3's checkpoint carries one MTP module that Hugging Face's DeepseekV3ForCausalLM
+  // does not load: fine-tuning estimates the 671B model without it.
+  Request v3 = request("deepseek-v3", 8, 1, 512, 0);
+  REQUIRE(v3.model.mtp_layers == 1);
+  const memest_finetune_result z3 = run(v3, MEMEST_FINETUNE_ZERO3);
+  Request no_mtp = v3;
+  no_mtp.model.mtp_layers = 0;
+  const memest_finetune_result plain = run(no_mtp, MEMEST_FINETUNE_ZERO3);
+  CHECK(z3.parts.params == plain.parts.params);
+  CHECK(z3.parts.optimizer == plain.parts.optimizer);
+  CHECK(z3.peak_bytes == plain.peak_bytes);
+  CHECK(z3.num_parameters == doctest::Approx(671.0e9).epsilon(0.01));
+}

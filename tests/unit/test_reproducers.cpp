@@ -360,8 +360,8 @@ TEST_CASE("non-finite scan: several hundred valid requests, no null in any respo
     const int64_t max_seq = m.learned_position_rows > 0 ? m.max_position_embeddings : 1 << 20;
     const int64_t seq = std::min<int64_t>(2048, max_seq);
     // Mixture-of-experts, latent attention and multi-token prediction: model states, pretraining
-    // (with expert parallelism where the experts divide) and a small search; fine-tuning
-    // refuses them (LLMem models dense decoders only), and hybrid models (Mamba-2, DeltaNet).
+    // (with expert parallelism where the experts divide), a small search and fine-tuning;
+    // hybrid models (Mamba-2, DeltaNet) too, but fine-tuning refuses them.
     const bool dense = m.num_experts == 0 && m.kv_lora_rank == 0 && m.mtp_layers == 0 &&
                        m.mixer_pattern[0] == '\0' && m.mlp_pattern[0] == '\0';
     if (!dense) {
@@ -380,10 +380,19 @@ TEST_CASE("non-finite scan: several hundred valid requests, no null in any respo
                 {"training", {{"seq_len", seq}, {"global_batch", 512}}},
                 {"search", {{"max_tp", 8}, {"max_pp", 4}, {"max_vpp", 1}, {"max_micro_batch", 2},
                             {"include_oom", true}}}});
-      const Answer refused = ask(json{{"mode", "finetune"}, {"model", id}, {"gpu", "h100-80gb"},
-                                      {"parallel", {{"gpus", 8}}}});
-      CHECK(refused.status == MEMEST_ERR_UNSUPPORTED);
-      CHECK(refused.body["error"]["field"] == "model");
+      // Fine-tuning (LLMem over the real tensors) answers MoE, latent attention and MTP
+      // models; hybrid layers (Mamba-2, DeltaNet) have no LLMem terms and are refused.
+      const bool hybrid = std::string(m.mixer_pattern).find_first_not_of('A') != std::string::npos ||
+                          std::string(m.mlp_pattern).find('-') != std::string::npos;
+      const json finetune{{"mode", "finetune"}, {"model", id}, {"gpu", "h100-80gb"},
+                          {"parallel", {{"gpus", 8}}}, {"training", {{"seq_len", seq}}}};
+      if (hybrid) {
+        const Answer refused = ask(finetune);
+        CHECK(refused.status == MEMEST_ERR_UNSUPPORTED);
+        CHECK(refused.body["error"]["field"] == "model");
+      } else {
+        scan(finetune);
+      }
       continue;
     }
     for (const std::string& gpu : gpus) {

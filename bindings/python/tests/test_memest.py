@@ -391,3 +391,14 @@ def test_lora_router_target_1_7():
     r = memest.pretrain("qwen3-30b-a3b", "h100-80gb", gpus=8, tp=1, pp=1, framework="fsdp",
                         adapter={"type": "lora", "targets": ["q_proj", "router"]})
     assert r.adapter.trainable_parameters == 48 * (49152 + 17408)
+
+
+def test_finetune_mixture_of_experts_by_hand():
+    # Mixtral-8x7B under LLMem (tests/unit/test_finetune.cpp derives the same numbers): all
+    # eight experts of every layer in the parameter count; without checkpointing each layer
+    # keeps 13 h-wide bytes per token of LLMem's block and 262244 bytes of the sparse block.
+    r = memest.finetune("mixtral-8x7b", "v100-16gb", gpus=8, method="cdp", batch=1, seq_len=512,
+                        page_bytes=1, chunk_bytes=2 * 64 * 2**20, flash_attention=True,
+                        gradient_checkpointing=False)
+    assert r.model.num_parameters == 46702792704
+    assert r.parts.m_out == (13 * 4096 + 262244) * 512 * 32 + 512 * 4096 * 2

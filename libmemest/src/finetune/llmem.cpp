@@ -6,10 +6,12 @@
 #include <string>
 
 #include "activations/activations.hpp"
+#include "activations/stack_activations.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "core/verdict.hpp"
 #include "model/gpu_profile.hpp"
+#include "model/hybrid.hpp"
 #include "model/model.hpp"
 #include "model/tensors.hpp"
 
@@ -60,6 +62,36 @@ memest_finetune_parts contributions(const memest_finetune_parts& s, memest_finet
   return c;
 }
 
+// 1D TP splits every expert's MLP as it splits the dense one (column-parallel gate/up,
+// row-parallel down): the routed and shared experts' widths must divide too.
+std::string experts_indivisible(const memest_model& m, int64_t t) {
+  if (!is_moe(m)) return "";
+  if (expert_width(m) % t != 0) {
+    return " does not divide moe_intermediate_size=" + str(expert_width(m)) +
+           " (1D TP splits every expert's MLP)";
+  }
+  if (m.num_shared_experts > 0 && shared_expert_width(m) % t != 0) {
+    return " does not divide the shared experts' intermediate size " +
+           str(shared_expert_width(m));
+  }
+  return "";
+}
+
+// Bytes the decoder layers save without checkpointing. LLMem's dense block (the family's
+// coefficients) for every layer; each MoE layer swaps its dense MLP share for the sparse block
+// Hugging Face's modeling code runs (router, routed and shared experts: eager_block_bytes).
+double layers_bytes_without_checkpointing(const memest_model& m, const ActivationLayout& x) {
+  const auto k = activation_coefficients(m, MEMEST_ACTIVATIONS_AUTO);
+  const double dense = layer_activation_bytes(m, k, x);
+  const double layers = static_cast<double>(m.num_hidden_layers);
+  if (!is_moe(m)) return layers * dense;
+  EagerBlockOptions hf;
+  hf.block = EagerBlock::HuggingFace;
+  const double sparse = dense - mlp_activation_bytes(m, k, x) + eager_block_bytes(m, x, hf).mlp;
+  const double moe_layers = static_cast<double>(moe_layer_count(m));
+  return (layers - moe_layers) * dense + moe_layers * sparse;
+}
+
 }  // namespace
 
 std::string method_unavailable_reason(const memest_model& m, memest_finetune_method method,
@@ -74,6 +106,8 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
       return "parallel.gpus=" + str(gpus) + " does not divide intermediate_size=" +
              str(m.intermediate_size);
     }
+    const std::string experts = experts_indivisible(m, gpus);
+    if (!experts.empty()) return "parallel.gpus=" + str(gpus) + experts;
   }
   if (method == MEMEST_FINETUNE_DP_TP) {
     if (tp < 2 || tp >= gpus) {
@@ -87,17 +121,25 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
     if (m.intermediate_size % tp != 0) {
       return "finetune.tp=" + str(tp) + " does not divide intermediate_size=" + str(m.intermediate_size);
     }
+    const std::string experts = experts_indivisible(m, tp);
+    if (!experts.empty()) return "finetune.tp=" + str(tp) + experts;
   }
   return "";
 }
 
 FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   validate_model(r.model, "model", false);
-  // LLMem (Kim et al.) models dense decoders only: no experts, no latent attention.
-  // LLMem (the fine-tuning model) has no mixture-of-experts, latent-attention or MTP terms:
-  // refused, not estimated as a dense model.
-  require_dense(r.model, "model", "fine-tuning (LLMem models dense decoders only; it has no MoE terms)");
-  const memest_model& m = r.model;
+  // LLMem (Kim et al.) derives its terms for dense decoders. Mixture-of-experts and latent
+  // attention models are estimated with the same terms over their real tensors (every expert
+  // is a Linear of its own in Hugging Face's modeling code) and, without checkpointing, the
+  // sparse block's saved tensors as transformers runs it (llmem_parts). Hybrid layers (Mamba-2,
+  // DeltaNet) have no terms here: refused.
+  require_attention_layers(r.model, "model",
+                           "fine-tuning estimates (LLMem's terms cover attention decoders)");
+  FinetuneInputs in;
+  in.model = r.model;
+  in.model.mtp_layers = 0;
+  const memest_model& m = in.model;
   check_range("parallel.gpus", r.gpus, 1, kMaxFinetuneGpus);
   check_range("training.seq_len", r.seq_len, 2, kMaxSeq);
   if (r.method < MEMEST_FINETUNE_CDP || r.method > MEMEST_FINETUNE_AUTO ||
@@ -132,8 +174,6 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
     }
   }
 
-  FinetuneInputs in;
-  in.model = &m;
   in.capacity = validate_gpu(r.gpu, "gpu", true);
   in.seq_len = static_cast<double>(r.seq_len);
   in.checkpointing = r.gradient_checkpointing == 1;
@@ -181,7 +221,7 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
 }
 
 memest_finetune_parts llmem_parts(const FinetuneInputs& in, double batch, double tp) {
-  const memest_model& m = *in.model;
+  const memest_model& m = in.model;
   const double cs = in.chunk.chunk_elements;
   const double bs = batch;
   const double sl = in.seq_len;
@@ -212,8 +252,7 @@ memest_finetune_parts llmem_parts(const FinetuneInputs& in, double batch, double
     x.tp = tp;
     x.sequence_parallel = false;
     x.flash_attention = in.flash_attention;
-    const auto k = activation_coefficients(m, MEMEST_ACTIVATIONS_AUTO);
-    p.outputs = pages(l * layer_activation_bytes(m, k, x) + e * bs * sl * o * in.b16, in.page);
+    p.outputs = pages(layers_bytes_without_checkpointing(m, x) + e * bs * sl * o * in.b16, in.page);
   }
   // m_lm: logits, the shifted copy and its gradient for the loss, and the LM head weights.
   p.lm_head = pages(bs * sl * v * b_logits, in.page) +
@@ -269,7 +308,7 @@ memest_finetune_result compute_finetune(const FinetuneRequest& r) {
            : method == MEMEST_FINETUNE_TP                                  ? 1
                                                                            : r.gpus / r.tp;
   out.batch = r.batch;
-  out.num_parameters = count_parameters(r.model).total;
+  out.num_parameters = count_parameters(in.model).total;
   out.parts = llmem_parts(in, static_cast<double>(r.batch), t);
   out.per_gpu = contributions(out.parts, method, gpus, t);
   out.peak_bytes = sum(out.per_gpu);

@@ -15,7 +15,10 @@ namespace memest {
 
 // Everything the terms need, resolved once from a request.
 struct FinetuneInputs {
-  const memest_model* model = nullptr;
+  // The model as Hugging Face's modeling code builds it for fine-tuning: without the
+  // multi-token-prediction modules, whose checkpoint weights it does not load
+  // (modeling_deepseek_v3.py, modeling_glm4_moe.py: _keys_to_ignore_on_load_unexpected).
+  memest_model model{};
   double seq_len = 0;             // sl
   bool checkpointing = true;
   bool flash_attention = false;   // only used without checkpointing

@@ -63,28 +63,6 @@ int64_t shared_expert_width(const memest_model& m) {
                                                : expert_width(m);
 }
 
-void require_dense(const memest_model& m, const std::string& field, const char* mode) {
-  if (is_bare_count(m)) return;
-  require_attention_layers(m, field, (std::string(mode) + " estimates").c_str());
-  const std::string later = " " + std::string(mode) + " estimates are not available";
-  const std::string states =
-      "; the pretrain and search modes estimate it (expert parallelism), model_states counts "
-      "its parameters";
-  if (is_moe(m)) {
-    fail(field, "mixture-of-experts" + later + " (" + std::to_string(m.num_experts) +
-                    " routed experts per MoE layer)" + states,
-         MEMEST_ERR_UNSUPPORTED);
-  }
-  if (is_mla(m)) {
-    fail(field, "multi-head latent attention (kv_lora_rank > 0):" + later + states,
-         MEMEST_ERR_UNSUPPORTED);
-  }
-  if (m.mtp_layers > 0) {
-    fail(field, "multi-token-prediction modules (num_nextn_predict_layers):" + later + states,
-         MEMEST_ERR_UNSUPPORTED);
-  }
-}
-
 namespace {
 
 void check_flag(const std::string& prefix, const char* name, int32_t value) {

@@ -29,12 +29,6 @@ int64_t moe_layer_count(const memest_model& m);  // among the num_hidden_layers
 int64_t expert_width(const memest_model& m);     // moe_intermediate_size (or intermediate_size)
 int64_t shared_expert_width(const memest_model& m);
 
-// Fine-tuning (LLMem) models a dense decoder with standard attention only. A mixture-of-experts
-// model, multi-head latent attention or multi-token-prediction modules are refused there
-// (MEMEST_ERR_UNSUPPORTED naming `field`) instead of being estimated as if they were dense;
-// `mode` names the estimate. Pretraining and the search model them (expert parallelism).
-void require_dense(const memest_model& m, const std::string& field, const char* mode);
-
 // Throws memest::Error naming "<prefix>.<field>" when a dimension is invalid.
 // A bare count (num_parameters only) passes only when `allow_bare`.
 void validate_model(const memest_model& m, const std::string& prefix, bool allow_bare);
