@@ -1400,3 +1400,20 @@ TEST_CASE("launch: axolotl liger_rms_norm with liger_glu_activation is use_liger
   CHECK_FALSE(training_has(flce, "use_liger_kernel"));
   CHECK(field(flce, "training.loss") == "linear_fused");
 }
+
+TEST_CASE("launch: a Megatron YAML's recompute_granularity: null is no recomputation, from the file") {
+  // Megatron-LM's --yaml-cfg files (and its default None) write the granularity as null; it was
+  // refused as "must be a string" before.
+  const std::string text =
+      "tensor_model_parallel_size: 2\n"   // 1
+      "micro_batch_size: 1\n"             // 2
+      "global_batch_size: 64\n"           // 3
+      "seq_length: 4096\n"                // 4
+      "recompute_granularity: null\n"     // 5
+      "bf16: true\n";                     // 6
+  const json out = test::ok({{"mode", "import"},
+                             {"files", json::array({{{"name", "gpt.yaml"}, {"text", text}}})},
+                             {"gpu", "h100-80gb"}, {"gpus", 8}, {"model", "llama-3.1-8b"}});
+  CHECK(out["request"]["training"]["recompute"] == "none");
+  CHECK(out["origins"]["training.recompute"]["line"] == 5);
+}

@@ -424,11 +424,14 @@ void map_megatron(MapContext& c) {
   // recomputation: Megatron's --recompute-*, or NeMo 1's model.activations_checkpoint_* (NeMo
   // passes them on as recompute_granularity, recompute_method and recompute_num_layers:
   // nemo/collections/nlp/models/language_modeling/megatron_base_model.py
-  // build_transformer_config); NeMo's null granularity is no recomputation
+  // build_transformer_config); a null granularity (Megatron-Bridge's and NeMo's YAML, Megatron's
+  // default None) is no recomputation
   const Setting* granularity = a.take("recompute-granularity");
-  if (!granularity) {
-    granularity = a.take("activations_checkpoint_granularity");
-    if (granularity && granularity->value.is_null()) granularity = nullptr;
+  if (!granularity) granularity = a.take("activations_checkpoint_granularity");
+  const Setting* null_granularity = nullptr;
+  if (granularity && granularity->value.is_null()) {
+    null_granularity = granularity;
+    granularity = nullptr;
   }
   auto either = [&](const char* megatron, const char* nemo) {
     const Setting* s = a.take(megatron);
@@ -451,6 +454,8 @@ void map_megatron(MapContext& c) {
                          ": checkpoints every group of layers; memest checkpoints every layer");
       }
     }
+  } else if (null_granularity) {
+    b.from_file("training.recompute", "none", *null_granularity);
   } else {
     b.from_default("training.recompute", "none", kMegatron, "--recompute-granularity None", kArguments);
   }
