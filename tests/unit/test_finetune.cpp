@@ -90,6 +90,44 @@ TEST_CASE("Chunk packing over runs of identical layers equals packing every tens
   CHECK(memest::pack_chunks(runs, 12).chunks == 1002);
 }
 
+TEST_CASE("Chunk packing of equal consecutive tensors (an MoE layer's experts) equals one by one") {
+  // The Gemini rule by hand: a tensor that does not fit the room left opens a new chunk.
+  auto reference = [](const std::vector<double>& sizes, double cs) {
+    double chunks = 0, left = 0, used = 0;
+    for (const double x : sizes) {
+      if (x > left) {
+        chunks += 1;
+        left = cs;
+      }
+      left -= x;
+      used += x;
+    }
+    return std::pair<double, double>{chunks, chunks * cs - used};
+  };
+  // by hand: 7 tensors of 3 into chunks of 10 after a 4: [4 3 3] [3 3 3] [3] -> 3 chunks,
+  // waste 30 - 25 = 5
+  const memest::ChunkPlan hand = memest::pack_chunks({4, 3, 3, 3, 3, 3, 3, 3}, 10);
+  CHECK(hand.chunks == 3);
+  CHECK(hand.waste_elements == 5);
+  // An MoE-like layer (attention 4 tensors, 128 experts x 3 equal tensors, a router) repeated
+  // 48 times, against the one-by-one reference at many chunk sizes.
+  std::vector<double> sizes;
+  std::vector<int64_t> layer;
+  for (int64_t l = 0; l < 48; ++l) {
+    for (const double x : {4096.0, 512.0, 512.0, 4096.0}) sizes.push_back(x), layer.push_back(l);
+    for (int e = 0; e < 3 * 128; ++e) sizes.push_back(1536.0), layer.push_back(l);
+    sizes.push_back(256.0), layer.push_back(l);
+  }
+  const std::vector<memest::TensorRun> runs = memest::tensor_runs(sizes, layer);
+  for (double cs = 4096; cs < 40000; cs += 997) {
+    CAPTURE(cs);
+    const auto [chunks, waste] = reference(sizes, cs);
+    const memest::ChunkPlan fast = memest::pack_chunks(runs, cs);
+    CHECK(fast.chunks == chunks);
+    CHECK(fast.waste_elements == waste);
+  }
+}
+
 TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by hand") {
   // embed_p = 50272 * 2048 = 102957056; other_p = 1315758080 - embed_p = 1212801024.
   // m_p = ceil((embed_p + ceil(other_p/cs)*cs) * 6 / 2 MiB) * 2 MiB with ceil(...) = 29:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <utility>
 
 namespace memest {
 
@@ -24,6 +25,51 @@ void pack_one(Packing& p, double s, double chunk_elements) {
   p.used += s;
 }
 
+// `count` tensors of `s` elements in a row (a mixture-of-experts layer's experts: gate, up
+// and down of every expert have one size), packed as pack_one would one by one, in O(1) when
+// a tensor fits a chunk: the current chunk takes floor(left / s), each new chunk floor(cs / s).
+void pack_many(Packing& p, double s, int64_t count, double chunk_elements) {
+  if (count == 1 || s > chunk_elements || !(s > 0)) {
+    for (int64_t i = 0; i < count; ++i) pack_one(p, s, chunk_elements);
+    return;
+  }
+  const double n = static_cast<double>(count);
+  const double fit = std::min(n, std::floor(p.left / s));
+  p.left -= fit * s;
+  const double rest = n - fit;
+  if (rest > 0) {
+    const double per_chunk = std::floor(chunk_elements / s);
+    const double opened = std::ceil(rest / per_chunk);
+    p.chunks += opened;
+    p.left = chunk_elements - (rest - (opened - 1) * per_chunk) * s;
+  }
+  p.used += n * s;
+}
+
+// A run with its consecutive equal sizes grouped: (size, count) in order.
+struct GroupedRun {
+  std::vector<std::pair<double, int64_t>> groups;
+  int64_t repeats = 1;
+};
+
+std::vector<GroupedRun> grouped(const std::vector<TensorRun>& runs) {
+  std::vector<GroupedRun> out;
+  out.reserve(runs.size());
+  for (const TensorRun& r : runs) {
+    GroupedRun g;
+    g.repeats = r.repeats;
+    for (const double s : r.sizes) {
+      if (!g.groups.empty() && g.groups.back().first == s) {
+        ++g.groups.back().second;
+      } else {
+        g.groups.emplace_back(s, 1);
+      }
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 ChunkPlan finish(const Packing& p, double chunk_elements);
 
 // The room left at the start of a repetition, where it was first seen.
@@ -37,7 +83,7 @@ using SeenRooms = std::unordered_map<double, Seen>;
 // a room repeats the repetitions between cycle; whole cycles are added at once (the sizes are
 // whole numbers, exact in double, so rooms compare exactly). `seen` is scratch space the
 // caller reuses across runs and candidate sizes.
-void pack_run(Packing& p, const TensorRun& run, double chunk_elements, SeenRooms& seen) {
+void pack_run(Packing& p, const GroupedRun& run, double chunk_elements, SeenRooms& seen) {
   constexpr size_t kWatched = size_t{1} << 16;  // past this many rooms: one by one
   seen.clear();
   bool watching = run.repeats > 2;
@@ -58,14 +104,14 @@ void pack_run(Packing& p, const TensorRun& run, double chunk_elements, SeenRooms
         watching = false;
       }
     }
-    for (const double s : run.sizes) pack_one(p, s, chunk_elements);
+    for (const auto& [s, count] : run.groups) pack_many(p, s, count, chunk_elements);
   }
 }
 
-ChunkPlan pack_runs(const std::vector<TensorRun>& runs, double chunk_elements,
+ChunkPlan pack_runs(const std::vector<GroupedRun>& runs, double chunk_elements,
                     SeenRooms& seen) {
   Packing p;
-  for (const TensorRun& r : runs) pack_run(p, r, chunk_elements, seen);
+  for (const GroupedRun& r : runs) pack_run(p, r, chunk_elements, seen);
   return finish(p, chunk_elements);
 }
 
@@ -119,7 +165,7 @@ ChunkPlan pack_chunks(const std::vector<double>& sizes, double chunk_elements) {
 
 ChunkPlan pack_chunks(const std::vector<TensorRun>& runs, double chunk_elements) {
   SeenRooms seen;
-  return pack_runs(runs, chunk_elements, seen);
+  return pack_runs(grouped(runs), chunk_elements, seen);
 }
 
 ChunkPlan search_chunk_size(const std::vector<double>& sizes, const ChunkSearch& search) {
@@ -130,10 +176,11 @@ ChunkPlan search_chunk_size(const std::vector<TensorRun>& runs, const ChunkSearc
   const double step = search.step_elements;
   // Start at the larger of the minimum and the largest tensor, rounded up to the step.
   const double start = std::ceil(std::max(search.min_elements, largest_of(runs)) / step) * step;
+  const std::vector<GroupedRun> groups = grouped(runs);
   SeenRooms seen;
-  ChunkPlan best = pack_runs(runs, start, seen);
+  ChunkPlan best = pack_runs(groups, start, seen);
   for (double cs = start + step; cs <= start + search.range_elements; cs += step) {
-    const ChunkPlan p = pack_runs(runs, cs, seen);
+    const ChunkPlan p = pack_runs(groups, cs, seen);
     if (p.waste_elements < best.waste_elements) best = p;
   }
   return best;

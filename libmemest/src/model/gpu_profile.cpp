@@ -38,7 +38,12 @@ double validate_gpu(const memest_gpu& gpu, const std::string& field, bool requir
   check_number(gpu.peak_bf16_tflops, 0, kMaxPeakTflops, field + ".peak_bf16_tflops");
   if (gpu.peak_bf16_tflops > 0 && gpu.peak_bf16_tflops < 1e-3) fail(field + ".peak_bf16_tflops", "must be 0 (unknown) or at least 0.001 TFLOP/s");
   for (const GpuProfileField& p : kGpuProfileFields) {
-    check_number(gpu.*p.member / p.scale, p.min, p.max, field + "." + p.key);
+    const double v = gpu.*p.member / p.scale;
+    check_number(v, p.min, p.max, field + "." + p.key);
+    if (v > 0 && v < p.positive_min) {
+      fail(field + "." + p.key, "must be 0 (derived) or at least " + number_text(p.positive_min) +
+                                    ", got " + number_text(v));
+    }
   }
   if (gpu.fp8 != 0 && gpu.fp8 != 1) {
     fail(field + ".fp8", "must be 0 (no fp8 tensor cores) or 1, got " + std::to_string(gpu.fp8));

@@ -13,6 +13,8 @@ struct GpuProfileField {
   double memest_gpu::*member;
   double scale;               // JSON value * scale = struct value (MiB -> bytes)
   double min, max;            // accepted JSON values
+  double positive_min = 0;    // for a field where 0 means "derive it": the least value above 0
+                              // (a denormal peak or efficiency would make a step time infinite)
 };
 
 constexpr double kMiBytes = 1024.0 * 1024.0;
@@ -34,18 +36,18 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"pcie_gbps", &memest_gpu::pcie_gbps, 1, 1e-3, 1e6},
     {"fp8", &memest_gpu::fp8, 1, 0, 1},
     // appended in 1.5: the step-time model (throughput/kernels.hpp, collectives.hpp)
-    {"peak_fp8_tflops", &memest_gpu::peak_fp8_tflops, 1, 0, 1e6},
+    {"peak_fp8_tflops", &memest_gpu::peak_fp8_tflops, 1, 0, 1e6, 1e-3},
     {"hbm_gbps", &memest_gpu::hbm_gbps, 1, 1e-3, 1e6},
     {"gemm_half_dim", &memest_gpu::gemm_half_dim, 1, 0, 1e6},
     {"attention_half_seq", &memest_gpu::attention_half_seq, 1, 0, 1e9},
     {"kernel_overhead_us", &memest_gpu::kernel_overhead_us, 1, 0, 1e6},
     {"intra_node_latency_us", &memest_gpu::intra_node_latency_us, 1, 0, 1e6},
     {"inter_node_latency_us", &memest_gpu::inter_node_latency_us, 1, 0, 1e6},
-    {"fp8_gemm_efficiency", &memest_gpu::fp8_gemm_efficiency, 1, 0, 1},
-    {"fa2_attention_efficiency", &memest_gpu::fa2_attention_efficiency, 1, 0, 1},
+    {"fp8_gemm_efficiency", &memest_gpu::fp8_gemm_efficiency, 1, 0, 1, 1e-3},
+    {"fa2_attention_efficiency", &memest_gpu::fa2_attention_efficiency, 1, 0, 1, 1e-3},
     // appended in 1.9: NVFP4 training (0 or 1) and its peak
     {"fp4", &memest_gpu::fp4, 1, 0, 1},
-    {"peak_fp4_tflops", &memest_gpu::peak_fp4_tflops, 1, 0, 1e6},
+    {"peak_fp4_tflops", &memest_gpu::peak_fp4_tflops, 1, 0, 1e6, 1e-3},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.
