@@ -113,6 +113,24 @@ func VersionNumber() int { return int(C.memest_version_number()) }
 // StatusName is memest_status_name.
 func StatusName(status int) string { return C.GoString(C.memest_status_name(C.memest_status(status))) }
 
+// RequestFields lists the pretraining request's plain fields from the library's field
+// registry (the JSON "fields" mode): each a map with "path", "kind", "default", "min"/"max" or
+// "choices", "cli" and "doc".
+func RequestFields() ([]map[string]any, error) {
+	resp, err := Request(map[string]any{"mode": "fields"})
+	if err != nil {
+		return nil, err
+	}
+	rows, _ := resp["fields"].([]any)
+	out := make([]map[string]any, 0, len(rows))
+	for _, row := range rows {
+		if m, ok := row.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
 // ---- enumerations -------------------------------------------------------
 
 // Enum names one of the library's enumerations (memest_enum).

@@ -417,3 +417,34 @@ func TestPretrainExpertParallel(t *testing.T) {
 		t.Fatal("ep 3 does not divide 8 experts: expected an error")
 	}
 }
+
+// The request fields are the library's registry: the recompute row's choices are the
+// recompute enumeration, the Liger-Kernel row a boolean defaulting to false.
+func TestRequestFieldsAreTheLibraryRegistry(t *testing.T) {
+	rows, err := memest.RequestFields()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]map[string]any{}
+	for _, r := range rows {
+		byPath[r["path"].(string)] = r
+	}
+	if len(byPath) != len(rows) || len(rows) < 40 {
+		t.Fatalf("%d rows, %d paths", len(rows), len(byPath))
+	}
+	rc := byPath["training.recompute"]
+	choices := rc["choices"].([]any)
+	names := memest.EnumNames(memest.EnumRecompute)
+	if rc["default"] != "none" || len(choices) != len(names) {
+		t.Fatalf("recompute row %v", rc)
+	}
+	for i := range names {
+		if choices[i].(string) != names[i] {
+			t.Fatalf("choice %d: %v vs %q", i, choices[i], names[i])
+		}
+	}
+	liger := byPath["training.use_liger_kernel"]
+	if liger["kind"] != "boolean" || liger["default"] != false || liger["cli"] != "--use-liger-kernel" {
+		t.Fatalf("liger row %v", liger)
+	}
+}

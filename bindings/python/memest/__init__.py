@@ -57,7 +57,7 @@ __all__ = [
     "import_launch", "emit_launch",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
     "enums", "verdict_bands", "peak_verdict_bands", "verdict_words", "peak_error_sigma",
-    "search_max_oom_probability", "recipes", "recompute_modules",
+    "search_max_oom_probability", "recipes", "recompute_modules", "request_fields",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -113,6 +113,14 @@ def search_max_oom_probability() -> float:
     running out of memory is at most this (MEMEST_SEARCH_MAX_OOM_PROBABILITY, from the enums
     mode)."""
     return float(json.loads(_native.request_json('{"mode": "enums"}'))["search_max_oom_probability"])
+
+
+def request_fields() -> List[Record]:
+    """The pretraining request's plain fields, from the library's field registry
+    ({"mode": "fields"}): each with its dotted `path`, `kind` ("integer", "number", "boolean",
+    "enum"), `default`, range (`min`, `max`) or `choices`, `cli` flag and `doc`."""
+    return [Record(f) for f in
+            json.loads(_native.request_json('{"mode": "fields"}'))["fields"]]
 
 
 def recipes() -> List[Record]:

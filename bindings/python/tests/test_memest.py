@@ -402,3 +402,17 @@ def test_finetune_mixture_of_experts_by_hand():
                         gradient_checkpointing=False)
     assert r.model.num_parameters == 46702792704
     assert r.parts.m_out == (13 * 4096 + 262244) * 512 * 32 + 512 * 4096 * 2
+
+
+def test_request_fields_are_the_library_registry():
+    fields = {f.path: f for f in memest.request_fields()}
+    assert len(fields) == len(memest.request_fields())  # one row per path
+    liger = fields["training.use_liger_kernel"]
+    assert liger.kind == "boolean" and liger.default is False and liger.cli == "--use-liger-kernel"
+    recompute = fields["training.recompute"]
+    assert recompute.kind == "enum" and recompute.default == "none"
+    assert list(recompute.choices) == memest.enums()["recompute"]
+    # the registry's defaults are what a request without the field answers with
+    assert fields["parallel.tp"].default == 1
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=1, seq_len=1024, global_batch=1)
+    assert r.training.recompute == recompute.default
