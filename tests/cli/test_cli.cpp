@@ -634,8 +634,9 @@ TEST_CASE("A suggestion's flags appended to the command line give its peak: dens
            // Llama-3.1-8B on 8 x A100 40GB (the page's OOM example): more GPUs, recompute,
            // ZeRO-3 layouts of the search with other tp, cp, pp
            "pretrain --tp 4 --cp 2 --pp 1 --mbs 2",
-           // without sequence parallelism: turning it on is leaving out --no-sp
-           "pretrain --tp 4 --cp 2 --pp 1 --mbs 2 --no-sp",
+           // without sequence parallelism: turning it on is leaving out --no-sp (tp 8, where
+           // SP alone fits: 32.72 GiB)
+           "pretrain --tp 8 --cp 1 --pp 1 --mbs 2 --no-sp",
            // an uneven pipeline: the search's layouts split the layers themselves
            // (--first-stage-layers 0; --pipeline-layout '', an empty shell word)
            "pretrain --tp 2 --cp 1 --pp 4 --mbs 2 --first-stage-layers 5",

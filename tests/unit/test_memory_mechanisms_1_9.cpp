@@ -47,27 +47,25 @@ TEST_CASE("chunk counts: each chunked loss's own default, and loss_chunks") {
 }
 
 TEST_CASE("loss memory: LitGPT's chunked LM head keeps every chunk's logits and log-probs") {
-  // N = 8192 tokens, V = 128256: N V = 1050673152 logits, 64 chunks of 128 tokens.
+  // N = 8192 tokens, V = 128256: N V = 1050673152 logits, 64 chunks of 128 tokens. Lightning
+  // Fabric's convert_output hands the loss fp32 copies of the bf16 chunks.
   LossInputs in;
   in.tokens = 8192;
   in.vocab = 128256;
   in.hidden = 4096;
   in.chunks = 64;
-  // bf16-true (no autocast): l = d = 2, no copy. Forward: logits 2 + log-probs 2 = 4 B/logit
-  // = 4202692608; backward: 4 + one chunk's two gradients 4/64 = 4.0625 B/logit = 4268359680.
+  // Forward: the conversion holds bf16 2 + fp32 4 = 6 B/logit, then the fp32 logits and their
+  // fp32 log-probs 4 + 4 = 8 B/logit = 8405385216. Backward: 8 + one chunk's two fp32
+  // gradients 8/64 = 8.125 B/logit = 8536719360.
   auto r = loss_memory(LossKind::ChunkedLmHead, in);
-  CHECK(r.forward == 4202692608.0);
-  CHECK(r.backward == 4268359680.0);
-  // bf16-mixed (autocast): log-probs fp32 (l = 4) from a per-chunk fp32 copy (4/64). Forward
-  // 2 + 4 + 0.0625 = 6.0625 B/logit = 6369705984; backward 2 + 4 + (8 + 2)/64 = 6.15625 B/logit
-  // = 6468206592.
-  in.autocast = true;
-  r = loss_memory(LossKind::ChunkedLmHead, in);
-  CHECK(r.forward == 6369705984.0);
-  CHECK(r.backward == 6468206592.0);
+  CHECK(r.forward == 8405385216.0);
+  CHECK(r.backward == 8536719360.0);
+  // a head that already writes fp32 (32-true): no conversion copy, the same 8 and 8.125
+  in.logit_bytes = 4;
+  CHECK(loss_memory(LossKind::ChunkedLmHead, in).forward == 8405385216.0);
   // the loop always references the chunk list: logits_held adds nothing more
   in.logits_held = true;
-  CHECK(loss_memory(LossKind::ChunkedLmHead, in).backward == 6468206592.0);
+  CHECK(loss_memory(LossKind::ChunkedLmHead, in).backward == 8536719360.0);
 }
 
 TEST_CASE("loss memory: torchtitan's ChunkedLossWrapper holds one chunk and an fp32 gradient") {

@@ -121,17 +121,20 @@ LossMemory loss_memory(LossKind kind, const LossInputs& in) {
     case LossKind::ChunkedLmHead: {
       // litgpt/model.py GPT.forward: with lm_head_chunk_size the head runs per sequence chunk
       // and returns the list of chunk logits, which finetune/lora.py keeps (`logits = model(...)`)
-      // until after `fabric.backward(loss)`: every chunk's logits stay alive (d). utils.py
-      // chunked_cross_entropy: F.cross_entropy(chunk, ...) per chunk, reduction "none": each
-      // chunk's log_softmax result is saved (l); under autocast log_softmax runs on an fp32
-      // copy of its chunk (u, transient). Backward peak at a chunk's LogSoftmaxBackward: the
-      // saved log-probs plus that chunk's nll and log-softmax gradients (2l/C) and, under
-      // autocast, the gradient cast back to the logits' dtype (d/C).
+      // until after `fabric.backward(loss)`. LitGPT runs the model through Lightning Fabric,
+      // whose precision plugins return a module's outputs in torch's default dtype
+      // (lightning/fabric/plugins/precision/half.py, amp.py, bitsandbytes.py: convert_output
+      // -> _convert_fp_tensor(..., torch.get_default_dtype())): every chunk becomes an fp32
+      // copy (4 B; both lists alive until forward returns: d + 4), and the head's own output is
+      // dropped. utils.py chunked_cross_entropy: F.cross_entropy(chunk, ...) per chunk, reduction
+      // "none": each chunk's fp32 log-probs are saved (4). Backward peak at a chunk's
+      // LogSoftmaxBackward: the fp32 logits and the log-probs or gradients of every chunk (4 + 4)
+      // plus that chunk's nll and log-softmax gradients (8/C). The same under autocast (the
+      // fp32 chunks need no further copy).
       const double c = std::max(1.0, in.chunks);
-      const double l = in.autocast ? 4.0 : d;
-      const double u = in.autocast ? 4.0 : 0.0;
-      r.forward = nv * (d + l + u / c);
-      r.backward = nv * (d + l + (2 * l + (in.autocast ? d : 0.0)) / c);
+      const double converted = d < 4 ? d + 4.0 : 4.0;
+      r.forward = nv * std::max(converted, 8.0);
+      r.backward = nv * (8.0 + 8.0 / c);
       break;
     }
     case LossKind::ChunkedLinear: {

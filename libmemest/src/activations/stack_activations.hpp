@@ -31,8 +31,8 @@ enum class LossKind {
   Unfused16Bit, // F.cross_entropy on the model's 16-bit logits, no .float() and no autocast
                 // (HF modeling_gpt2.py before 4.46; fp16 DeepSpeed / ColossalAI Gemini models)
   ChunkedLmHead, // LitGPT: GPT.forward(lm_head_chunk_size=128) returns the logits as a list of
-                 // sequence chunks, utils.py chunked_cross_entropy runs F.cross_entropy per
-                 // chunk (no .float())
+                 // sequence chunks, which Lightning Fabric's convert_output casts to fp32;
+                 // utils.py chunked_cross_entropy runs F.cross_entropy per chunk
   ChunkedLinear, // torchtitan ChunkedLossWrapper (components/loss.py): LM head + loss + that
                  // chunk's backward, one chunk at a time
   FlashAttn,     // flash-attn's CrossEntropyLoss (flash_attn/losses/cross_entropy.py): one
@@ -47,10 +47,6 @@ struct LossInputs {
   double logit_bytes = 2;     // bytes per logit the output layer writes (2: bf16, 4: fp32)
   double chunks = 8;          // Chunked, ChunkedLmHead, ChunkedLinear: the chunks (plan/stack.hpp
                               // loss_chunks_in_effect)
-  bool autocast = false;      // ChunkedLmHead: the stack runs under torch.autocast, whose fp32
-                              // list (aten/src/ATen/autocast_mode.cpp) runs log_softmax on an
-                              // fp32 copy: fp32 log-probs; without it they stay in the logits'
-                              // dtype (LitGPT's bf16-true)
   bool logits_held = false;   // the training loop still references the logits during the
                               // backward (a plain `out = model(...); out.loss.backward()`);
                               // torchtitan (`del pred`), torchtune (`del logits`), Megatron and
@@ -86,9 +82,9 @@ struct LossMemory {
 //   Unfused16Bit forward N*V*(2d + (shift_copy ? d : 0)), backward N*V*3d (+ d when
 //                logits_held): 6 and 6 bytes per fp16 logit with the shift
 //   Chunked      forward N*V*(d + 4 + c/C), backward N*V*(4 + 8/C) (+ d when logits_held)
-//   ChunkedLmHead with l = 4 under autocast (else d) and u = 4 under autocast (else 0):
-//                forward N*V*(d + l + u/C), backward N*V*(d + l + (2l + (u ? d : 0))/C): the
-//                logits list stays referenced by the loop through backward (d always)
+//   ChunkedLmHead forward N*V*max(d + 4, 8), backward N*V*(8 + 8/C): Fabric's fp32 copy of
+//                every chunk (referenced by the loop through backward), the fp32 log-probs, one
+//                chunk's two fp32 gradients
 //   ChunkedLinear forward N*V*(12 + d)/C + 4*N*h, backward N*h*(4 + d): one chunk's logits,
 //                fp32 copy, log-probs and gradients at a time, beside the fp32 GradAccumulator
 //                of the hidden states (and its cast back to their dtype); compiled: the

@@ -322,7 +322,6 @@ StackLayerTerms stack_layer_terms(const Plan& plan) {
   const bool autocast = plan.framework != MEMEST_FRAMEWORK_MEGATRON &&
                         plan.precision.param_bytes >= 4 &&
                         (plan.stack.autocast == 1 || (plan.stack.autocast < 0 && !fsdp));
-  in.autocast = autocast;
   LossKind kind = LossKind::Fused;
   switch (plan.loss) {
     case MEMEST_LOSS_UNFUSED: kind = LossKind::Unfused; break;
