@@ -845,6 +845,17 @@ test('1.11 recompute_modules: the library\'s names, what each drops, the echo, p
   assert.equal(memest.answer(recomputeModules(['mla_up_proj'])).error?.field, 'training.recompute_modules');
 });
 
+test('1.12 finetune answers a mixture-of-experts model (Mixtral-8x7B, by hand as the C++ test)', () => {
+  const r = memest.request({ mode: 'finetune', model: 'mixtral-8x7b', gpu: 'v100-16gb', parallel: { gpus: 8 },
+    training: { seq_len: 512 },
+    finetune: { method: 'cdp', batch: 1, page_bytes: 1, chunk_bytes: 2 * 64 * 1048576,
+                flash_attention: true, gradient_checkpointing: false } });
+  assert.equal(r.ok, true);
+  assert.equal(r.model.num_parameters, 46702792704);
+  // LLMem's block keeps 13 h-wide bytes per token, the sparse block 262244 bytes per token
+  assert.equal(r.parts.m_out, (13 * 4096 + 262244) * 512 * 32 + 512 * 4096 * 2);
+});
+
 test('1.11 finetune: peak_verdict beside LLMem\'s verdict (98.8 % of capacity is tight)', () => {
   const r = memest.request(finetuneTight);
   assert.equal(r.verdict, 'fits');
