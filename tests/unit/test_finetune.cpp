@@ -373,3 +373,18 @@ TEST_CASE("LLMem on MoE: expert widths must divide under TP; MTP modules are not
   CHECK(z3.peak_bytes == plain.peak_bytes);
   CHECK(z3.num_parameters == doctest::Approx(671.0e9).epsilon(0.01));
 }
+
+TEST_CASE("LLMem on MoE: more than 1024 experts per layer is refused by name, not searched for seconds") {
+  // Found by fuzzing: 65536 experts with biases made the chunk search pack ~400,000 tensors per
+  // layer at each of its 32768 candidate sizes.
+  Request r = request("qwen3-30b-a3b", 8, 1, 512, 0);
+  r.model.num_experts = 1025;
+  r.r.method = MEMEST_FINETUNE_ZERO3;
+  memest_finetune_result out = memest_test::sized<memest_finetune_result>();
+  CHECK(memest_finetune(&r.r, &out) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.num_experts");
+  // 1024 (with biases on every expert: the slowest shape, no equal-size runs) still answers
+  r.model.num_experts = 1024;
+  r.model.mlp_bias = 1;
+  CHECK(memest_finetune(&r.r, &out) == MEMEST_OK);
+}

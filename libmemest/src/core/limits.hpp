@@ -31,6 +31,10 @@ constexpr int64_t kMaxGlobalBatch = int64_t{1} << 40; // sequences per iteration
 // Fine-tuning (LLMem)
 constexpr int64_t kMaxFinetuneGpus = int64_t{1} << 20;
 constexpr int64_t kMaxFinetuneBatch = int64_t{1} << 20;
+// Experts (routed + shared) per MoE layer the fine-tuning mode estimates: LLMem's chunk search
+// packs every expert's tensors at each candidate chunk size (the largest published models have
+// 384 routed experts; Kimi K2).
+constexpr int64_t kMaxFinetuneExperts = 1024;
 // Search
 constexpr double kMaxSearchCandidates = 5e7;  // refused above, with how to narrow the space
 constexpr uint32_t kMaxShortlist = 1u << 20;  // explicit layouts in one search

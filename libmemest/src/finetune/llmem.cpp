@@ -136,6 +136,14 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   // DeltaNet) have no terms here: refused.
   require_attention_layers(r.model, "model",
                            "fine-tuning estimates (LLMem's terms cover attention decoders)");
+  if (r.model.num_experts + r.model.num_shared_experts > kMaxFinetuneExperts) {
+    fail("model.num_experts",
+         "fine-tuning estimates at most " + str(kMaxFinetuneExperts) +
+             " experts per MoE layer (routed + shared; LLMem's chunk search packs each expert's "
+             "tensors), got " + str(r.model.num_experts + r.model.num_shared_experts) +
+             "; the pretrain and search modes estimate it",
+         MEMEST_ERR_UNSUPPORTED);
+  }
   FinetuneInputs in;
   in.model = r.model;
   in.model.mtp_layers = 0;
