@@ -120,6 +120,45 @@ TEST_CASE("adamw_foreach: one moment's worth of temporaries during step()") {
   CHECK(refused_field(meg) == "training.optimizer");
 }
 
+TEST_CASE("DeepSpeed without ZeRO: FP16_Optimizer.step's fp32 gradient copies and their flat") {
+  Stack ds;
+  ds.framework = MEMEST_FRAMEWORK_DEEPSPEED;
+  // 1.5e9 16-bit parameters: the fp32 copies (6 GB) and the flattened fp32 gradient (6 GB)
+  CHECK(deepspeed_fp16_step_temporary_bytes(ds, 0, 2, 1.5e9) == 12e9);
+  CHECK(deepspeed_fp16_step_temporary_bytes(ds, 1, 2, 1.5e9) == 0);  // ZeRO steps on partitions
+  CHECK(deepspeed_fp16_step_temporary_bytes(ds, 0, 4, 1.5e9) == 0);  // fp32: no wrapper
+  Stack fsdp;
+  fsdp.framework = MEMEST_FRAMEWORK_FSDP;
+  CHECK(deepspeed_fp16_step_temporary_bytes(fsdp, 0, 2, 1.5e9) == 0);
+
+  // The DeepSpeed ZeRO tutorial's GPT-2 1.5B (48 layers, hidden 1600, vocab 50304, tied, 1024
+  // positions) on 32 GB V100s without ZeRO, which went out of memory: 1,557,686,400 parameters,
+  // 8 bytes each during step(), beyond what the backward freed (activations and the loss).
+  test::json req = pretrain("llama-3.1-8b", "deepspeed", 8);
+  req["model"] = {{"model_type", "gpt2"}, {"n_layer", 48},        {"n_embd", 1600},
+                  {"n_head", 16},         {"vocab_size", 50304},  {"n_positions", 1024},
+                  {"tie_word_embeddings", true}};
+  req["gpu"] = "v100-32gb";
+  req["parallel"]["zero"] = 0;
+  req["training"]["seq_len"] = 1024;
+  req["training"]["micro_batch"] = 1;
+  req["training"]["global_batch"] = 8;
+  req["training"]["param_dtype"] = "fp16";
+  req["training"]["grad_dtype"] = "fp16";
+  req["training"]["optimizer"] = "adam";
+  const test::json r = ok(req);
+  const double n = 48 * (12.0 * 1600 * 1600 + 13 * 1600) + 50304.0 * 1600 + 1024.0 * 1600 + 2 * 1600;
+  CHECK(n == 1557686400.0);
+  CHECK(stage0(r, "parameters") == n);
+  const double freed = stage0(r, "activations_bytes") +
+                       r["stages"][0]["stack"]["loss_bytes"].get<double>() +
+                       r["stages"][0]["overheads"]["phase_overlap_bytes"].get<double>();
+  CHECK(r["stages"][0]["overheads"]["optimizer_step_bytes"].get<double>() ==
+        doctest::Approx(8 * n - freed).epsilon(1e-12));
+  req["parallel"]["zero"] = 1;
+  CHECK(ok(req)["stages"][0]["overheads"]["optimizer_step_bytes"].get<double>() == 0);
+}
+
 TEST_CASE("paged_adamw_32bit: fp32 states in managed memory") {
   // bitsandbytes' 32-bit states are fp32 whatever the parameter dtype: 2 * 4 bytes
   CHECK(optimizer_moment_bytes(MEMEST_OPTIMIZER_PAGED_ADAMW_32BIT, 2) == 8);
