@@ -142,6 +142,26 @@ void BM_FinetuneChunkSearch100kLayers(benchmark::State& state) {
 }
 BENCHMARK(BM_FinetuneChunkSearch100kLayers)->Unit(benchmark::kMillisecond);
 
+// The same search on a mixture-of-experts model at the accepted maximum of 1024 experts per
+// layer, each expert with biases (gate, up and down weights and biases: a block of six tensors
+// repeated 1024 times in a layer, which finetune/chunks.cpp packs cycle by cycle).
+void BM_FinetuneChunkSearchBiasedExperts(benchmark::State& state) {
+  const std::string request =
+      R"({"mode": "finetune", "gpu": "a100-80gb", "parallel": {"gpus": 8},
+          "finetune": {"method": "zero3"},
+          "model": {"model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48,
+                    "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                    "intermediate_size": 6144, "moe_intermediate_size": 768,
+                    "num_experts": 1024, "num_experts_per_tok": 8, "vocab_size": 151936,
+                    "mlp_bias": true}})";
+  for (auto _ : state) {
+    char* out = nullptr;
+    if (memest_request_json(request.c_str(), &out) != MEMEST_OK) std::abort();
+    memest_string_free(out);
+  }
+}
+BENCHMARK(BM_FinetuneChunkSearchBiasedExperts)->Unit(benchmark::kMillisecond);
+
 // Runs a full search per iteration and reports its counts; returns its best layout (count 0
 // when none fits).
 struct SearchRun {

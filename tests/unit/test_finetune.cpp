@@ -128,6 +128,53 @@ TEST_CASE("Chunk packing of equal consecutive tensors (an MoE layer's experts) e
   }
 }
 
+TEST_CASE("Chunk packing of experts with biases (a repeating block of tensors) equals one by one") {
+  auto reference = [](const std::vector<double>& sizes, double cs) {
+    double chunks = 0, left = 0, used = 0;
+    for (const double x : sizes) {
+      if (x > left) {
+        chunks += 1;
+        left = cs;
+      }
+      left -= x;
+      used += x;
+    }
+    return std::pair<double, double>{chunks, chunks * cs - used};
+  };
+  // by hand: (4, 1) five times into chunks of 12 after a 6: [6 4 1] [4 1 4 1] [4 1 4 1] -> 3
+  // chunks, waste 36 - 31 = 5
+  const memest::ChunkPlan hand = memest::pack_chunks({6, 4, 1, 4, 1, 4, 1, 4, 1, 4, 1}, 12);
+  CHECK(hand.chunks == 3);
+  CHECK(hand.waste_elements == 5);
+  // A layer: attention (4 tensors), 257 experts of (gate weight, gate bias, up weight, up bias,
+  // down weight, down bias), a router, 3 layers; and a lone odd tensor between two blocks.
+  std::vector<double> sizes;
+  std::vector<int64_t> layer;
+  for (int64_t l = 0; l < 3; ++l) {
+    for (const double x : {4096.0, 512.0, 512.0, 4096.0}) sizes.push_back(x), layer.push_back(l);
+    for (int e = 0; e < 257; ++e) {
+      for (const double x : {1536.0, 24.0, 1536.0, 24.0, 1536.0, 64.0}) {
+        sizes.push_back(x), layer.push_back(l);
+      }
+    }
+    sizes.push_back(77.0), layer.push_back(l);
+    for (int e = 0; e < 5; ++e) {
+      for (const double x : {300.0, 7.0}) sizes.push_back(x), layer.push_back(l);
+    }
+  }
+  const std::vector<memest::TensorRun> runs = memest::tensor_runs(sizes, layer);
+  for (double cs = 4096; cs < 40000; cs += 997) {
+    CAPTURE(cs);
+    const auto [chunks, waste] = reference(sizes, cs);
+    const memest::ChunkPlan fast = memest::pack_chunks(runs, cs);
+    CHECK(fast.chunks == chunks);
+    CHECK(fast.waste_elements == waste);
+    const memest::ChunkPlan flat = memest::pack_chunks(sizes, cs);  // one run, one repetition
+    CHECK(flat.chunks == chunks);
+    CHECK(flat.waste_elements == waste);
+  }
+}
+
 TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by hand") {
   // embed_p = 50272 * 2048 = 102957056; other_p = 1315758080 - embed_p = 1212801024.
   // m_p = ceil((embed_p + ceil(other_p/cs)*cs) * 6 / 2 MiB) * 2 MiB with ceil(...) = 29:
@@ -383,7 +430,8 @@ TEST_CASE("LLMem on MoE: more than 1024 experts per layer is refused by name, no
   memest_finetune_result out = memest_test::sized<memest_finetune_result>();
   CHECK(memest_finetune(&r.r, &out) == MEMEST_ERR_UNSUPPORTED);
   CHECK(std::string(memest_last_error_field()) == "model.num_experts");
-  // 1024 (with biases on every expert: the slowest shape, no equal-size runs) still answers
+  // 1024 with biases on every expert (a block of six tensors per expert, packed cycle by
+  // cycle: benchmark BM_FinetuneChunkSearchBiasedExperts) answers
   r.model.num_experts = 1024;
   r.model.mlp_bias = 1;
   CHECK(memest_finetune(&r.r, &out) == MEMEST_OK);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <cstddef>
 #include <utility>
 
 namespace memest {
@@ -46,72 +46,133 @@ void pack_many(Packing& p, double s, int64_t count, double chunk_elements) {
   p.used += n * s;
 }
 
-// A run with its consecutive equal sizes grouped: (size, count) in order.
-struct GroupedRun {
-  std::vector<std::pair<double, int64_t>> groups;
+// Consecutive equal sizes grouped: (size, count) in order.
+using Groups = std::vector<std::pair<double, int64_t>>;
+
+void add_size(Groups& g, double s, int64_t count) {
+  if (!g.empty() && g.back().first == s) {
+    g.back().second += count;
+  } else {
+    g.emplace_back(s, count);
+  }
+}
+
+// A stretch of one repetition of a run: `body` packed `repeats` times in a row. A
+// mixture-of-experts layer's experts with biases are (weight, bias, weight, bias, ...) per
+// expert: one body of a few tensors repeated once per expert.
+struct Segment {
+  Groups body;
   int64_t repeats = 1;
 };
+
+struct GroupedRun {
+  std::vector<Segment> segments;
+  int64_t repeats = 1;
+};
+
+// How many times sizes[i, i + period) repeats from i on.
+int64_t repeats_at(const std::vector<double>& sizes, size_t i, size_t period) {
+  if (i + period > sizes.size()) return 0;
+  int64_t k = 1;
+  for (size_t j = i + period; j + period <= sizes.size(); j += period, ++k) {
+    if (!std::equal(sizes.begin() + static_cast<std::ptrdiff_t>(i),
+                    sizes.begin() + static_cast<std::ptrdiff_t>(i + period),
+                    sizes.begin() + static_cast<std::ptrdiff_t>(j))) {
+      break;
+    }
+  }
+  return k;
+}
+
+// One repetition's sizes as segments: wherever a short block of 2 to kMaxPeriod tensors repeats
+// three or more times, that block (the one covering most tensors, the shortest on a tie) is
+// one segment; equal neighbours elsewhere are grouped. O(n * kMaxPeriod^2) at worst.
+std::vector<Segment> segments_of(const std::vector<double>& sizes) {
+  constexpr size_t kMaxPeriod = 8;
+  std::vector<Segment> out;
+  auto plain = [&]() -> Groups& {
+    if (out.empty() || out.back().repeats != 1) out.push_back(Segment{});
+    return out.back().body;
+  };
+  size_t i = 0;
+  while (i < sizes.size()) {
+    size_t best_period = 1;
+    int64_t best_repeats = repeats_at(sizes, i, 1);
+    for (size_t period = 2; period <= kMaxPeriod; ++period) {
+      const int64_t k = repeats_at(sizes, i, period);
+      if (k >= 3 && static_cast<size_t>(k) * period > static_cast<size_t>(best_repeats) * best_period) {
+        best_period = period;
+        best_repeats = k;
+      }
+    }
+    if (best_period == 1) {
+      add_size(plain(), sizes[i], best_repeats);
+    } else {
+      Segment block;
+      block.repeats = best_repeats;
+      for (size_t j = i; j < i + best_period; ++j) add_size(block.body, sizes[j], 1);
+      out.push_back(std::move(block));
+    }
+    i += best_period * static_cast<size_t>(best_repeats);
+  }
+  return out;
+}
 
 std::vector<GroupedRun> grouped(const std::vector<TensorRun>& runs) {
   std::vector<GroupedRun> out;
   out.reserve(runs.size());
-  for (const TensorRun& r : runs) {
-    GroupedRun g;
-    g.repeats = r.repeats;
-    for (const double s : r.sizes) {
-      if (!g.groups.empty() && g.groups.back().first == s) {
-        ++g.groups.back().second;
-      } else {
-        g.groups.emplace_back(s, 1);
-      }
-    }
-    out.push_back(std::move(g));
-  }
+  for (const TensorRun& r : runs) out.push_back(GroupedRun{segments_of(r.sizes), r.repeats});
   return out;
 }
 
 ChunkPlan finish(const Packing& p, double chunk_elements);
 
-// The room left at the start of a repetition, where it was first seen.
-struct Seen {
-  int64_t rep;
-  double chunks, used;
-};
-using SeenRooms = std::unordered_map<double, Seen>;
-
-// Packs one run. A repetition's effect depends only on the room left when it starts, so once
-// a room repeats the repetitions between cycle; whole cycles are added at once (the sizes are
-// whole numbers, exact in double, so rooms compare exactly). `seen` is scratch space the
-// caller reuses across runs and candidate sizes.
-void pack_run(Packing& p, const GroupedRun& run, double chunk_elements, SeenRooms& seen) {
-  constexpr size_t kWatched = size_t{1} << 16;  // past this many rooms: one by one
-  seen.clear();
-  bool watching = run.repeats > 2;
-  for (int64_t rep = 0; rep < run.repeats; ++rep) {
-    if (watching) {
-      const auto it = seen.find(p.left);
-      if (it != seen.end()) {
-        const int64_t cycle = rep - it->second.rep;
-        const int64_t cycles = (run.repeats - rep) / cycle;
-        p.chunks += static_cast<double>(cycles) * (p.chunks - it->second.chunks);
-        p.used += static_cast<double>(cycles) * (p.used - it->second.used);
+// Packs `repeats` repetitions of `once`. A repetition's effect depends only on the room left
+// when it starts, so once a room repeats the repetitions between cycle; whole cycles are added
+// at once (the sizes are whole numbers, exact in double, so rooms compare exactly). The repeat
+// is found by Brent's cycle detection: the room is compared with one marked room, re-marked at
+// distances 1, 2, 4, ... repetitions, so each repetition costs one comparison and no memory.
+template <typename Once>
+void pack_repeated(Packing& p, int64_t repeats, const Once& once) {
+  int64_t mark_rep = 0, power = 1;
+  Packing mark = p;
+  bool watching = repeats > 2;
+  for (int64_t rep = 0; rep < repeats; ++rep) {
+    if (watching && rep > 0) {
+      if (p.left == mark.left) {
+        const int64_t cycle = rep - mark_rep;
+        const int64_t cycles = (repeats - rep) / cycle;
+        p.chunks += static_cast<double>(cycles) * (p.chunks - mark.chunks);
+        p.used += static_cast<double>(cycles) * (p.used - mark.used);
         rep += cycles * cycle;
         watching = false;  // the rest (fewer than a cycle) is packed one by one
-        if (rep >= run.repeats) break;
-      } else if (seen.size() < kWatched) {
-        seen.emplace(p.left, Seen{rep, p.chunks, p.used});
-      } else {
-        watching = false;
+        if (rep >= repeats) break;
+      } else if (rep - mark_rep == power) {
+        mark = p;
+        mark_rep = rep;
+        power *= 2;
       }
     }
-    for (const auto& [s, count] : run.groups) pack_many(p, s, count, chunk_elements);
+    once(p);
   }
 }
 
-ChunkPlan pack_runs(const std::vector<GroupedRun>& runs, double chunk_elements,
-                    SeenRooms& seen) {
+void pack_groups(Packing& p, const Groups& body, double chunk_elements) {
+  for (const auto& [s, count] : body) pack_many(p, s, count, chunk_elements);
+}
+
+// Packs one run: its repetitions, and inside each its segments, cycle by cycle.
+void pack_run(Packing& p, const GroupedRun& run, double chunk_elements) {
+  pack_repeated(p, run.repeats, [&](Packing& q) {
+    for (const Segment& seg : run.segments) {
+      pack_repeated(q, seg.repeats, [&](Packing& r) { pack_groups(r, seg.body, chunk_elements); });
+    }
+  });
+}
+
+ChunkPlan pack_runs(const std::vector<GroupedRun>& runs, double chunk_elements) {
   Packing p;
-  for (const GroupedRun& r : runs) pack_run(p, r, chunk_elements, seen);
+  for (const GroupedRun& r : runs) pack_run(p, r, chunk_elements);
   return finish(p, chunk_elements);
 }
 
@@ -164,8 +225,7 @@ ChunkPlan pack_chunks(const std::vector<double>& sizes, double chunk_elements) {
 }
 
 ChunkPlan pack_chunks(const std::vector<TensorRun>& runs, double chunk_elements) {
-  SeenRooms seen;
-  return pack_runs(grouped(runs), chunk_elements, seen);
+  return pack_runs(grouped(runs), chunk_elements);
 }
 
 ChunkPlan search_chunk_size(const std::vector<double>& sizes, const ChunkSearch& search) {
@@ -177,10 +237,9 @@ ChunkPlan search_chunk_size(const std::vector<TensorRun>& runs, const ChunkSearc
   // Start at the larger of the minimum and the largest tensor, rounded up to the step.
   const double start = std::ceil(std::max(search.min_elements, largest_of(runs)) / step) * step;
   const std::vector<GroupedRun> groups = grouped(runs);
-  SeenRooms seen;
-  ChunkPlan best = pack_runs(groups, start, seen);
+  ChunkPlan best = pack_runs(groups, start);
   for (double cs = start + step; cs <= start + search.range_elements; cs += step) {
-    const ChunkPlan p = pack_runs(groups, cs, seen);
+    const ChunkPlan p = pack_runs(groups, cs);
     if (p.waste_elements < best.waste_elements) best = p;
   }
   return best;

@@ -23,6 +23,16 @@ void check_number(double v, double min, double max, const std::string& path) {
   }
 }
 
+// A field where 0 means "unknown" or "derive it" takes 0 or at least `positive_min` (a denormal
+// peak or efficiency would make a step time infinite).
+void check_zero_or_at_least(double v, double positive_min, const std::string& path,
+                            const char* zero_means) {
+  if (v > 0 && v < positive_min) {
+    fail(path, std::string("must be 0 (") + zero_means + ") or at least " +
+                   number_text(positive_min) + ", got " + number_text(v));
+  }
+}
+
 }  // namespace
 
 double validate_gpu(const memest_gpu& gpu, const std::string& field, bool required) {
@@ -36,14 +46,12 @@ double validate_gpu(const memest_gpu& gpu, const std::string& field, bool requir
     check_number(gib, kMinMemoryGib, kMaxMemoryGib, field + ".memory_gib");
   }
   check_number(gpu.peak_bf16_tflops, 0, kMaxPeakTflops, field + ".peak_bf16_tflops");
-  if (gpu.peak_bf16_tflops > 0 && gpu.peak_bf16_tflops < 1e-3) fail(field + ".peak_bf16_tflops", "must be 0 (unknown) or at least 0.001 TFLOP/s");
+  check_zero_or_at_least(gpu.peak_bf16_tflops, kMinPositivePeakTflops, field + ".peak_bf16_tflops",
+                         "unknown");
   for (const GpuProfileField& p : kGpuProfileFields) {
     const double v = gpu.*p.member / p.scale;
     check_number(v, p.min, p.max, field + "." + p.key);
-    if (v > 0 && v < p.positive_min) {
-      fail(field + "." + p.key, "must be 0 (derived) or at least " + number_text(p.positive_min) +
-                                    ", got " + number_text(v));
-    }
+    check_zero_or_at_least(v, p.positive_min, field + "." + p.key, "derived");
   }
   if (gpu.fp8 != 0 && gpu.fp8 != 1) {
     fail(field + ".fp8", "must be 0 (no fp8 tensor cores) or 1, got " + std::to_string(gpu.fp8));

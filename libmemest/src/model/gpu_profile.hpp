@@ -18,6 +18,8 @@ struct GpuProfileField {
 };
 
 constexpr double kMiBytes = 1024.0 * 1024.0;
+// The least peak (TFLOP/s) above 0 any peak field takes: peak_bf16_tflops and the table's.
+constexpr double kMinPositivePeakTflops = 1e-3;
 
 constexpr GpuProfileField kGpuProfileFields[] = {
     {"context_mib", &memest_gpu::context_bytes, kMiBytes, 0, 1e7},
@@ -36,7 +38,7 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"pcie_gbps", &memest_gpu::pcie_gbps, 1, 1e-3, 1e6},
     {"fp8", &memest_gpu::fp8, 1, 0, 1},
     // appended in 1.5: the step-time model (throughput/kernels.hpp, collectives.hpp)
-    {"peak_fp8_tflops", &memest_gpu::peak_fp8_tflops, 1, 0, 1e6, 1e-3},
+    {"peak_fp8_tflops", &memest_gpu::peak_fp8_tflops, 1, 0, 1e6, kMinPositivePeakTflops},
     {"hbm_gbps", &memest_gpu::hbm_gbps, 1, 1e-3, 1e6},
     {"gemm_half_dim", &memest_gpu::gemm_half_dim, 1, 0, 1e6},
     {"attention_half_seq", &memest_gpu::attention_half_seq, 1, 0, 1e9},
@@ -47,7 +49,7 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     {"fa2_attention_efficiency", &memest_gpu::fa2_attention_efficiency, 1, 0, 1, 1e-3},
     // appended in 1.9: NVFP4 training (0 or 1) and its peak
     {"fp4", &memest_gpu::fp4, 1, 0, 1},
-    {"peak_fp4_tflops", &memest_gpu::peak_fp4_tflops, 1, 0, 1e6, 1e-3},
+    {"peak_fp4_tflops", &memest_gpu::peak_fp4_tflops, 1, 0, 1e6, kMinPositivePeakTflops},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.
