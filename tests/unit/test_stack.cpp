@@ -329,6 +329,17 @@ TEST_CASE("unfused_16bit: refused where the logits are not 16-bit or the loss up
   req["training"]["param_dtype"] = "bf16";
   CHECK(refused_field(req) == "training.loss");
   CHECK(refusal_message(req).find("logits_fp32") != std::string::npos);
+  // ... unless the config says the run's own model code returns 16-bit logits (memest's key
+  // model.logits_fp32, read in any config): the same 6 bytes per logit as GPT-2's,
+  // N * V = 40960 * 50257 logits
+  req["model"] = {{"model_type", "llama"},         {"hidden_size", 1600},
+                  {"num_hidden_layers", 48},        {"num_attention_heads", 25},
+                  {"intermediate_size", 6400},      {"vocab_size", 50257}};
+  CHECK(refused_field(req) == "training.loss");  // the Llama class upcasts
+  req["model"]["logits_fp32"] = false;
+  CHECK(ok(req)["stages"][0]["stack"]["loss_bytes"].get<double>() == 12351160320.0);
+  req["model"]["logits_fp32"] = "no";
+  CHECK(refused_field(req) == "model.logits_fp32");
 }
 
 TEST_CASE("fsdp/pytorch without accumulation: gradients and the forward-end set do not coexist") {

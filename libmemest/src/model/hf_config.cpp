@@ -944,6 +944,11 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   m.embedding_norm = c->embedding_norm;
   m.fused_qkv = c->fused_qkv;
   m.logits_fp32 = c->logits_fp32;
+  // memest's own key, in any config: whether the model code the run uses casts its logits to
+  // fp32 before the loss. The family's Hugging Face class decides by default; a stack that runs
+  // its own model code says false (NeMo AutoModel's gpt-oss returns bf16 logits to its
+  // MaskedCrossEntropy(fp32_upcast=False); torchtitan's models leave the cast to the loss).
+  if (auto b = outer.boolean("logits_fp32")) m.logits_fp32 = *b;
   m.qk_norm = c->qk_norm;
   m.fused_gate_up = c->fused_gate_up;
   m.attention_sinks = c->attention_sinks;

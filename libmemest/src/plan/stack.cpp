@@ -373,7 +373,8 @@ void validate_stack(const PretrainRequest& r) {
     if (r.model.logits_fp32) {
       fail("training.loss", "unfused_16bit needs 16-bit logits, but the model casts its logits "
                             "to fp32 before the loss (model.logits_fp32, as Hugging Face's "
-                            "Llama-family code does): use unfused");
+                            "Llama-family code does): use unfused, or set model.logits_fp32 "
+                            "false if the run's own model code returns 16-bit logits");
     }
   }
   if (megatron && r.recompute == MEMEST_RECOMPUTE_OP_SELECTIVE) {
