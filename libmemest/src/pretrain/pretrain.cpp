@@ -544,7 +544,9 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   const double moments_on_gpu = states.optimizer - (plan.stack.offload_optimizer ? 0.0 : ss.master + es.master);
   const double step_temporaries =
       optimizer_step_temporary_bytes(plan.precision.optimizer, std::max(moments_on_gpu, 0.0)) +
-      deepspeed_fp16_step_temporary_bytes(plan.stack, plan.zero, plan.precision.param_bytes, params);
+      deepspeed_fp16_step_temporary_bytes(plan.stack, plan.zero, plan.precision.param_bytes,
+                                          plan.adapter.enabled() ? trainable + expert_trainable
+                                                                 : params);  // what it steps
   const double freed_by_step = activations + std::max(loss_logits, 0.0) + o.phase_overlap;
   s.optimizer_step_bytes = std::max(0.0, step_temporaries - std::max(freed_by_step, 0.0));
   s.unsharded_root_bytes = unsharded_root;

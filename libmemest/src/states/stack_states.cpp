@@ -118,12 +118,12 @@ double optimizer_step_temporary_bytes(int32_t optimizer, double moments_on_gpu) 
 }
 
 double deepspeed_fp16_step_temporary_bytes(const Stack& st, int32_t zero, double param_bytes,
-                                           double params_on_gpu) {
+                                           double stepped_params) {
   if (st.framework != MEMEST_FRAMEWORK_DEEPSPEED || zero != 0 || param_bytes != 2 ||
       st.offload_optimizer) {
     return 0;
   }
-  return (4 + 4) * params_on_gpu;  // the fp32 copies and their flattened concatenation
+  return (4 + 4) * stepped_params;  // the fp32 copies and their flattened concatenation
 }
 
 double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view) {

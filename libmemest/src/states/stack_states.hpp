@@ -99,14 +99,16 @@ double optimizer_step_temporary_bytes(int32_t optimizer, double moments_on_gpu);
 
 // Bytes DeepSpeed's 16-bit optimizer wrapper allocates in step() without ZeRO (stage 0, 16-bit
 // parameters, a GPU optimizer): deepspeed/runtime/fp16/fused_optimizer.py FP16_Optimizer.step
-// casts every parameter's gradient to fp32 (`p.grad.to(data_type)`, a list of fp32 copies) and
-// flattens the list into the master weights' flat fp32 gradient (`_flatten_dense_tensors`):
-// both live at once, 4 + 4 bytes per parameter of this GPU, before the 16-bit gradients are
-// dropped. ZeRO stages 1-3 (stage_1_and_2.py, stage3.py) step on their own partitions; 0
-// otherwise. memest's dtypes do not tell bf16 from fp16: a bf16 run takes the same path here
-// (DeepSpeed's BF16_Optimizer keeps its fp32 gradients in a flat buffer of the same 4 bytes).
+// casts every trainable parameter's gradient to fp32 (`p.grad.to(data_type)`, a list of fp32
+// copies) and flattens the list into the master weights' flat fp32 gradient
+// (`_flatten_dense_tensors`): both live at once, 4 + 4 bytes per parameter it steps on this
+// GPU (`stepped_params`), before the 16-bit gradients are dropped. ZeRO stages 1-3
+// (stage_1_and_2.py, stage3.py) step on their own partitions: 0. memest's dtypes do not tell
+// bf16 from fp16, so a bf16 run is counted the same way; DeepSpeed's BF16_Optimizer
+// (bf16_optimizer.py) holds a flat fp32 gradient buffer of 4 bytes per parameter instead,
+// which this term stands in for.
 double deepspeed_fp16_step_temporary_bytes(const Stack& st, int32_t zero, double param_bytes,
-                                           double params_on_gpu);
+                                           double stepped_params);
 
 // DDP (torch/nn/parallel/distributed.py, reducer.cpp): gradients are copied into flat buckets
 // (bucket_cap_mb 25 MiB, the first 1 MiB) that together hold every gradient: with
