@@ -435,4 +435,14 @@ TEST_CASE("LLMem on MoE: more than 1024 experts per layer is refused by name, no
   r.model.num_experts = 1024;
   r.model.mlp_bias = 1;
   CHECK(memest_finetune(&r.r, &out) == MEMEST_OK);
+  // Found by fuzzing: 66,047 DeepSeek-V3 layers listed 51 million expert tensors. At most 2^20
+  // experts in all: Qwen3-30B-A3B (every layer MoE) with 1024 experts answers up to 1024 layers
+  r.model.mlp_bias = 0;
+  r.model.num_hidden_layers = 1024;
+  r.r.chunk_bytes = 4e9;  // (a given chunk size: no search)
+  CHECK(memest_finetune(&r.r, &out) == MEMEST_OK);
+  r.model.num_hidden_layers = 1025;
+  CHECK(memest_finetune(&r.r, &out) == MEMEST_ERR_UNSUPPORTED);
+  CHECK(std::string(memest_last_error_field()) == "model.num_hidden_layers");
+  CHECK(std::string(memest_last_error()).find("1049600 experts in all") != std::string::npos);
 }

@@ -35,6 +35,11 @@ constexpr int64_t kMaxFinetuneBatch = int64_t{1} << 20;
 // packs every expert's tensors at each candidate chunk size (the largest published models have
 // 384 routed experts; Kimi K2).
 constexpr int64_t kMaxFinetuneExperts = 1024;
+// Experts of all MoE layers together (routed + shared, times the MoE layers): the mode lists
+// every expert's tensors (about 40 bytes each); DeepSeek-V3 holds 58 x 257 = 14,906, Kimi K2
+// 60 x 385 = 23,100. Found by fuzzing: 66,047 DeepSeek-V3 layers listed 51 million tensors
+// (2 GB, 7.5 s).
+constexpr int64_t kMaxFinetuneExpertsTotal = int64_t{1} << 20;
 // Search
 constexpr double kMaxSearchCandidates = 5e7;  // refused above, with how to narrow the space
 constexpr uint32_t kMaxShortlist = 1u << 20;  // explicit layouts in one search

@@ -144,6 +144,17 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
              "; the pretrain and search modes estimate it",
          MEMEST_ERR_UNSUPPORTED);
   }
+  const int64_t moe_layers = is_moe(r.model) ? moe_layer_count(r.model) : 0;
+  const int64_t experts_total = moe_layers * (r.model.num_experts + r.model.num_shared_experts);
+  if (experts_total > kMaxFinetuneExpertsTotal) {
+    fail("model.num_hidden_layers",
+         str(moe_layers) + " MoE layers of " +
+             str(r.model.num_experts + r.model.num_shared_experts) + " experts are " +
+             str(experts_total) + " experts in all: fine-tuning estimates at most " +
+             str(kMaxFinetuneExpertsTotal) +
+             " (it lists every expert's tensors); the pretrain and search modes estimate it",
+         MEMEST_ERR_UNSUPPORTED);
+  }
   FinetuneInputs in;
   in.model = r.model;
   in.model.mtp_layers = 0;
