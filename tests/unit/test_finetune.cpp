@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "finetune/chunks.hpp"
 #include "finetune/llmem.hpp"
@@ -13,6 +14,21 @@
 #include "requests.hpp"
 
 namespace {
+
+// Chunks and waste of packing `sizes` one by one into chunks of `cs` elements, by the Gemini
+// rule: a tensor that does not fit the room left opens a new chunk.
+std::pair<double, double> reference(const std::vector<double>& sizes, double cs) {
+  double chunks = 0, left = 0, used = 0;
+  for (const double x : sizes) {
+    if (x > left) {
+      chunks += 1;
+      left = cs;
+    }
+    left -= x;
+    used += x;
+  }
+  return {chunks, chunks * cs - used};
+}
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -91,19 +107,6 @@ TEST_CASE("Chunk packing over runs of identical layers equals packing every tens
 }
 
 TEST_CASE("Chunk packing of equal consecutive tensors (an MoE layer's experts) equals one by one") {
-  // The Gemini rule by hand: a tensor that does not fit the room left opens a new chunk.
-  auto reference = [](const std::vector<double>& sizes, double cs) {
-    double chunks = 0, left = 0, used = 0;
-    for (const double x : sizes) {
-      if (x > left) {
-        chunks += 1;
-        left = cs;
-      }
-      left -= x;
-      used += x;
-    }
-    return std::pair<double, double>{chunks, chunks * cs - used};
-  };
   // by hand: 7 tensors of 3 into chunks of 10 after a 4: [4 3 3] [3 3 3] [3] -> 3 chunks,
   // waste 30 - 25 = 5
   const memest::ChunkPlan hand = memest::pack_chunks({4, 3, 3, 3, 3, 3, 3, 3}, 10);
@@ -129,18 +132,6 @@ TEST_CASE("Chunk packing of equal consecutive tensors (an MoE layer's experts) e
 }
 
 TEST_CASE("Chunk packing of experts with biases (a repeating block of tensors) equals one by one") {
-  auto reference = [](const std::vector<double>& sizes, double cs) {
-    double chunks = 0, left = 0, used = 0;
-    for (const double x : sizes) {
-      if (x > left) {
-        chunks += 1;
-        left = cs;
-      }
-      left -= x;
-      used += x;
-    }
-    return std::pair<double, double>{chunks, chunks * cs - used};
-  };
   // by hand: (4, 1) five times into chunks of 12 after a 6: [6 4 1] [4 1 4 1] [4 1 4 1] -> 3
   // chunks, waste 36 - 31 = 5
   const memest::ChunkPlan hand = memest::pack_chunks({6, 4, 1, 4, 1, 4, 1, 4, 1, 4, 1}, 12);
