@@ -30,6 +30,22 @@ std::pair<double, double> reference(const std::vector<double>& sizes, double cs)
   return {chunks, chunks * cs - used};
 }
 
+// Packing the tensors of `layer` as runs (tensor_runs) and as one flat list gives the
+// reference's chunks and waste at chunk sizes from 4096 to 40000 elements.
+void check_against_reference(const std::vector<double>& sizes, const std::vector<int64_t>& layer) {
+  const std::vector<memest::TensorRun> runs = memest::tensor_runs(sizes, layer);
+  for (double cs = 4096; cs < 40000; cs += 997) {
+    CAPTURE(cs);
+    const auto [chunks, waste] = reference(sizes, cs);
+    const memest::ChunkPlan fast = memest::pack_chunks(runs, cs);
+    CHECK(fast.chunks == chunks);
+    CHECK(fast.waste_elements == waste);
+    const memest::ChunkPlan flat = memest::pack_chunks(sizes, cs);  // one run, one repetition
+    CHECK(flat.chunks == chunks);
+    CHECK(flat.waste_elements == waste);
+  }
+}
+
 constexpr double kMiB = 1024.0 * 1024.0;
 
 using Request = memest_test::Finetune;
@@ -121,14 +137,7 @@ TEST_CASE("Chunk packing of equal consecutive tensors (an MoE layer's experts) e
     for (int e = 0; e < 3 * 128; ++e) sizes.push_back(1536.0), layer.push_back(l);
     sizes.push_back(256.0), layer.push_back(l);
   }
-  const std::vector<memest::TensorRun> runs = memest::tensor_runs(sizes, layer);
-  for (double cs = 4096; cs < 40000; cs += 997) {
-    CAPTURE(cs);
-    const auto [chunks, waste] = reference(sizes, cs);
-    const memest::ChunkPlan fast = memest::pack_chunks(runs, cs);
-    CHECK(fast.chunks == chunks);
-    CHECK(fast.waste_elements == waste);
-  }
+  check_against_reference(sizes, layer);
 }
 
 TEST_CASE("Chunk packing of experts with biases (a repeating block of tensors) equals one by one") {
@@ -153,17 +162,7 @@ TEST_CASE("Chunk packing of experts with biases (a repeating block of tensors) e
       for (const double x : {300.0, 7.0}) sizes.push_back(x), layer.push_back(l);
     }
   }
-  const std::vector<memest::TensorRun> runs = memest::tensor_runs(sizes, layer);
-  for (double cs = 4096; cs < 40000; cs += 997) {
-    CAPTURE(cs);
-    const auto [chunks, waste] = reference(sizes, cs);
-    const memest::ChunkPlan fast = memest::pack_chunks(runs, cs);
-    CHECK(fast.chunks == chunks);
-    CHECK(fast.waste_elements == waste);
-    const memest::ChunkPlan flat = memest::pack_chunks(sizes, cs);  // one run, one repetition
-    CHECK(flat.chunks == chunks);
-    CHECK(flat.waste_elements == waste);
-  }
+  check_against_reference(sizes, layer);
 }
 
 TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by hand") {
