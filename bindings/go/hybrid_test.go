@@ -105,3 +105,34 @@ func TestHybridRefusesContextParallel(t *testing.T) {
 		t.Fatalf("fine-tuning a hybrid model: got %v", err)
 	}
 }
+
+// ABI 1.13: Mamba-1 layers (Jamba). The tiny Jamba of tests/unit/test_hybrid.cpp: 281960
+// parameters, mixers "SASA", d_inner 128 held as 128 heads of dimension 1, dt_rank "auto" = 4.
+const tinyJamba = `{"model_type": "jamba", "hidden_size": 64, "num_hidden_layers": 4,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,
+ "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2,
+ "expert_layer_offset": 1, "num_experts": 4, "num_experts_per_tok": 2, "mamba_expand": 2,
+ "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_dt_rank": "auto", "mamba_conv_bias": true,
+ "mamba_proj_bias": false, "tie_word_embeddings": false}`
+
+func TestMamba1ConfigTyped(t *testing.T) {
+	m, err := memest.ModelFromConfigJSON([]byte(tinyJamba))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.NumParameters(); err != nil || n != 281960 {
+		t.Fatalf("parameters %v (%v), want 281960", n, err)
+	}
+	if m.MixerPattern() != "SASA" || m.MLPPattern() != "DEDE" {
+		t.Fatalf("patterns %q %q", m.MixerPattern(), m.MLPPattern())
+	}
+	if m.MambaHeads() != 128 || m.MambaHeadDim() != 1 || m.MambaDtRank() != 4 {
+		t.Fatalf("Mamba-1 dimensions %d %d %d", m.MambaHeads(), m.MambaHeadDim(), m.MambaDtRank())
+	}
+	r := tinyHybridRequest(m, t)
+	r.GPUs, r.TP, r.GlobalBatch = 2, 2, 2
+	typed, err := memest.Pretrain(r)
+	if err != nil || typed.NumParameters != 281960 {
+		t.Fatalf("pretrain %+v (%v)", typed, err)
+	}
+}

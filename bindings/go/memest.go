@@ -302,7 +302,8 @@ func (m *Model) FinalLogitSoftcapping() float64 { return float64(m.c.final_logit
 
 // MixerPattern and MLPPattern are a hybrid model's layers, one character each (1.8;
 // memest_model.mixer_pattern, mlp_pattern): mixers 'A' attention, 'M' Mamba-2, 'G' gated
-// DeltaNet, 'P' attention beside Mamba-2, '-' none; MLPs 'D' dense, 'E' experts, '-' none.
+// DeltaNet, 'P' attention beside Mamba-2, '-' none, and since 1.13 'S' Mamba-1 (Jamba) and 'K'
+// Kimi Delta Attention (Kimi Linear); MLPs 'D' dense, 'E' experts, '-' none.
 // Both "" for a model of attention layers only.
 func (m *Model) MixerPattern() string { return C.GoString(&m.c.mixer_pattern[0]) }
 func (m *Model) MLPPattern() string   { return C.GoString(&m.c.mlp_pattern[0]) }
@@ -313,6 +314,10 @@ func (m *Model) MLPPattern() string   { return C.GoString(&m.c.mlp_pattern[0]) }
 func (m *Model) MambaHeads() int64       { return int64(m.c.mamba_num_heads) }
 func (m *Model) MambaHeadDim() int64     { return int64(m.c.mamba_head_dim) }
 func (m *Model) LinearValueHeads() int64 { return int64(m.c.linear_value_heads) }
+
+// MambaDtRank is the Mamba-1 mixer's dt_rank (1.13; memest_model.mamba_dt_rank): 0 without 'S'
+// layers. A Mamba-1 model holds its d_inner channels as MambaHeads of MambaHeadDim 1.
+func (m *Model) MambaDtRank() int64 { return int64(m.c.mamba_dt_rank) }
 
 // NumParameters counts the model's parameters (memest_model_parameter_count).
 func (m *Model) NumParameters() (float64, error) {

@@ -276,7 +276,7 @@ const char* const kLayouts[] = {
 // Hybrid layer patterns (memest_model.mixer_pattern / mlp_pattern), valid and malformed.
 const char* const kPatterns[] = {"MAMA", "M-A-", "GGGA", "PPPP", "MMMM", "----", "-D-D", "EEEE",
                                  "DE-D", "AAAA", "DDDD", "M", "MMMMMMMM", "MxMA", "E-E-", "G-G-",
-                                 ""};
+                                 "", "SASA", "KKKA", "SSMS", "KGKA", "S-S-"};
 
 void apply(State& s, uint8_t field, Reader& in) {
   memest_pretrain_request& p = s.pretrain;
@@ -517,7 +517,8 @@ void apply(State& s, uint8_t field, Reader& in) {
                            &s.model.mamba_state_size, &s.model.mamba_groups,
                            &s.model.mamba_conv_kernel, &s.model.linear_key_heads,
                            &s.model.linear_value_heads, &s.model.linear_key_head_dim,
-                           &s.model.linear_value_head_dim, &s.model.linear_conv_kernel};
+                           &s.model.linear_value_head_dim, &s.model.linear_conv_kernel,
+                           &s.model.mamba_dt_rank};
       *fields[which % (sizeof fields / sizeof fields[0])] = v;
       break;
     }

@@ -366,3 +366,155 @@ TEST_CASE("Hybrids outside Megatron: what the eager blocks model, and what they 
   CHECK(refused_field(pretrain(c, parallel, {{"framework", "fsdp"}, {"recompute", "full"},
                                              {"recompute_every", 2}})) == "training.recompute_every");
 }
+
+namespace {
+
+// A tiny Jamba (configuration_jamba.py names): h = 64, 4 layers, attention at i % 2 == 1,
+// experts at i % 2 == 1 (4 experts of 96, top 2), a dense MLP of 96 elsewhere; Mamba-1 with
+// d_inner 2 x 64 = 128, state 8, conv 4 with a bias, dt_rank "auto" = ceil(64 / 16) = 4;
+// attention 4 heads of 16 with 2 KV heads; vocab 100, untied.
+json tiny_jamba() {
+  return {{"model_type", "jamba"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 96},
+          {"vocab_size", 100}, {"attn_layer_period", 2}, {"attn_layer_offset", 1},
+          {"expert_layer_period", 2}, {"expert_layer_offset", 1}, {"num_experts", 4},
+          {"num_experts_per_tok", 2}, {"mamba_expand", 2}, {"mamba_d_state", 8},
+          {"mamba_d_conv", 4}, {"mamba_dt_rank", "auto"}, {"mamba_conv_bias", true},
+          {"mamba_proj_bias", false}, {"tie_word_embeddings", false}};
+}
+
+// A tiny Kimi Linear (configuration_kimi.py names): h = 64, 4 layers, KDA at layers 1, 2 and 4
+// (counted from 1), MLA at layer 3 (4 heads, kv_lora_rank 16, no q_lora_rank, nope 8, rope 8,
+// v 16); KDA 2 heads of 16, conv 4; DeepSeek-V3 experts (4 of 32, top 2, one shared) after one
+// dense layer of 96; vocab 100, untied.
+json tiny_kimi_linear(const json& kda_layers = {1, 2, 4}) {
+  return {{"model_type", "kimi_linear"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 4}, {"head_dim", 16},
+          {"intermediate_size", 96}, {"vocab_size", 100}, {"kv_lora_rank", 16},
+          {"q_lora_rank", nullptr}, {"qk_nope_head_dim", 8}, {"qk_rope_head_dim", 8},
+          {"v_head_dim", 16}, {"num_experts", 4}, {"num_experts_per_token", 2},
+          {"num_shared_experts", 1}, {"moe_intermediate_size", 32},
+          {"first_k_dense_replace", 1}, {"moe_layer_freq", 1}, {"tie_word_embeddings", false},
+          {"linear_attn_config",
+           {{"kda_layers", kda_layers}, {"full_attn_layers", {3}}, {"num_heads", 2},
+            {"head_dim", 16}, {"short_conv_kernel_size", 4}}}};
+}
+
+}  // namespace
+
+TEST_CASE("Jamba: Mamba-1 layers counted tensor by tensor") {
+  const memest_model m = from_config(tiny_jamba());
+  CHECK(std::string(m.mixer_pattern) == "SASA");
+  CHECK(std::string(m.mlp_pattern) == "DEDE");
+  CHECK(m.mamba_dt_rank == 4);
+  CHECK(memest::uses_mamba1(m));
+  // JambaMambaMixer: in_proj 64 x 256 = 16384; conv1d 128 x 4 + bias 128 = 640; x_proj
+  // 128 x (4 + 2 x 8) = 2560; dt_proj 4 x 128 + bias 128 = 640; A_log 128 x 8 = 1024; D 128;
+  // dt/B/C norms 4 + 8 + 8 = 20; out_proj 128 x 64 = 8192: 29588
+  CHECK(memest::mamba_params(m).total() == 29588);
+  // layers: S + dense MLP 29588 + 3 x 64 x 96 + 2 norms = 29588 + 18432 + 128 = 48148;
+  // A + MoE: attention 4096 + 2048 + 2048 + 4096 = 12288, 4 experts 73728 + router 256, norms
+  // 128 = 86400. Two of each, embedding and head 6400 each, final norm 64: 281960
+  memest_param_count c = memest_test::sized<memest_param_count>();
+  REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
+  CHECK(c.total == 281960);
+  // active: two experts of four, 2 x 18432 + 256 in the MoE layers: 281960 - 2 x 2 x 18432
+  CHECK(c.active == 281960 - 2 * 2 * 18432);
+  // the tensors one by one (LLMem's list, page rounding) add up to the same total
+  const json r = ok({{"mode", "model_states"}, {"model", tiny_jamba()}, {"gpu", "h100-80gb"}});
+  CHECK(r["model"]["num_parameters"] == 281960);
+  CHECK(r["model"]["mamba_dt_rank"] == 4);
+  CHECK(r["model"]["mixer_pattern"] == "SASA");
+}
+
+TEST_CASE("Mamba-1 activations: what the selective scan and its neighbours save") {
+  const memest_model m = from_config(tiny_jamba());
+  memest::ActivationLayout x;
+  x.seq_len = 256;
+  x.micro_batch = 2;
+  // per token: in_proj's x and z 4 x 128, u, delta, out, out_z 2 x 128 each: 12 x 128 = 1536;
+  // the dt/B/C norms 8 x (4 + 16) + 3 x 4 = 172; B and C made contiguous 4 x 8 = 32: 1740 x 512
+  // tokens = 890880; chunk states: 2 sequences x 1 chunk x 2 x 8 fp32 x 128 channels = 16384
+  CHECK(memest::mamba_saved_bytes(m, x, true) == 890880 + 16384);
+  CHECK(memest::mamba_saved_bytes(m, x, false) == 890880 + 16384);  // one mixer in every stack
+  x.tp = 2;  // channels split over tp
+  CHECK(memest::mamba_saved_bytes(m, x, false) == (890880 + 16384) / 2);
+  x.tp = 1;
+  x.seq_len = 4096;  // two chunks of 2048 per sequence
+  CHECK(memest::mamba_saved_bytes(m, x, false) == 1740.0 * 8192 + 2 * 2 * 8 * 8 * 128);
+  // scan FLOPs: 9 x 128 channels x 8 states
+  CHECK(memest::mamba_scan_flops(m) == 9 * 128 * 8);
+}
+
+TEST_CASE("Kimi Linear: Kimi Delta Attention layers beside latent attention") {
+  const memest_model m = from_config(tiny_kimi_linear());
+  CHECK(std::string(m.mixer_pattern) == "KKAK");
+  CHECK(memest::uses_kda(m));
+  // KDA: q/k/v 64 x 96 = 6144; short convs 96 x 4 = 384; f_a and g_a 2 x 64 x 16 = 2048; f_b
+  // 16 x 32 = 512; g_b 16 x 32 = 512; b_proj 64 x 2 = 128; A_log 2; dt_bias 32; o_norm 16;
+  // o_proj 32 x 64 = 2048: 11826
+  CHECK(memest::deltanet_params(m).total() == 11826);
+  // against the same model with MLA everywhere: MLA q_proj 64 x 4 x 16 = 4096, kv_a 64 x 24 =
+  // 1536, its norm 16, kv_b 16 x 4 x 24 = 1536, o_proj 4096: 11280 per layer; three layers
+  // differ by 11826 - 11280 = 546
+  const memest_model twin = from_config(tiny_kimi_linear(json::array()));
+  CHECK(std::string(twin.mixer_pattern) == "AAAA");
+  CHECK(total_of(m) - total_of(twin) == 3 * 546);
+  // saved per token: convs' inputs 4 x 32 + 2 x 32 = 192; q, k after the l2 norm, rstds, v
+  // 4 x 32 + 2 x 32 + 8 x 2 = 208; raw gate, low-rank outputs, beta 2 x 32 + 4 x 16 + 4 x 2 =
+  // 136; Aqk and Akk 4 x 64 x 2 = 512; norm's x, z, rstd and o_proj's input 6 x 32 + 4 x 2 =
+  // 200: 1248
+  memest::ActivationLayout x;
+  x.seq_len = 256;
+  x.micro_batch = 1;
+  CHECK(memest::deltanet_saved_bytes(m, x) == 1248.0 * 256);
+  // the response names the layers and the mixer
+  const json r = ok({{"mode", "model_states"}, {"model", tiny_kimi_linear()}, {"gpu", "h100-80gb"}});
+  CHECK(r["model"]["mixer_pattern"] == "KKAK");
+  CHECK(r["model"]["linear_key_heads"] == 2);
+}
+
+TEST_CASE("Mamba-1 and KDA hybrids: pretraining, layouts and refusals") {
+  // Jamba under Megatron with tp 2: Mamba-1's channels split (128 / 2); one B and C group is
+  // no obstacle; tp 3 does not divide the attention heads or the channels
+  const json jamba = tiny_jamba();
+  const json a = ok(pretrain(jamba, {{"gpus", 2}, {"tp", 2}}, {{"global_batch", 2}}));
+  CHECK(a["stages"][0]["activations_bytes"].get<double>() > 0);
+  CHECK(a["throughput"]["step_seconds"].get<double>() > 0);
+  // the stage's parameters: the sharded ones halved; the all-attention twin differs per layer
+  // by the Mamba-1 mixer less the attention
+  const json b = ok(pretrain(jamba, {{"gpus", 1}}, {{"global_batch", 1}}));
+  CHECK(b["stages"][0]["parameters"] == 281960);
+  CHECK(refused_field(pretrain(jamba, {{"gpus", 2}, {"cp", 2}}, {})) == "parallel.cp");
+  // Kimi Linear pretrains too, KDA heads (2) must be split by tp
+  const json k = ok(pretrain(tiny_kimi_linear(), {{"gpus", 2}, {"tp", 2}}, {{"global_batch", 2}}));
+  CHECK(k["stages"][0]["activations_bytes"].get<double>() > 0);
+  CHECK(refused_field(pretrain(tiny_kimi_linear(), {{"gpus", 4}, {"tp", 4}}, {})) == "parallel.tp");
+  // refusals on the model: one kind of state-space mixer, one kind of delta rule
+  json req = {{"mode", "model_states"}, {"gpu", "h100-80gb"}};
+  json model = ok({{"mode", "model_states"}, {"model", tiny_jamba()}, {"gpu", "h100-80gb"}})["model"];
+  model["mixer_pattern"] = "SAMA";
+  req["model"] = model;
+  CHECK(refused_field(req) == "model.mixer_pattern");
+  model["mixer_pattern"] = "SASA";
+  model["mamba_groups"] = 2;
+  req["model"] = model;
+  CHECK(refused_field(req) == "model.mamba_groups");
+  model["mamba_groups"] = 1;
+  model["mamba_dt_rank"] = 0;
+  req["model"] = model;
+  CHECK(refused_field(req) == "model.mamba_dt_rank");
+  json attention_only = tiny_nemotron_h();
+  json echoed = ok({{"mode", "model_states"}, {"model", attention_only}, {"gpu", "h100-80gb"}})["model"];
+  echoed["mamba_dt_rank"] = 8;  // without 'S' layers
+  req["model"] = echoed;
+  CHECK(refused_field(req) == "model.mamba_dt_rank");
+  json kimi = tiny_kimi_linear();
+  kimi["linear_attn_config"]["kda_layers"] = {0, 1};  // counted from 1
+  req["model"] = kimi;
+  CHECK(refused_field(req) == "model.linear_attn_config.kda_layers[0]");
+  kimi = tiny_jamba();
+  kimi["mamba_dt_rank"] = "half";
+  req["model"] = kimi;
+  CHECK(refused_field(req) == "model.mamba_dt_rank");
+}

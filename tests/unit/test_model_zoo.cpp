@@ -714,9 +714,9 @@ TEST_CASE("DeepSeek-V3.2 (deepseek_v32): DeepSeek-V3 plus the sparse-attention i
   CHECK(std::string(memest_last_error_field()) == "model.index_n_heads");
 }
 
-TEST_CASE("Hybrids memest does not model (Mamba-1, Kimi Delta Attention) are refused by name") {
-  const std::pair<const char*, const char*> refused[] = {{"jamba", "Mamba-1 layers"},
-                                                         {"kimi_linear", "Kimi Delta Attention"}};
+TEST_CASE("Pure state-space models (no attention, no MLP) are refused by name") {
+  const std::pair<const char*, const char*> refused[] = {{"mamba", "state-space model"},
+                                                         {"falcon_mamba", "state-space model"}};
   for (const auto& [type, reason] : refused) {
     CAPTURE(type);
     memest_model r = memest_test::sized<memest_model>();

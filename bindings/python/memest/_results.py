@@ -909,8 +909,8 @@ class ModelPreset(Record):
     # 1.6: > 0: logits = cap * tanh(logits / cap) before the loss (Gemma 2); 0: none
     final_logit_softcapping: _Field[float] = _Field()
     # 1.8: hybrid models' layers, one character each ("" for attention layers only): mixers
-    # 'A' attention, 'M' Mamba-2, 'G' gated DeltaNet, 'P' both side by side, '-' none; MLPs 'D'
-    # dense, 'E' experts, '-' none
+    # 'A' attention, 'M' Mamba-2, 'G' gated DeltaNet, 'P' both side by side, '-' none, and
+    # since 1.13 'S' Mamba-1 and 'K' Kimi Delta Attention; MLPs 'D' dense, 'E' experts, '-' none
     mixer_pattern: _Field[str] = _Field()
     mlp_pattern: _Field[str] = _Field()
 

@@ -94,7 +94,7 @@ py::dict model_dict(const memest_model &m) {
   d["final_logit_softcapping"] = m.final_logit_softcapping;  // 1.6: 0 = none (Gemma 2: 30)
   // 1.8: hybrid models, one character per layer ("" for a model of attention layers only):
   // mixers 'A' attention, 'M' Mamba-2, 'G' gated DeltaNet, 'P' attention beside Mamba-2, '-'
-  // none; MLPs 'D' dense, 'E' experts, '-' none. The mixers' dimensions are 0 without them.
+  // none (1.13: 'S' Mamba-1, 'K' Kimi Delta Attention); MLPs 'D' dense, 'E' experts, '-' none. The mixers' dimensions are 0 without them.
   d["mixer_pattern"] = std::string(m.mixer_pattern);
   d["mlp_pattern"] = std::string(m.mlp_pattern);
   d["mamba_num_heads"] = m.mamba_num_heads;
@@ -111,6 +111,8 @@ py::dict model_dict(const memest_model &m) {
   d["linear_value_head_dim"] = m.linear_value_head_dim;
   d["linear_conv_kernel"] = m.linear_conv_kernel;
   d["attention_output_gate"] = m.attention_output_gate == 1;
+  // 1.13: 'S' Mamba-1 (d_inner heads of dimension 1) and 'K' Kimi Delta Attention mixers
+  d["mamba_dt_rank"] = m.mamba_dt_rank;
   memest_param_count c;
   c.struct_size = sizeof c;
   if (m.hidden_size > 0) {

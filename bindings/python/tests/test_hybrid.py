@@ -85,3 +85,33 @@ def test_a_needed_value_that_is_not_finite_is_the_library_error(tmp_path):
 def test_presets_carry_empty_patterns():
     llama = {m.id: m for m in memest.models()}["llama-3.1-8b"]
     assert llama.mixer_pattern == "" and llama.mlp_pattern == "" and llama.mamba_num_heads == 0
+
+
+# ABI 1.13: Mamba-1 ('S') and Kimi Delta Attention ('K') layers. The tiny Jamba is the one derived
+# by hand in tests/unit/test_hybrid.cpp: 281960 parameters (Mamba-1 mixer 29588), mixers
+# "SASA", MLPs "DEDE", dt_rank "auto" = 4.
+TINY_JAMBA = {
+    "model_type": "jamba", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,
+    "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2,
+    "expert_layer_offset": 1, "num_experts": 4, "num_experts_per_tok": 2, "mamba_expand": 2,
+    "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_dt_rank": "auto", "mamba_conv_bias": True,
+    "mamba_proj_bias": False, "tie_word_embeddings": False}
+
+
+def test_jamba_mamba1_layers_through_the_binding():
+    described = memest.describe_config(TINY_JAMBA)
+    assert described.num_parameters == 281960
+    assert described.mixer_pattern == "SASA" and described.mlp_pattern == "DEDE"
+    assert (described.mamba_num_heads, described.mamba_head_dim, described.mamba_groups,
+            described.mamba_dt_rank) == (128, 1, 1, 4)
+    r = memest.pretrain(TINY_JAMBA, "h100-80gb", gpus=2, tp=2, seq_len=256, global_batch=2)
+    assert r.model.num_parameters == 281960 and r.model.mamba_dt_rank == 4
+    # Mamba-1's single B/C group does not hold tp back; cp is refused over a scan
+    with pytest.raises(memest.UnsupportedError) as info:
+        memest.pretrain(TINY_JAMBA, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=2)
+    assert info.value.field == "parallel.cp"
+    bad = dict(TINY_JAMBA, mamba_dt_rank="half")
+    with pytest.raises(memest.MemestError) as info:
+        memest.describe_config(bad)
+    assert info.value.field == "model.mamba_dt_rank"

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 12
+#define MEMEST_VERSION_MINOR 13
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.12.0"
+#define MEMEST_VERSION_STRING "1.13.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -198,6 +198,9 @@ typedef struct memest_model {
      Both empty (the default): every layer self-attention, its MLP by the MoE rule above.
      mixer_pattern: 'A' self-attention (the model's attention), 'M' Mamba-2, 'G' gated DeltaNet,
        'P' self-attention and Mamba-2 side by side on one normed input (Falcon-H1), '-' none;
+       since 1.13 also 'S' Mamba-1 (the selective scan of Jamba) and 'K' Kimi Delta Attention
+       (Kimi Linear). A model has one kind of state-space mixer ('M'/'P' or 'S') and one kind
+       of delta-rule mixer ('G' or 'K');
      mlp_pattern: 'D' the dense MLP of intermediate_size, 'E' the MoE MLP, '-' none (empty: the
        MoE rule above). A layer holds one norm per mixer and per MLP it has. */
   char mixer_pattern[MEMEST_MAX_PATTERN_LAYERS + 1];
@@ -228,6 +231,16 @@ typedef struct memest_model {
   int64_t linear_conv_kernel;
   int32_t attention_output_gate;    /* q_proj also yields a sigmoid gate on the attention output
                                        (Qwen3-Next): twice the query width */
+  /* ---- appended in 1.13 ---- */
+  /* The Mamba-1 mixer of 'S' layers (Hugging Face models/jamba JambaMambaMixer; mamba_ssm
+     modules/mamba_simple.py Mamba): d_inner channels, each an SSM of its own, held as
+     mamba_num_heads = d_inner heads of mamba_head_dim 1 with mamba_groups 1 (the Mamba-2
+     paper's view of Mamba-1: heads of dimension 1 sharing one B and C); mamba_state_size,
+     mamba_conv_kernel, mamba_proj_bias and mamba_conv_bias as above, and mamba_norm says
+     whether dt, B and C pass RMSNorms (Jamba). in_proj hidden x 2 d_inner, a depthwise conv1d,
+     x_proj d_inner x (dt_rank + 2 state), dt_proj dt_rank x d_inner (+ bias), A_log d_inner x
+     state, D per channel, out_proj d_inner x hidden. 0 without 'S' layers. */
+  int64_t mamba_dt_rank;
 } memest_model;
 
 /** Parameter counts of a model, by part. */

@@ -1,5 +1,7 @@
 #include "activations/mixer_activations.hpp"
 
+#include <cmath>
+
 namespace memest {
 
 namespace {
@@ -7,9 +9,43 @@ namespace {
 // gathered before in_proj, as before the attention's QKV).
 double mixer_tokens(const ActivationLayout& x) { return x.seq_len * x.micro_batch / x.cp; }
 constexpr double kDeltaRuleChunk = 64;  // fla chunk_gated_delta_rule's chunk size (BT)
+// mamba_ssm's selective scan (csrc/selective_scan) keeps its state every 2048 tokens
+constexpr double kSelectiveScanChunk = 2048;
+
+double mamba1_saved_bytes(const memest_model& m, const ActivationLayout& x) {
+  const double inner = static_cast<double>(m.mamba_num_heads * m.mamba_head_dim);
+  const double state = static_cast<double>(m.mamba_state_size);
+  const double dt_bc = static_cast<double>(m.mamba_dt_rank) + 2 * state;  // x_proj's output
+  // in_proj's x and z (one tensor), the conv's output u, delta, the scan's out and out_z
+  const double channels = 12 * inner;
+  // Eager RMSNorms keep an fp32 copy and the bf16 product per element, rstd per row, and
+  // hand dt_proj / the scan their bf16 outputs; without them x_proj's output is kept.
+  const double norms = m.mamba_norm ? 8 * dt_bc + 12 : 2 * dt_bc;
+  const double bc = 4 * state;  // B and C made contiguous for the scan (transposed views)
+  // the fp32 chunk states: 2 x state per channel for every chunk a sequence starts
+  const double chunks = x.micro_batch * std::ceil(x.seq_len / x.cp / kSelectiveScanChunk);
+  return (mixer_tokens(x) * (channels + norms + bc) + chunks * 8 * state * inner) / x.tp;
+}
+
+double kda_saved_bytes(const memest_model& m, const ActivationLayout& x) {
+  const double hk = static_cast<double>(m.linear_key_heads);
+  const double vh = static_cast<double>(m.linear_value_heads);
+  const double keys = hk * static_cast<double>(m.linear_key_head_dim);
+  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  const double gate = vh * static_cast<double>(m.linear_key_head_dim);
+  const double rank = static_cast<double>(m.linear_value_head_dim);
+  const double convs = 4 * keys + 2 * values;        // the three short convs' inputs
+  const double qkv = 4 * keys + 2 * values + 8 * hk;  // q, k after the l2 norm (+ fp32 rstd), v
+  const double gates = 2 * gate + 4 * rank + 4 * vh;  // raw forget gate, f_a/g_a outputs, beta
+  const double solve = 2 * 2 * kDeltaRuleChunk * vh;  // Aqk and Akk, bf16
+  const double norm_and_out = 6 * values + 4 * vh;    // o_norm's x and z (+ rstd), o_proj's input
+  return mixer_tokens(x) * (convs + qkv + gates + solve + norm_and_out) / x.tp;
+}
+
 }  // namespace
 
 double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool megatron) {
+  if (uses_mamba1(m)) return mamba1_saved_bytes(m, x);
   const double heads = static_cast<double>(m.mamba_num_heads);
   const double inner = heads * static_cast<double>(m.mamba_head_dim);
   const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
@@ -22,6 +58,7 @@ double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool 
 }
 
 double deltanet_saved_bytes(const memest_model& m, const ActivationLayout& x) {
+  if (uses_kda(m)) return kda_saved_bytes(m, x);
   const double vh = static_cast<double>(m.linear_value_heads);
   const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
   const double values = vh * static_cast<double>(m.linear_value_head_dim);

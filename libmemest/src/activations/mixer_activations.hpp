@@ -21,6 +21,15 @@ namespace memest {
 // more is saved. Megatron-Core's MambaMixer (megatron/core/ssm/mamba_mixer.py) passes neither:
 // its separate gated norm saves its input and rstd, its out_proj (TERowParallelLinear) its
 // input, 4 d_inner more. Heads split over tensor parallelism; bf16 but the rstd.
+//
+// Mamba-1 ('S' layers, uses_mamba1): Hugging Face's JambaMambaMixer.cuda_kernels_forward runs
+// in_proj, causal_conv1d_fn, x_proj, the dt/B/C RMSNorms (eager), dt_proj and mamba_ssm's
+// selective_scan_fn apart (ops/selective_scan_interface.py SelectiveScanFn.forward saves u,
+// delta, A, B, C, D, z, delta_bias, the fp32 chunk states x and out): in_proj's output (x and
+// z, 2 d_inner), the conv's output u, delta, out and the gated out_z out_proj keeps, 12 d_inner
+// bytes; the norms' fp32 copies and outputs, 8 bytes per element of dt_rank + 2 state; B and C
+// made contiguous; the chunk states, 2 x state fp32 per channel every 2048 tokens. No stack
+// ships another Mamba-1 mixer: every stack uses these saves, channels split over tp.
 double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool megatron);
 
 // Bytes one gated DeltaNet saves for backward per GPU per micro-batch beyond its input
@@ -33,6 +42,13 @@ double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool 
 // rstd (fla fused_norm_gate.py), and out_proj's input: 4 keys + 4 x value heads x key_head_dim
 // + 10 values + 26 x value heads + 2 x 64 x value heads bytes per token. Heads split over tensor
 // parallelism.
+//
+// Kimi Delta Attention ('K' layers, uses_kda; fla/layers/kda.py with fla/ops/kda/chunk.py
+// ChunkKDAFunction.forward, use_gate_in_kernel and the l2 norm in the kernel): the three short
+// convs' inputs (2 keys + values, bf16); q and k after the l2 norm with fp32 rstds per head, v;
+// the raw forget gate (value heads x head_k_dim, bf16; its cumulative sum is rebuilt in
+// backward), the low-rank gates' inner outputs, beta raw and after the sigmoid; Aqk and Akk
+// (64 per token and value head each, bf16); the gated norm's x, z and rstd and o_proj's input.
 double deltanet_saved_bytes(const memest_model& m, const ActivationLayout& x);
 
 // One layer's share of a stack's block model, per GPU per micro-batch (what a hybrid layer

@@ -221,6 +221,7 @@ ojson model_json(const memest_model& m) {
       j["mamba_proj_bias"] = m.mamba_proj_bias == 1;
       j["mamba_conv_bias"] = m.mamba_conv_bias == 1;
       j["mamba_norm"] = m.mamba_norm == 1;
+      if (m.mamba_dt_rank > 0) j["mamba_dt_rank"] = m.mamba_dt_rank;  // Mamba-1 ('S')
     }
     if (m.linear_key_heads > 0) {
       j["linear_key_heads"] = m.linear_key_heads;

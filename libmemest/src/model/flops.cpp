@@ -42,6 +42,10 @@ ModelFlops model_flops(const memest_model& m) {
 }
 
 double mamba_scan_flops(const memest_model& m) {
+  if (uses_mamba1(m)) {
+    return 9 * static_cast<double>(m.mamba_num_heads * m.mamba_head_dim) *
+           static_cast<double>(m.mamba_state_size);
+  }
   constexpr double kChunk = 256;  // mamba_ssm's chunk_size default (Mamba2, MambaMixer)
   const double inner = static_cast<double>(m.mamba_num_heads * m.mamba_head_dim);
   const double state = static_cast<double>(m.mamba_state_size);

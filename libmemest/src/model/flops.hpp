@@ -24,7 +24,11 @@ ModelFlops model_flops(const memest_model& m);
 // (mamba_ssm/ops/triton/ssd_*.py, chunk Q = 256): C B^T within a chunk per group
 // (2 Q N groups), its product with X (2 Q d_inner), the chunk states and their read-out
 // (4 N d_inner). fla's chunked gated delta rule (chunk C = 64) per value head: the state
-// updates and read-outs (6 d_k d_v) and the chunk products (6 C d_k + 4 C d_v).
+// updates and read-outs (6 d_k d_v) and the chunk products (6 C d_k + 4 C d_v); Kimi Delta
+// Attention runs the same chunked delta rule with a per-channel gate. Mamba-1's selective scan
+// (uses_mamba1) is a recurrence, not products: 9 FLOPs per channel and state (discretising A
+// and B, the state update, the read-out), as VMamba's and fvcore-based counters count
+// mamba_ssm's selective_scan.
 double mamba_scan_flops(const memest_model& m);
 double deltanet_scan_flops(const memest_model& m);
 

@@ -248,6 +248,11 @@ std::vector<Convention> make_conventions() {
   add("bamba", nullptr);
   add("granitemoehybrid", nullptr);  // experts read by read_hybrid (GraniteMoeHybridMoE)
   add("mamba2", [](Convention& c) { c.gated_mlp = false; });  // no attention, no MLP
+  add("jamba", nullptr);  // Mamba-1 layers, attention every attn_layer_period (read_jamba)
+  add("kimi_linear", [](Convention& c) {  // KDA layers beside MLA, DeepSeek-V3's experts
+    c.mla = true;
+    c.experts = Experts::DeepSeek;
+  });
   // ---- multimodal configs: the language model of text_config (vision tower left out)
   add("gemma3", [](Convention& c) { c.text_of = "gemma3_text"; });
   add("llama4", [](Convention& c) { c.text_of = "llama4_text"; });
@@ -311,6 +316,8 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"BambaForCausalLM", "bamba"},
     {"GraniteMoeHybridForCausalLM", "granitemoehybrid"},
     {"Mamba2ForCausalLM", "mamba2"},
+    {"JambaForCausalLM", "jamba"},
+    {"KimiLinearForCausalLM", "kimi_linear"},
 };
 
 // Earlier model_type spellings of a family (Falcon's first uploads, RWForCausalLM).
@@ -321,9 +328,7 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
 
 // Shapes this version does not model, with the reason.
 constexpr std::pair<const char*, const char*> kUnsupported[] = {
-    {"jamba", "a hybrid with Mamba-1 layers (selective scan, x_proj/dt_proj), which memest does not model; Mamba-2 hybrids (nemotron_h, bamba, granitemoehybrid, falcon_h1) are modelled"},
     {"mamba", "a state-space model, not a transformer"},
-    {"kimi_linear", "a hybrid with Kimi Delta Attention layers, which memest does not model; gated DeltaNet hybrids (qwen3_next) are modelled"},
     {"falcon_mamba", "a state-space model, not a transformer"},
     {"rwkv", "a recurrent model, not a transformer"},
     {"t5", "an encoder-decoder model"},
@@ -497,8 +502,9 @@ void read_experts(const JsonFields& f, const Convention& c, memest_model& m) {
     }
     return;
   }
-  m.num_experts_per_tok =
-      need(f, {"num_experts_per_tok", "experts_per_token", "moe_top_k"}, 1, kMaxExperts);
+  m.num_experts_per_tok = need(
+      f, {"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k"}, 1,
+      kMaxExperts);
   m.moe_intermediate_size = maybe(f, {"moe_intermediate_size"}, 0, 0, kBig);
   m.num_shared_experts = maybe(f, {"n_shared_experts", "num_shared_experts"}, 0, 0, kMaxExperts);
   m.shared_expert_intermediate_size = maybe(f, {"shared_expert_intermediate_size"}, 0, 0, kBig);
@@ -784,10 +790,100 @@ void read_qwen3_next(const JsonFields& f, memest_model& m) {
   m.linear_conv_kernel = maybe(f, {"linear_conv_kernel_dim"}, 4, 1, kBig);
 }
 
+// Jamba (configuration_jamba.py JambaConfig, its defaults): layer i is attention when
+// i % attn_layer_period == attn_layer_offset, else Mamba-1; its MLP is the MoE of num_experts
+// MLPs of intermediate_size (a router without bias) when i % expert_layer_period ==
+// expert_layer_offset and num_experts > 1, else the dense MLP. The Mamba-1 mixer
+// (JambaMambaMixer): d_inner = mamba_expand x hidden, mamba_d_state, mamba_d_conv, mamba_dt_rank
+// ("auto": ceil(hidden / 16)), mamba_conv_bias, mamba_proj_bias, and RMSNorms on dt, B and C.
+void read_jamba(const JsonFields& f, memest_model& m) {
+  const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
+  const int64_t attn_period = maybe(f, {"attn_layer_period"}, 8, 1, kBig);
+  const int64_t attn_offset = maybe(f, {"attn_layer_offset"}, 4, 0, kBig);
+  const int64_t expert_period = maybe(f, {"expert_layer_period"}, 2, 1, kBig);
+  const int64_t expert_offset = maybe(f, {"expert_layer_offset"}, 1, 0, kBig);
+  // JambaConfig asserts both offsets lie within their periods
+  if (attn_offset >= attn_period) {
+    fail(f.path_of("attn_layer_offset"), "must be below attn_layer_period=" + std::to_string(attn_period));
+  }
+  if (expert_offset >= expert_period) {
+    fail(f.path_of("expert_layer_offset"),
+         "must be below expert_layer_period=" + std::to_string(expert_period));
+  }
+  const int64_t experts = maybe(f, {"num_experts"}, 16, 1, kMaxExperts);
+  std::string mixers, mlps;
+  for (int64_t i = 0; i < layers; ++i) {
+    mixers += i % attn_period == attn_offset ? kMixerAttention : kMixerMamba1;
+    mlps += experts > 1 && i % expert_period == expert_offset ? kMlpMoe : kMlpDense;
+  }
+  if (experts > 1) {
+    m.num_experts = experts;
+    m.num_experts_per_tok = maybe(f, {"num_experts_per_tok"}, 2, 1, kMaxExperts);
+    m.moe_intermediate_size = m.intermediate_size;
+  }
+  m.mamba_num_heads = maybe(f, {"mamba_expand"}, 2, 1, kBig) * m.hidden_size;  // d_inner
+  m.mamba_head_dim = 1;
+  m.mamba_groups = 1;
+  m.mamba_state_size = maybe(f, {"mamba_d_state"}, 16, 1, kBig);
+  m.mamba_conv_kernel = maybe(f, {"mamba_d_conv"}, 4, 1, kBig);
+  const json* rank = f.object("mamba_dt_rank");
+  const bool automatic = !rank || (rank->is_string() && rank->get<std::string>() == "auto");
+  if (rank && rank->is_string() && !automatic) {
+    fail(f.path_of("mamba_dt_rank"), "must be a positive integer or \"auto\"");
+  }
+  m.mamba_dt_rank = automatic ? (m.hidden_size + 15) / 16 : need(f, {"mamba_dt_rank"}, 1, kBig);
+  m.mamba_proj_bias = f.boolean("mamba_proj_bias").value_or(false);
+  m.mamba_conv_bias = f.boolean("mamba_conv_bias").value_or(true);
+  m.mamba_norm = 1;
+  set_pattern(m.mixer_pattern, mixers, f.path_of("num_hidden_layers"));
+  set_pattern(m.mlp_pattern, mlps, f.path_of("num_hidden_layers"));
+}
+
+// Kimi Linear (configuration_kimi.py KimiLinearConfig, modeling_kimi.py): layer i (counted from
+// 1 in linear_attn_config) is Kimi Delta Attention when listed in kda_layers, else multi-head
+// latent attention (read_mla); linear_attn_config's num_heads heads of head_dim for keys and
+// values alike, short_conv_kernel_size. The MLPs are DeepSeek-V3's (read_experts).
+void read_kimi_linear(const JsonFields& outer, memest_model& m) {
+  const json* config = outer.object("linear_attn_config");
+  if (!config || !config->is_object()) {
+    throw Error(config ? MEMEST_ERR_TYPE : MEMEST_ERR_MISSING_FIELD, outer.path_of("linear_attn_config"),
+                outer.path_of("linear_attn_config") +
+                    (config ? ": expected an object" : ": missing (it lists the KDA layers)"));
+  }
+  JsonFields f(*config, outer.path_of("linear_attn_config"), Nulls::Absent);
+  const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
+  std::string mixers(static_cast<size_t>(layers), kMixerAttention);
+  const json* kda = f.object("kda_layers");
+  if (!kda || !kda->is_array()) {
+    throw Error(kda ? MEMEST_ERR_TYPE : MEMEST_ERR_MISSING_FIELD, f.path_of("kda_layers"),
+                f.path_of("kda_layers") + (kda ? ": expected a list of layer numbers" : ": missing"));
+  }
+  for (size_t k = 0; k < kda->size(); ++k) {
+    const json& v = (*kda)[k];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > layers) {
+      fail(f.path_of("kda_layers") + "[" + std::to_string(k) + "]",
+           "must be a layer number from 1 to num_hidden_layers (Kimi Linear counts from 1)");
+    }
+    mixers[static_cast<size_t>(v.get<int64_t>() - 1)] = kMixerKda;
+  }
+  const int64_t heads = need(f, {"num_heads"}, 1, kBig);
+  const int64_t dim = need(f, {"head_dim"}, 1, kBig);
+  const int64_t kernel = maybe(f, {"short_conv_kernel_size"}, 4, 1, kBig);
+  if (!kda->empty()) {  // (the fields mean nothing without a KDA layer)
+    m.linear_key_heads = m.linear_value_heads = heads;
+    m.linear_key_head_dim = m.linear_value_head_dim = dim;
+    m.linear_conv_kernel = kernel;
+  }
+  m.head_dim = 0;  // the config's head_dim (hidden / heads) is not the latent attention's
+  set_pattern(m.mixer_pattern, mixers, outer.path_of("num_hidden_layers"));
+}
+
 // Bamba (attn_layer_indices), GraniteMoeHybrid (layer_types "mamba"/"attention"), Falcon-H1
 // (every layer attention beside Mamba-2), Mamba2 (every layer Mamba-2 alone, no MLP).
 void read_hybrid(const JsonFields& f, const std::string& type, memest_model& m) {
   if (type == "nemotron_h") return read_nemotron_h(f, m);
+  if (type == "jamba") return read_jamba(f, m);
+  if (type == "kimi_linear") return read_kimi_linear(f, m);
   if (type == "qwen3_next") return read_qwen3_next(f, m);
   const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
   std::string mixers;
@@ -865,7 +961,7 @@ void read_hybrid_fields(const JsonFields& f, memest_model& m) {
       {"linear_value_heads", &m.linear_value_heads},
       {"linear_key_head_dim", &m.linear_key_head_dim},
       {"linear_value_head_dim", &m.linear_value_head_dim},
-      {"linear_conv_kernel", &m.linear_conv_kernel}};
+      {"linear_conv_kernel", &m.linear_conv_kernel}, {"mamba_dt_rank", &m.mamba_dt_rank}};
   for (const auto& [key, dst] : dims) *dst = maybe(f, {key}, *dst, 0, kBig);
   const std::pair<const char*, int32_t*> flags[] = {{"mamba_proj_bias", &m.mamba_proj_bias},
                                                     {"mamba_conv_bias", &m.mamba_conv_bias},
@@ -1031,7 +1127,7 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
     m.mtp_layers = maybe(f, {"num_nextn_predict_layers"}, 0, 0, kBig);
   }
   if (type == "nemotron_h" || type == "qwen3_next" || type == "falcon_h1" || type == "bamba" ||
-      type == "granitemoehybrid" || type == "mamba2") {
+      type == "granitemoehybrid" || type == "mamba2" || type == "jamba" || type == "kimi_linear") {
     read_hybrid(f, type, m);
   }
   if (type == "deepseek_v32") {

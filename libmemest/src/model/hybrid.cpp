@@ -38,8 +38,10 @@ LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end) {
   const int64_t mixers = std::min(end, pattern_length(m.mixer_pattern));
   for (int64_t i = begin; i < mixers; ++i) {
     switch (m.mixer_pattern[i]) {
-      case kMixerMamba2: ++mix.mamba; break;
-      case kMixerDeltaNet: ++mix.deltanet; break;
+      case kMixerMamba2:
+      case kMixerMamba1: ++mix.mamba; break;
+      case kMixerDeltaNet:
+      case kMixerKda: ++mix.deltanet; break;
       case kMixerParallel: ++mix.parallel; break;
       case kMixerNone: ++mix.no_mixer; break;
       default: break;
@@ -50,7 +52,52 @@ LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end) {
   return mix;
 }
 
+bool uses_mamba1(const memest_model& m) { return mixer_in_pattern(m, kMixerMamba1); }
+bool uses_kda(const memest_model& m) { return mixer_in_pattern(m, kMixerKda); }
+
+namespace {
+
+LayerParams mamba1_params(const memest_model& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double inner = static_cast<double>(m.mamba_num_heads * m.mamba_head_dim);
+  const double state = static_cast<double>(m.mamba_state_size);
+  const double dt_rank = static_cast<double>(m.mamba_dt_rank);
+  LayerParams p;
+  p.sharded += h * 2 * inner;  // in_proj: x, z
+  if (m.mamba_proj_bias) p.sharded += 2 * inner;
+  p.sharded += inner * static_cast<double>(m.mamba_conv_kernel);  // depthwise conv1d
+  if (m.mamba_conv_bias) p.sharded += inner;
+  p.sharded += inner * (dt_rank + 2 * state);  // x_proj (row-parallel over the channels)
+  p.sharded += dt_rank * inner + inner;        // dt_proj and its bias
+  p.sharded += inner * state + inner;          // A_log, D
+  if (m.mamba_norm) p.replicated += dt_rank + 2 * state;  // Jamba's dt/B/C RMSNorms
+  p.sharded += inner * h;                      // out_proj
+  if (m.mamba_proj_bias) p.replicated += h;
+  return p;
+}
+
+LayerParams kda_params(const memest_model& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double vh = static_cast<double>(m.linear_value_heads);
+  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
+  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  const double gate = vh * static_cast<double>(m.linear_key_head_dim);  // the forget gate's width
+  const double rank = static_cast<double>(m.linear_value_head_dim);     // both gates' low rank
+  LayerParams p;
+  p.sharded += h * (2 * keys + values);  // q_proj, k_proj, v_proj
+  p.sharded += (2 * keys + values) * static_cast<double>(m.linear_conv_kernel);  // short convs
+  p.replicated += 2 * h * rank;          // f_a_proj, g_a_proj (to the low rank, whole)
+  p.sharded += rank * gate + rank * values;  // f_b_proj, g_b_proj
+  p.sharded += h * vh + vh + gate;       // b_proj, A_log, dt_bias
+  p.replicated += rank;                  // o_norm (per head, shared)
+  p.sharded += values * h;               // o_proj
+  return p;
+}
+
+}  // namespace
+
 LayerParams mamba_params(const memest_model& m) {
+  if (uses_mamba1(m)) return mamba1_params(m);
   const double h = static_cast<double>(m.hidden_size);
   const double heads = static_cast<double>(m.mamba_num_heads);
   const double inner = heads * static_cast<double>(m.mamba_head_dim);
@@ -69,6 +116,7 @@ LayerParams mamba_params(const memest_model& m) {
 }
 
 LayerParams deltanet_params(const memest_model& m) {
+  if (uses_kda(m)) return kda_params(m);
   const double h = static_cast<double>(m.hidden_size);
   const double vh = static_cast<double>(m.linear_value_heads);
   const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
@@ -103,9 +151,10 @@ LayerParams hybrid_params_delta(const memest_model& m, const LayerMix& mix) {
 
 void validate_hybrid(const memest_model& m, const std::string& prefix) {
   const char* names[2] = {"mixer_pattern", "mlp_pattern"};
-  const char* alphabets[2] = {"AMGP-", "DE-"};
+  const char* alphabets[2] = {"AMGPSK-", "DE-"};
   const char* meanings[2] = {
-      "'A' attention, 'M' Mamba-2, 'G' gated DeltaNet, 'P' attention beside Mamba-2, '-' none",
+      "'A' attention, 'M' Mamba-2, 'S' Mamba-1, 'G' gated DeltaNet, 'K' Kimi Delta Attention, "
+      "'P' attention beside Mamba-2, '-' none",
       "'D' dense MLP, 'E' MoE MLP, '-' none"};
   const char* patterns[2] = {m.mixer_pattern, m.mlp_pattern};
   for (int k = 0; k < 2; ++k) {
@@ -150,7 +199,18 @@ void validate_hybrid(const memest_model& m, const std::string& prefix) {
            "must keep its default with an mlp_pattern (the pattern says which layers have experts)");
     }
   }
-  const bool mamba = mixer_in_pattern(m, kMixerMamba2) || mixer_in_pattern(m, kMixerParallel);
+  const bool mamba1 = uses_mamba1(m);
+  if (mamba1 && (mixer_in_pattern(m, kMixerMamba2) || mixer_in_pattern(m, kMixerParallel))) {
+    fail(prefix + ".mixer_pattern",
+         "mixes Mamba-1 ('S') with Mamba-2 ('M' or 'P') layers; the mamba_* fields describe one "
+         "kind of state-space mixer");
+  }
+  if (uses_kda(m) && mixer_in_pattern(m, kMixerDeltaNet)) {
+    fail(prefix + ".mixer_pattern",
+         "mixes Kimi Delta Attention ('K') with gated DeltaNet ('G') layers; the linear_* fields "
+         "describe one kind of delta-rule mixer");
+  }
+  const bool mamba = mamba1 || mixer_in_pattern(m, kMixerMamba2) || mixer_in_pattern(m, kMixerParallel);
   const std::pair<const char*, int64_t> mamba_dims[] = {
       {"mamba_num_heads", m.mamba_num_heads}, {"mamba_head_dim", m.mamba_head_dim},
       {"mamba_state_size", m.mamba_state_size}, {"mamba_groups", m.mamba_groups},
@@ -159,8 +219,22 @@ void validate_hybrid(const memest_model& m, const std::string& prefix) {
     if (mamba) {
       check_range(prefix + "." + name, v, 1, kMaxHidden);
     } else if (v != 0) {
-      fail(prefix + "." + name, "is set but no layer has a Mamba-2 mixer ('M' or 'P' in mixer_pattern)");
+      fail(prefix + "." + name, "is set but no layer has a Mamba mixer ('M', 'P' or 'S' in mixer_pattern)");
     }
+  }
+  if (mamba1) {
+    check_range(prefix + ".mamba_dt_rank", m.mamba_dt_rank, 1, kMaxHidden);
+    if (m.mamba_groups != 1) {
+      fail(prefix + ".mamba_groups", "must be 1 with Mamba-1 layers ('S': one B and C for every "
+                                     "channel), got " + std::to_string(m.mamba_groups));
+    }
+    if (m.mamba_head_dim != 1) {
+      fail(prefix + ".mamba_head_dim", "must be 1 with Mamba-1 layers ('S': mamba_num_heads holds "
+                                       "d_inner, one channel per head), got " +
+                                           std::to_string(m.mamba_head_dim));
+    }
+  } else if (m.mamba_dt_rank != 0) {
+    fail(prefix + ".mamba_dt_rank", "is set but no layer has a Mamba-1 mixer ('S' in mixer_pattern)");
   }
   if (mamba && m.mamba_num_heads % m.mamba_groups != 0) {
     fail(prefix + ".mamba_groups", std::to_string(m.mamba_groups) + " does not divide mamba_num_heads=" +
@@ -173,7 +247,7 @@ void validate_hybrid(const memest_model& m, const std::string& prefix) {
   for (const auto& [name, v] : flags) {
     if (v != 0 && v != 1) fail(prefix + "." + name, "must be 0 or 1, got " + std::to_string(v));
   }
-  const bool deltanet = mixer_in_pattern(m, kMixerDeltaNet);
+  const bool deltanet = mixer_in_pattern(m, kMixerDeltaNet) || uses_kda(m);
   const std::pair<const char*, int64_t> linear_dims[] = {
       {"linear_key_heads", m.linear_key_heads}, {"linear_value_heads", m.linear_value_heads},
       {"linear_key_head_dim", m.linear_key_head_dim},
@@ -183,7 +257,8 @@ void validate_hybrid(const memest_model& m, const std::string& prefix) {
     if (deltanet) {
       check_range(prefix + "." + name, v, 1, kMaxHidden);
     } else if (v != 0) {
-      fail(prefix + "." + name, "is set but no layer is a gated DeltaNet ('G' in mixer_pattern)");
+      fail(prefix + "." + name, "is set but no layer is a gated DeltaNet or Kimi Delta Attention "
+                                "('G' or 'K' in mixer_pattern)");
     }
   }
   if (deltanet && m.linear_value_heads % m.linear_key_heads != 0) {
@@ -203,8 +278,8 @@ void require_attention_layers(const memest_model& m, const std::string& field, c
   if (!is_hybrid(m)) return;
   fail(field,
        std::string(what) +
-           " on a hybrid model (Mamba-2 / gated DeltaNet layers, or layers without an MLP or a "
-           "mixer, in mixer_pattern / mlp_pattern) is not modelled; the pretrain and search "
+           " on a hybrid model (Mamba / gated DeltaNet / Kimi Delta Attention layers, or layers "
+           "without an MLP or a mixer, in mixer_pattern / mlp_pattern) is not modelled; the pretrain and search "
            "modes estimate it, model_states counts its parameters",
        MEMEST_ERR_UNSUPPORTED);
 }

@@ -1,5 +1,5 @@
-// Hybrid models: decoder layers whose token mixer is not self-attention (Mamba-2, gated
-// DeltaNet), or that hold only a mixer or only an MLP (Nemotron-H's one-block layers). A model
+// Hybrid models: decoder layers whose token mixer is not self-attention (Mamba-2 or Mamba-1,
+// gated DeltaNet or Kimi Delta Attention), or that hold only a mixer or only an MLP (Nemotron-H's one-block layers). A model
 // says so per layer (memest_model.mixer_pattern, mlp_pattern); every other module counts a
 // layer as self-attention + MLP and adds what a hybrid layer differs by (the LayerMix of the
 // layers it holds), so a model without patterns is modelled exactly as before.
@@ -14,7 +14,7 @@ namespace memest {
 
 // Mixer characters of memest_model.mixer_pattern, MLP characters of mlp_pattern.
 constexpr char kMixerAttention = 'A', kMixerMamba2 = 'M', kMixerDeltaNet = 'G',
-               kMixerParallel = 'P', kMixerNone = '-';
+               kMixerParallel = 'P', kMixerNone = '-', kMixerMamba1 = 'S', kMixerKda = 'K';
 constexpr char kMlpDense = 'D', kMlpMoe = 'E', kMlpNone = '-';
 
 inline bool has_mixer_pattern(const memest_model& m) { return m.mixer_pattern[0] != '\0'; }
@@ -27,9 +27,12 @@ bool is_hybrid(const memest_model& m);
 char mixer_of(const memest_model& m, int64_t i);
 
 // How layers [begin, end) differ from self-attention + MLP layers.
+// A model has one kind of state-space mixer and one kind of delta-rule mixer
+// (validate_hybrid): `mamba` counts its state-space layers and `deltanet` its delta-rule
+// layers, whichever kind the model has (uses_mamba1, uses_kda).
 struct LayerMix {
-  int64_t mamba = 0;      // 'M': Mamba-2 instead of attention
-  int64_t deltanet = 0;   // 'G': gated DeltaNet instead of attention
+  int64_t mamba = 0;      // 'M' Mamba-2 or 'S' Mamba-1 instead of attention
+  int64_t deltanet = 0;   // 'G' gated DeltaNet or 'K' Kimi Delta Attention instead of attention
   int64_t parallel = 0;   // 'P': Mamba-2 beside the attention
   int64_t no_mixer = 0;   // '-' mixers: MLP-only layers
   int64_t no_mlp = 0;     // '-' MLPs: mixer-only layers (their MLP is a dense one's, not MoE)
@@ -37,12 +40,29 @@ struct LayerMix {
 };
 LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end);
 
-// One Mamba-2 mixer's parameters (mamba_ssm/modules/mamba2.py Mamba2.__init__; Hugging Face
+// Whether the model's state-space layers are Mamba-1 ('S') rather than Mamba-2, and its
+// delta-rule layers Kimi Delta Attention ('K') rather than gated DeltaNet.
+bool uses_mamba1(const memest_model& m);
+bool uses_kda(const memest_model& m);
+
+// One state-space mixer's parameters: Mamba-1's when uses_mamba1, else Mamba-2's.
+// Mamba-2  (mamba_ssm/modules/mamba2.py Mamba2.__init__; Hugging Face
 // Mamba2Mixer, NemotronHMamba2Mixer): in_proj, conv1d, dt_bias, A_log, D, the gated norm,
 // out_proj. Megatron-Core splits every one by heads over tensor parallelism
 // (megatron/core/ssm/mamba_mixer.py: in_proj column-parallel, conv1d/dt_bias/A_log/D/norm on
 // the rank's heads, out_proj row-parallel): all sharded but out_proj's bias.
+// Mamba-1 (Hugging Face models/jamba/modeling_jamba.py JambaMambaMixer.__init__): in_proj
+// hidden x 2 d_inner, conv1d d_inner x d_conv (+ bias), x_proj d_inner x (dt_rank + 2 state),
+// dt_proj dt_rank x d_inner with a bias, A_log d_inner x state, D, Jamba's dt/B/C RMSNorms
+// (dt_rank + 2 state, replicated), out_proj; split over tp by channels as Mamba-2 by heads.
 LayerParams mamba_params(const memest_model& m);
+// One delta-rule mixer's parameters: Kimi Delta Attention's when uses_kda, else gated
+// DeltaNet's. KDA (fla/layers/kda.py KimiDeltaAttention, as the Kimi-Linear checkpoint stores
+// it): q_proj and k_proj hidden x keys, v_proj hidden x values, three depthwise short convs
+// (no bias), the low-rank forget gate f_a hidden x head_v_dim and f_b head_v_dim x value
+// heads*head_k_dim, b_proj hidden x value heads, A_log per value head, dt_bias per gate
+// channel, the low-rank output gate g_a hidden x head_v_dim and g_b head_v_dim x values (no
+// bias in the checkpoint), a gated RMSNorm of head_v_dim (replicated), o_proj values x hidden.
 // One gated DeltaNet's parameters (models/qwen3_next/modeling_qwen3_next.py
 // Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba, conv1d (no bias), dt_bias, A_log, the
 // head_v_dim-wide gated norm (shared by the heads: replicated), out_proj.

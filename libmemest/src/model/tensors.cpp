@@ -101,8 +101,44 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     t.push_back({TensorKind::Norm, h});
   }
   // A hybrid model's mixers (model/hybrid.hpp mamba_params, deltanet_params: the same
-  // tensors, one by one).
+  // tensors, one by one; Mamba-1 and Kimi Delta Attention where the model has them).
+  auto mamba1 = [&] {
+    const double inner = static_cast<double>(m.mamba_num_heads * m.mamba_head_dim);
+    const double state = static_cast<double>(m.mamba_state_size);
+    const double dt_rank = static_cast<double>(m.mamba_dt_rank);
+    linear(h, 2 * inner, m.mamba_proj_bias == 1);  // in_proj
+    t.push_back({TensorKind::Linear, inner * static_cast<double>(m.mamba_conv_kernel)});
+    if (m.mamba_conv_bias) t.push_back({TensorKind::Bias, inner});  // conv1d
+    linear(inner, dt_rank + 2 * state, false);  // x_proj
+    linear(dt_rank, inner, true);               // dt_proj
+    t.push_back({TensorKind::Linear, inner * state});  // A_log
+    t.push_back({TensorKind::Norm, inner});            // D
+    if (m.mamba_norm) {
+      for (double w : {dt_rank, state, state}) t.push_back({TensorKind::Norm, w});
+    }
+    linear(inner, h, m.mamba_proj_bias == 1);  // out_proj
+  };
+  auto kda = [&] {
+    const double vh = static_cast<double>(m.linear_value_heads);
+    const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
+    const double values = vh * static_cast<double>(m.linear_value_head_dim);
+    const double gate = vh * static_cast<double>(m.linear_key_head_dim);
+    const double rank = static_cast<double>(m.linear_value_head_dim);
+    const double kernel = static_cast<double>(m.linear_conv_kernel);
+    for (double w : {keys, keys, values}) linear(h, w, false);  // q_proj, k_proj, v_proj
+    for (double w : {keys, keys, values}) t.push_back({TensorKind::Linear, w * kernel});  // convs
+    linear(h, rank, false);     // f_a_proj
+    linear(rank, gate, false);  // f_b_proj
+    linear(h, vh, false);       // b_proj
+    t.push_back({TensorKind::Norm, vh});    // A_log
+    t.push_back({TensorKind::Norm, gate});  // dt_bias
+    linear(h, rank, false);       // g_a_proj
+    linear(rank, values, false);  // g_b_proj
+    t.push_back({TensorKind::Norm, rank});  // o_norm
+    linear(values, h, false);     // o_proj
+  };
   auto mamba = [&] {
+    if (uses_mamba1(m)) return mamba1();
     const double heads = static_cast<double>(m.mamba_num_heads);
     const double inner = heads * static_cast<double>(m.mamba_head_dim);
     const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
@@ -114,6 +150,7 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     linear(inner, h, m.mamba_proj_bias == 1);  // out_proj
   };
   auto deltanet = [&] {
+    if (uses_kda(m)) return kda();
     const double vh = static_cast<double>(m.linear_value_heads);
     const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
     const double values = vh * static_cast<double>(m.linear_value_head_dim);
@@ -138,8 +175,8 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
       const char mixer = mixer_of(m, layer);
       if (mixer != kMixerNone) norm();
       if (mixer == kMixerAttention || mixer == kMixerParallel) attention();
-      if (mixer == kMixerMamba2 || mixer == kMixerParallel) mamba();
-      if (mixer == kMixerDeltaNet) deltanet();
+      if (mixer == kMixerMamba2 || mixer == kMixerParallel || mixer == kMixerMamba1) mamba();
+      if (mixer == kMixerDeltaNet || mixer == kMixerKda) deltanet();
       const bool no_mlp = has_mlp_pattern(m) && m.mlp_pattern[layer] == kMlpNone;
       if (!no_mlp) {
         norm();

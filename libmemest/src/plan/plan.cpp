@@ -544,8 +544,9 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
     // Megatron-Core's MambaMixer splits the heads and the B/C groups over tp
     // (megatron/core/ssm/mamba_mixer.py asserts both divide); the DeltaNet's heads likewise.
     const LayerMix all = layer_mix(m, 0, m.num_hidden_layers);
+    // Mamba-1 has one B and C for every channel (x_proj's output, whole on every rank).
     if (all.mamba + all.parallel > 0 &&
-        (m.mamba_num_heads % r.tp != 0 || m.mamba_groups % r.tp != 0)) {
+        (m.mamba_num_heads % r.tp != 0 || (!uses_mamba1(m) && m.mamba_groups % r.tp != 0))) {
       return LayoutIssue::TpMixer;
     }
     if (all.deltanet > 0 && (m.linear_key_heads % r.tp != 0 || m.linear_value_heads % r.tp != 0)) {
@@ -691,7 +692,7 @@ namespace {
     case LayoutIssue::TpMixer:
       if (m.mamba_num_heads > 0 && m.mamba_num_heads % r.tp != 0) {
         check_divides("parallel.tp", r.tp, "mamba_num_heads", m.mamba_num_heads);
-      } else if (m.mamba_groups > 0 && m.mamba_groups % r.tp != 0) {
+      } else if (!uses_mamba1(m) && m.mamba_groups > 0 && m.mamba_groups % r.tp != 0) {
         check_divides("parallel.tp", r.tp, "mamba_groups", m.mamba_groups);
       } else if (m.linear_key_heads > 0 && m.linear_key_heads % r.tp != 0) {
         check_divides("parallel.tp", r.tp, "linear_key_heads", m.linear_key_heads);
@@ -702,7 +703,7 @@ namespace {
     case LayoutIssue::CpMixer:
       throw Error(MEMEST_ERR_UNSUPPORTED, "parallel.cp",
                   "parallel.cp=" + str(r.cp) +
-                      ": context parallelism over Mamba-2 or gated DeltaNet layers is not "
+                      ": context parallelism over Mamba or delta-rule (gated DeltaNet, KDA) layers is not "
                       "modelled (their scan carries a state along the whole sequence; the "
                       "ring-attention split does not apply); use cp 1");
     case LayoutIssue::MoeNeedsSp:

@@ -355,8 +355,10 @@ void mixer_tail(const Context& x, LayerTime& out, double bytes, double gemm) {
 // One Mamba-2 mixer (mamba_ssm Mamba2, Megatron-Core MambaMixer): in_proj and out_proj GEMMs
 // split by heads over tp, the depthwise conv and the gated norm as memory-bound kernels
 // (each reads and writes its channels once, backward twice), the SSD scan (chunk 256).
+LayerTime mamba1_mixer(const Context& x);
 LayerTime mamba_mixer(const Context& x) {
   const memest_model& m = x.m;
+  if (uses_mamba1(m)) return mamba1_mixer(x);
   LayerTime out;
   double gemm = 0;
   const double heads = static_cast<double>(m.mamba_num_heads);
@@ -369,11 +371,54 @@ LayerTime mamba_mixer(const Context& x) {
   return out;
 }
 
+// One Mamba-1 mixer (JambaMambaMixer): in_proj, x_proj, dt_proj and out_proj GEMMs split by
+// channels over tp; the selective scan is a recurrence on CUDA cores, costed as the memory-bound
+// kernel it is (u, delta, z read, out and out_z written: 10 bytes per channel forward), with
+// the conv (4 bytes per channel) and the dt/B/C norms beside it. x_proj's own all-reduce under
+// tp (dt_rank + 2 state wide) is left out.
+LayerTime mamba1_mixer(const Context& x) {
+  const memest_model& m = x.m;
+  LayerTime out;
+  double gemm = 0;
+  const double inner = static_cast<double>(m.mamba_num_heads * m.mamba_head_dim);
+  const double dt_rank = static_cast<double>(m.mamba_dt_rank);
+  const double dt_bc = dt_rank + 2 * static_cast<double>(m.mamba_state_size);
+  linear(x, out, x.rows, 2 * inner / x.t, x.h, gemm);
+  linear(x, out, x.rows, dt_bc, inner / x.t, gemm);
+  linear(x, out, x.rows, inner / x.t, dt_rank, gemm);
+  linear(x, out, x.rows, x.h, inner / x.t, gemm);
+  mixer_tail(x, out, x.rows * (14 * inner / x.t + 8 * dt_bc), gemm);
+  return out;
+}
+
+// One Kimi Delta Attention (fla KimiDeltaAttention): q/k/v, the low-rank forget and output
+// gates, b_proj and o_proj GEMMs (the gates' first halves whole on every rank), the three short
+// convs and the gated norm memory-bound, the chunked delta rule (chunk 64) as gated DeltaNet's.
+LayerTime kda_mixer(const Context& x) {
+  const memest_model& m = x.m;
+  LayerTime out;
+  double gemm = 0;
+  const double vh = static_cast<double>(m.linear_value_heads);
+  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
+  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  const double gate = vh * static_cast<double>(m.linear_key_head_dim);
+  const double rank = static_cast<double>(m.linear_value_head_dim);
+  linear(x, out, x.rows, (2 * keys + values) / x.t, x.h, gemm);
+  linear(x, out, x.rows, 2 * rank, x.h, gemm);
+  linear(x, out, x.rows, (gate + values) / x.t, rank, gemm);
+  linear(x, out, x.rows, vh / x.t, x.h, gemm);
+  linear(x, out, x.rows, x.h, values / x.t, gemm);
+  scan_part(x, out, deltanet_scan_flops(m), static_cast<double>(m.linear_value_head_dim), 64);
+  mixer_tail(x, out, x.rows * (4 * (2 * keys + values) + 4 * gate + 6 * values) / x.t, gemm);
+  return out;
+}
+
 // One gated DeltaNet (Qwen3NextGatedDeltaNet): in_proj_qkvz, in_proj_ba and out_proj GEMMs, the
 // causal conv and the gated norm memory-bound, the chunked delta rule (chunk 64) over the key
 // width as state and the value width as head.
 LayerTime deltanet_mixer(const Context& x) {
   const memest_model& m = x.m;
+  if (uses_kda(m)) return kda_mixer(x);
   LayerTime out;
   double gemm = 0;
   const double vh = static_cast<double>(m.linear_value_heads);

@@ -920,6 +920,19 @@ public class MemestTest {
     check(m.getMamba_proj_bias() == 0 && m.getMamba_conv_bias() == 1 && m.getMamba_norm() == 1, "Mamba-2 switches");
     check(m.getLinear_value_heads() == 0 && m.getAttention_output_gate() == 0, "no gated DeltaNet");
     check(Memest.model("llama-3.1-8b").getMixer_pattern().isEmpty(), "a preset has no pattern");
+    check(m.getMamba_dt_rank() == 0, "no Mamba-1 layers: dt_rank 0");
+    // 1.13: the tiny Jamba of tests/unit/test_hybrid.cpp, Mamba-1 layers ('S'), 281960 parameters
+    Model jamba = Memest.modelFromConfig("{\"model_type\": \"jamba\", \"hidden_size\": 64,"
+        + " \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+        + " \"intermediate_size\": 96, \"vocab_size\": 100, \"attn_layer_period\": 2,"
+        + " \"attn_layer_offset\": 1, \"expert_layer_period\": 2, \"expert_layer_offset\": 1,"
+        + " \"num_experts\": 4, \"num_experts_per_tok\": 2, \"mamba_expand\": 2, \"mamba_d_state\": 8,"
+        + " \"mamba_d_conv\": 4, \"mamba_dt_rank\": \"auto\", \"tie_word_embeddings\": false}");
+    check(jamba.getMixer_pattern().equals("SASA") && jamba.getMamba_dt_rank() == 4
+        && jamba.getMamba_num_heads() == 128 && jamba.getMamba_head_dim() == 1, "Mamba-1 fields");
+    ParamCount jambaCount = new ParamCount();
+    check(MemestNative.model_parameter_count(jamba, jambaCount) == memest_status.MEMEST_OK
+        && jambaCount.getTotal() == 281960.0, "281960 Jamba parameters, got " + jambaCount.getTotal());
     ParamCount count = new ParamCount();
     check(MemestNative.model_parameter_count(m, count) == memest_status.MEMEST_OK, "parameter count");
     check(count.getTotal() == 88472.0 && count.getActive() == 88472.0, "88472 parameters, got " + count.getTotal());
