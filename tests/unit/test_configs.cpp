@@ -11,6 +11,7 @@
 
 #include "helpers.hpp"
 #include "requests.hpp"
+#include "model/tensors.hpp"
 
 namespace {
 
@@ -53,6 +54,10 @@ TEST_CASE("Real config.json files: accepted by both entry points, counted to the
     REQUIRE(st == MEMEST_OK);
     memest_param_count c = memest_test::sized<memest_param_count>();
     REQUIRE(memest_model_parameter_count(&m, &c) == MEMEST_OK);
+    // the tensors one by one (LLMem's and the adapters' list) add up to the same total
+    double listed = 0;
+    for (const auto& t : memest::parameter_tensors(m)) listed += t.numel;
+    CHECK(listed == doctest::Approx(c.total).epsilon(1e-12));
 
     // 2. The same file, as written, as the model of a JSON request.
     const test::Answer a =

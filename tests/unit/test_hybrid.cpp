@@ -11,6 +11,7 @@
 #include "activations/mixer_activations.hpp"
 #include "model/flops.hpp"
 #include "model/hybrid.hpp"
+#include "model/tensors.hpp"
 #include "plan/plan.hpp"
 
 namespace {
@@ -420,7 +421,10 @@ TEST_CASE("Jamba: Mamba-1 layers counted tensor by tensor") {
   CHECK(c.total == 281960);
   // active: two experts of four, 2 x 18432 + 256 in the MoE layers: 281960 - 2 x 2 x 18432
   CHECK(c.active == 281960 - 2 * 2 * 18432);
-  // the tensors one by one (LLMem's list, page rounding) add up to the same total
+  // the tensors one by one (LLMem's and the adapters' list) add up to the same total
+  double listed = 0;
+  for (const auto& t : memest::parameter_tensors(m)) listed += t.numel;
+  CHECK(listed == 281960);
   const json r = ok({{"mode", "model_states"}, {"model", tiny_jamba()}, {"gpu", "h100-80gb"}});
   CHECK(r["model"]["num_parameters"] == 281960);
   CHECK(r["model"]["mamba_dt_rank"] == 4);
@@ -460,6 +464,9 @@ TEST_CASE("Kimi Linear: Kimi Delta Attention layers beside latent attention") {
   const memest_model twin = from_config(tiny_kimi_linear(json::array()));
   CHECK(std::string(twin.mixer_pattern) == "AAAA");
   CHECK(total_of(m) - total_of(twin) == 3 * 546);
+  double listed = 0;  // the tensors one by one, the same total
+  for (const auto& t : memest::parameter_tensors(m)) listed += t.numel;
+  CHECK(listed == total_of(m));
   // saved per token: convs' inputs 4 x 32 + 2 x 32 = 192; q, k after the l2 norm, rstds, v
   // 4 x 32 + 2 x 32 + 8 x 2 = 208; raw gate, low-rank outputs, beta 2 x 32 + 4 x 16 + 4 x 2 =
   // 136; Aqk and Akk 4 x 64 x 2 = 512; norm's x, z, rstd and o_proj's input 6 x 32 + 4 x 2 =
