@@ -165,6 +165,23 @@ TEST_CASE("Chunk packing of experts with biases (a repeating block of tensors) e
   check_against_reference(sizes, layer);
 }
 
+TEST_CASE("Chunk packing of tiny tensors (many layers and experts per chunk) equals one by one") {
+  // A fuzzed gpt-oss-120b with hidden_size 9 held the whole model in one chunk: every candidate
+  // chunk size packed its 36 x 128 experts one by one (1.6 s). Repetitions that fit the room
+  // left now go in at once. 40 layers of 4 attention tensors, 50 experts of (weight, bias,
+  // weight, bias) and a router: 1 to 12 layers per chunk at the sizes below.
+  std::vector<double> sizes;
+  std::vector<int64_t> layer;
+  for (int64_t l = 0; l < 40; ++l) {
+    for (const double x : {81.0, 27.0, 27.0, 81.0}) sizes.push_back(x), layer.push_back(l);
+    for (int e = 0; e < 50; ++e) {
+      for (const double x : {30.0, 3.0, 30.0, 2.0}) sizes.push_back(x), layer.push_back(l);
+    }
+    sizes.push_back(11.0), layer.push_back(l);
+  }
+  check_against_reference(sizes, layer);
+}
+
 TEST_CASE("OPT-1.3b, 4 GPUs, bs 4, sl 500, cs = 40 Mi elements: every term by hand") {
   // embed_p = 50272 * 2048 = 102957056; other_p = 1315758080 - embed_p = 1212801024.
   // m_p = ceil((embed_p + ceil(other_p/cs)*cs) * 6 / 2 MiB) * 2 MiB with ceil(...) = 29:

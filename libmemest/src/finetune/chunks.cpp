@@ -63,12 +63,20 @@ void add_size(Groups& g, double s, int64_t count) {
 struct Segment {
   Groups body;
   int64_t repeats = 1;
+  double elements = 0;  // the body's total
 };
 
 struct GroupedRun {
   std::vector<Segment> segments;
   int64_t repeats = 1;
+  double elements = 0;  // one repetition's total
 };
+
+double elements_of(const Groups& g) {
+  double total = 0;
+  for (const auto& [s, count] : g) total += s * static_cast<double>(count);
+  return total;
+}
 
 // How many times sizes[i, i + period) repeats from i on.
 int64_t repeats_at(const std::vector<double>& sizes, size_t i, size_t period) {
@@ -121,39 +129,61 @@ std::vector<Segment> segments_of(const std::vector<double>& sizes) {
 std::vector<GroupedRun> grouped(const std::vector<TensorRun>& runs) {
   std::vector<GroupedRun> out;
   out.reserve(runs.size());
-  for (const TensorRun& r : runs) out.push_back(GroupedRun{segments_of(r.sizes), r.repeats});
+  for (const TensorRun& r : runs) {
+    GroupedRun g{segments_of(r.sizes), r.repeats, 0};
+    for (Segment& seg : g.segments) {
+      seg.elements = elements_of(seg.body);
+      g.elements += seg.elements * static_cast<double>(seg.repeats);
+    }
+    out.push_back(std::move(g));
+  }
   return out;
 }
 
 ChunkPlan finish(const Packing& p, double chunk_elements);
 
-// Packs `repeats` repetitions of `once`. A repetition's effect depends only on the room left
-// when it starts, so once a room repeats the repetitions between cycle; whole cycles are added
-// at once (the sizes are whole numbers, exact in double, so rooms compare exactly). The repeat
-// is found by Brent's cycle detection: the room is compared with one marked room, re-marked at
-// distances 1, 2, 4, ... repetitions, so each repetition costs one comparison and no memory.
+// Packs `repeats` repetitions of `once`, each of `body` elements. Repetitions that all fit the
+// room left go in at once (every tensor of them fits: no chunk opens), so a chunk costs O(1)
+// however many repetitions it holds. Then one repetition is packed tensor by tensor: a step.
+// A step's effect depends only on the room left when it starts, so once a room repeats the
+// steps between cycle; whole cycles are added at once (the sizes are whole numbers, exact in
+// double, so rooms compare exactly). The repeat is found by Brent's cycle detection: the room
+// is compared with one marked room, re-marked at distances 1, 2, 4, ... steps, so each step
+// costs one comparison and no memory.
 template <typename Once>
-void pack_repeated(Packing& p, int64_t repeats, const Once& once) {
-  int64_t mark_rep = 0, power = 1;
+void pack_repeated(Packing& p, int64_t repeats, double body, const Once& once) {
+  int64_t mark_rep = 0, mark_step = 0, power = 1, steps = 0;
   Packing mark = p;
   bool watching = repeats > 2;
-  for (int64_t rep = 0; rep < repeats; ++rep) {
-    if (watching && rep > 0) {
+  int64_t rep = 0;
+  while (rep < repeats) {
+    if (watching && steps > 0) {
       if (p.left == mark.left) {
         const int64_t cycle = rep - mark_rep;
         const int64_t cycles = (repeats - rep) / cycle;
         p.chunks += static_cast<double>(cycles) * (p.chunks - mark.chunks);
         p.used += static_cast<double>(cycles) * (p.used - mark.used);
         rep += cycles * cycle;
-        watching = false;  // the rest (fewer than a cycle) is packed one by one
+        watching = false;  // the rest (less than a cycle) is packed step by step
         if (rep >= repeats) break;
-      } else if (rep - mark_rep == power) {
+      } else if (steps - mark_step == power) {
         mark = p;
         mark_rep = rep;
+        mark_step = steps;
         power *= 2;
       }
     }
+    if (body > 0 && p.left >= body) {
+      const int64_t fit = static_cast<int64_t>(
+          std::min(static_cast<double>(repeats - rep), std::floor(p.left / body)));
+      p.left -= static_cast<double>(fit) * body;
+      p.used += static_cast<double>(fit) * body;
+      rep += fit;
+      if (rep >= repeats) break;
+    }
     once(p);
+    ++rep;
+    ++steps;
   }
 }
 
@@ -163,9 +193,10 @@ void pack_groups(Packing& p, const Groups& body, double chunk_elements) {
 
 // Packs one run: its repetitions, and inside each its segments, cycle by cycle.
 void pack_run(Packing& p, const GroupedRun& run, double chunk_elements) {
-  pack_repeated(p, run.repeats, [&](Packing& q) {
+  pack_repeated(p, run.repeats, run.elements, [&](Packing& q) {
     for (const Segment& seg : run.segments) {
-      pack_repeated(q, seg.repeats, [&](Packing& r) { pack_groups(r, seg.body, chunk_elements); });
+      pack_repeated(q, seg.repeats, seg.elements,
+                    [&](Packing& r) { pack_groups(r, seg.body, chunk_elements); });
     }
   });
 }
