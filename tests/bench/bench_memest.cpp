@@ -251,6 +251,25 @@ void BM_SearchDeepSeekV3(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchDeepSeekV3)->Unit(benchmark::kMillisecond);
 
+// A search whose request holds a long pipeline layout string (parsed once per thread, not once
+// per candidate: plan/plan.cpp parse_pipeline_layout): DeepSeek-V3's 61 layers and its MTP
+// layer over pp 16 with vpp 2, as Megatron's recipe writes it, on 1024 GPUs.
+void BM_SearchPipelineLayout(benchmark::State& state) {
+  CRequest base("deepseek-v3", "h100-80gb");
+  base.r.gpus = 1024;
+  base.r.seq_len = 4096;
+  base.r.global_batch = 8192;
+  base.r.pp = 16;
+  base.r.vpp = 2;
+  base.r.pipeline_layout = "Et*3|(tt|)*29,m|L";
+  memest_search_request r;
+  memest_search_request_init(&r, sizeof r);
+  r.base = &base.r;
+  SearchRun run;
+  run_searches(state, r, run);
+}
+BENCHMARK(BM_SearchPipelineLayout)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

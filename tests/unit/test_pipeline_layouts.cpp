@@ -91,6 +91,44 @@ TEST_CASE("Layout strings Megatron refuses are refused with the reason") {
   CHECK(why.find("has '") != std::string::npos);
 }
 
+TEST_CASE("A layout's parse is remembered per thread, keyed by everything it depends on") {
+  // The search parses the request's one layout string for every candidate (a fuzzed
+  // "(|...)*n" expanding to 400,000 characters took 1.5 s over a small search); the last
+  // answer is kept. Alternating layouts, pp and layer counts must each give a fresh answer.
+  memest::StageLayers s;
+  int64_t vpp = 0;
+  std::string why;
+  REQUIRE(memest::parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16, 61, 1, s, vpp, why));
+  CHECK(vpp == 2);
+  CHECK(s.rank[0] == 5);
+  // same string, another pp: refused with its own reason
+  why.clear();
+  CHECK_FALSE(memest::parse_pipeline_layout("Et*3|(tt|)*29,m|L", 15, 61, 1, s, vpp, why));
+  CHECK(why.find("not a multiple of pp=15") != std::string::npos);
+  // the same call again: the same refusal and reason (from the memo)
+  why.clear();
+  CHECK_FALSE(memest::parse_pipeline_layout("Et*3|(tt|)*29,m|L", 15, 61, 1, s, vpp, why));
+  CHECK(why.find("not a multiple of pp=15") != std::string::npos);
+  // another layer count, another MTP count, another string
+  why.clear();
+  CHECK_FALSE(memest::parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16, 62, 1, s, vpp, why));
+  CHECK(why.find("the model has 62") != std::string::npos);
+  why.clear();
+  CHECK_FALSE(memest::parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16, 61, 0, s, vpp, why));
+  CHECK(why.find("MTP layers (m), the model has 0") != std::string::npos);
+  memest::StageLayers t;
+  REQUIRE(memest::parse_pipeline_layout("Ettt|tL", 2, 4, 0, t, vpp, why));
+  CHECK(vpp == 1);
+  CHECK(t.rank == std::vector<int64_t>{3, 1});
+  // and back to the first: the whole answer again
+  memest::StageLayers u;
+  REQUIRE(memest::parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16, 61, 1, u, vpp, why));
+  CHECK(vpp == 2);
+  CHECK(u.rank == s.rank);
+  CHECK(u.chunk_begin == s.chunk_begin);
+  CHECK(u.mtp_rank == 14);
+}
+
 TEST_CASE("A layout string through the request: MTP on its own rank, with its embedding copy") {
   // 4 layers, pp 3: "Ettt|tm|L" puts layers 0-2 on rank 0, layer 3 and the MTP module on rank
   // 1, only the loss on rank 2. tp 1, ep 2 (expert grid 1 x 2 x 3 = 6 GPUs).

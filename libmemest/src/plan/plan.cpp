@@ -150,8 +150,46 @@ std::string printable(char c) {
 
 }  // namespace
 
+namespace {
+bool parse_layout_once(const std::string& layout, int64_t pp, int64_t layers, int64_t mtp_layers,
+                       StageLayers& out, int64_t& vpp, std::string& why);
+}  // namespace
+
 bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers,
                            int64_t mtp_layers, StageLayers& out, int64_t& vpp, std::string& why) {
+  // The search checks every candidate layout against the request's one layout string, whose
+  // "(...)*n" may expand to 400,000 characters: the last answer is kept per thread, keyed by
+  // everything it depends on.
+  struct Memo {
+    std::string layout;
+    int64_t pp = -1, layers = -1, mtp_layers = -1, vpp = 0;
+    bool ok = false;
+    StageLayers out;
+    std::string why;
+  };
+  thread_local Memo memo;
+  if (memo.pp != pp || memo.layers != layers || memo.mtp_layers != mtp_layers ||
+      memo.layout != layout) {
+    memo.layout = layout;
+    memo.pp = pp, memo.layers = layers, memo.mtp_layers = mtp_layers;
+    memo.out = StageLayers{};
+    memo.why.clear();
+    memo.vpp = 0;
+    memo.ok = parse_layout_once(layout, pp, layers, mtp_layers, memo.out, memo.vpp, memo.why);
+  }
+  if (memo.ok) {
+    out = memo.out;
+    vpp = memo.vpp;
+  } else {
+    why = memo.why;
+  }
+  return memo.ok;
+}
+
+namespace {
+
+bool parse_layout_once(const std::string& layout, int64_t pp, int64_t layers, int64_t mtp_layers,
+                       StageLayers& out, int64_t& vpp, std::string& why) {
   std::string flat;
   const size_t limit = static_cast<size_t>(4 * kMaxLayers);  // t, m and '|' per stage, E, L
   if (!expand_layout(layout, limit, flat, why)) return false;
@@ -242,8 +280,6 @@ bool parse_pipeline_layout(const std::string& layout, int64_t pp, int64_t layers
   out.middle = pp > 2 ? out.rank[1] : out.last;
   return true;
 }
-
-namespace {
 
 // Fills `out` with the stages of Megatron-LM's --decoder-first/last-pipeline-num-layers
 // (megatron/core/transformer/transformer_block.py get_num_layers_to_build): `first` and
