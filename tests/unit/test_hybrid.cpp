@@ -49,6 +49,8 @@ json tiny_nemotron_h(const std::string& pattern = "M-*-") {
           {"tie_word_embeddings", false}, {"time_step_limit", {0.0, 1e300}}};
 }
 
+std::string message(const test::Answer& a) { return a.body["error"]["message"].get<std::string>(); }
+
 json pretrain(const json& model, const json& parallel, const json& training) {
   json t = {{"seq_len", 256}, {"micro_batch", 1}};
   for (const auto& [k, v] : training.items()) t[k] = v;
@@ -301,8 +303,9 @@ TEST_CASE("Hybrid layouts: pipeline stages count their own layer kinds; tp and c
   CHECK(p1 == 4 * 12352 + 6400 + 64);
   // tp must divide the Mamba heads (8) and groups (2)
   CHECK(refused_field(pretrain(c, {{"gpus", 4}, {"tp", 4}}, {})) == "parallel.tp");
-  // no context parallelism over a scan
-  CHECK(refused_field(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {})) == "parallel.cp");
+  // context parallelism over a scan: Megatron-Core's all-to-all head split only (below)
+  CHECK(refused_field(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {{"framework", "fsdp"}})) ==
+        "parallel.cp");
   // adapters and fine-tuning estimates are refused by name
   CHECK(refused_field(pretrain(c, {{"gpus", 1}},
                                {{"framework", "pytorch"},
@@ -524,4 +527,80 @@ TEST_CASE("Mamba-1 and KDA hybrids: pretraining, layouts and refusals") {
   kimi["mamba_dt_rank"] = "half";
   req["model"] = kimi;
   CHECK(refused_field(req) == "model.mamba_dt_rank");
+}
+
+TEST_CASE("Context parallelism over Mamba-2 and gated DeltaNet: Megatron-Core's all-to-all") {
+  // megatron/core/ssm/mamba_context_parallel.py: an all-to-all before the conv and scan trades
+  // the sequence split for a head split, one after it trades back.
+  const json c = tiny_nemotron_h("MMMM");  // 8 heads of 16, 2 groups, state 16, no MLP
+  SUBCASE("which layouts split") {
+    // tp 1 x cp 2: 4 heads and 1 group per rank
+    CHECK(ok(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {{"global_batch", 2}}))["layout"]["cp"] == 2);
+    // cp 16 leaves half a head per rank
+    const test::Answer heads = test::request(pretrain(c, {{"gpus", 16}, {"cp", 16}}, {}));
+    REQUIRE(heads.status != MEMEST_OK);
+    CHECK(heads.body["error"]["field"] == "parallel.cp");
+    CHECK(message(heads).find("tp*cp=16 must divide mamba_num_heads=8") != std::string::npos);
+    // 24 heads in 6 groups at tp 2: 3 groups per rank, neither dividing cp 2 nor divided by it
+    json six = c;
+    six["mamba_num_heads"] = 24;
+    six["n_groups"] = 6;
+    const test::Answer groups = test::request(pretrain(six, {{"gpus", 4}, {"tp", 2}, {"cp", 2}}, {}));
+    REQUIRE(groups.status != MEMEST_OK);
+    CHECK(groups.body["error"]["field"] == "parallel.cp");
+    CHECK(message(groups).find("mamba_groups/tp=3") != std::string::npos);
+    // only Megatron-Core splits a scan: the others are refused by name
+    const test::Answer fsdp = test::request(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {{"framework", "fsdp"}}));
+    REQUIRE(fsdp.status != MEMEST_OK);
+    CHECK(fsdp.body["error"]["field"] == "parallel.cp");
+    CHECK(message(fsdp).find("framework fsdp has none") != std::string::npos);
+  }
+  SUBCASE("what a rank saves: its share, B and C whole per group") {
+    const memest_model m = from_config(c);
+    memest::ActivationLayout x;
+    x.seq_len = 256;
+    x.micro_batch = 2;
+    x.tp = 2;
+    x.cp = 2;
+    // tp 2 leaves 1 group per rank, cp 2 repeats it to both cp ranks: B and C 2 x 16 per
+    // token where an even split would hold 2 x 2 x 16 / 4. Per token of the micro-batch on
+    // this rank (512 / cp = 256 tokens, / tp 2): zxbcdt 2 x (2 x 128 + 2 x 2 x 16 x 2 + 8) =
+    // 784, scan output 256, rstd 8, the separate norm's and out_proj's inputs 512: 1560 bytes;
+    // 1560 x 256 / 2 = 199680 (an even split, 1432 per token, would be 183296).
+    CHECK(memest::mamba_saved_bytes(m, x, true) == 199680);
+    // 4 groups at tp 1, cp 2: 2 groups per rank, no repeat: zxbcdt 2 x (256 + 2 x 4 x 16 + 8)
+    // = 784, scan output 256, rstd 4 x 4 = 16, 512: 1568 bytes x 256 tokens = 401408
+    memest_model four = m;
+    four.mamba_groups = 4;
+    x.tp = 1;
+    CHECK(memest::mamba_saved_bytes(four, x, true) == 401408);
+  }
+  SUBCASE("the all-to-alls in the step") {
+    // h100-80gb: NVLink 450 GB/s, 10 us per step; 2 ranks in one node: 1 step, (n-1)/n = 1/2
+    // of each buffer crosses. seq 256, micro-batch 1, cp 2: 128 tokens per rank. Forward:
+    // z 128, x 128, B 32, C 32, dt 8 channels before the scan, y 128 after: 6 calls, 456
+    // channels x 128 tokens x 2 bytes = 116736 bytes; backward the same. Per layer
+    // 2 x (6 x 10 us + 116736 / 2 / 450e9 s); 4 layers, 2 micro-batches (global batch 2, dp 1).
+    const json r = ok(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {{"global_batch", 2}}));
+    const double per_layer = 2 * (6 * 10e-6 + 116736.0 / 2 / 450e9);
+    CHECK(r["throughput"]["step"]["cp_comm"].get<double>() == doctest::Approx(2 * 4 * per_layer));
+  }
+  SUBCASE("gated DeltaNet") {
+    // 2 key heads and 4 value heads of 16: keys 32, values 64
+    const json g = {{"hidden_size", 64}, {"num_hidden_layers", 4}, {"num_attention_heads", 4},
+                    {"intermediate_size", 128}, {"vocab_size", 100}, {"mixer_pattern", "GGGG"},
+                    {"linear_key_heads", 2}, {"linear_value_heads", 4},
+                    {"linear_key_head_dim", 16}, {"linear_value_head_dim", 16},
+                    {"linear_conv_kernel", 4}};
+    // cp 4 leaves half a key head per rank
+    const test::Answer keys = test::request(pretrain(g, {{"gpus", 4}, {"cp", 4}}, {}));
+    REQUIRE(keys.status != MEMEST_OK);
+    CHECK(keys.body["error"]["field"] == "parallel.cp");
+    CHECK(message(keys).find("linear_key_heads=2") != std::string::npos);
+    // cp 2: one call of q, k, v, z, beta, alpha (2 x 32 + 2 x 64 + 2 x 4 = 200 channels), one
+    // of the norm's output (64): 264 x 128 tokens x 2 bytes = 67584 bytes, 2 calls each way
+    const json r = ok(pretrain(g, {{"gpus", 2}, {"cp", 2}}, {{"global_batch", 2}}));
+    const double per_layer = 2 * (2 * 10e-6 + 67584.0 / 2 / 450e9);
+    CHECK(r["throughput"]["step"]["cp_comm"].get<double>() == doctest::Approx(2 * 4 * per_layer));
+  }
 }

@@ -1,5 +1,6 @@
 #include "activations/mixer_activations.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace memest {
@@ -48,7 +49,13 @@ double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool 
   if (uses_mamba1(m)) return mamba1_saved_bytes(m, x);
   const double heads = static_cast<double>(m.mamba_num_heads);
   const double inner = heads * static_cast<double>(m.mamba_head_dim);
-  const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
+  // Under context parallelism Megatron's all-to-all hands each rank whole groups of B and C;
+  // where a rank's tp share holds fewer groups than cp ranks, each group is repeated to the
+  // cp / (groups / tp) ranks that share its heads (mamba_context_parallel.py
+  // group_repeat_count): tp * cp / groups copies of the even split. 1 without CP.
+  const double groups = static_cast<double>(m.mamba_groups);
+  const double bc_copies = megatron ? std::max(1.0, x.tp * x.cp / groups) : 1.0;
+  const double bc = 2 * groups * static_cast<double>(m.mamba_state_size) * bc_copies;
   const double zxbcdt = 2 * (2 * inner + bc + heads);
   const double scan_out = 2 * inner;
   const double rstd = m.mamba_norm ? 4 * static_cast<double>(m.mamba_groups) : 0.0;

@@ -20,7 +20,10 @@ namespace memest {
 // out_proj into it: the norm's output is recomputed for out_proj's weight gradient, nothing
 // more is saved. Megatron-Core's MambaMixer (megatron/core/ssm/mamba_mixer.py) passes neither:
 // its separate gated norm saves its input and rstd, its out_proj (TERowParallelLinear) its
-// input, 4 d_inner more. Heads split over tensor parallelism; bf16 but the rstd.
+// input, 4 d_inner more. Heads split over tensor parallelism; bf16 but the rstd. Context
+// parallelism (Megatron-Core only, mamba_context_parallel.py) splits the tokens before in_proj
+// and the heads around the conv and scan: the same bytes per GPU, but for B and C, which a
+// rank holds whole per group (repeated where cp exceeds its groups).
 //
 // Mamba-1 ('S' layers, uses_mamba1): Hugging Face's JambaMambaMixer.cuda_kernels_forward runs
 // in_proj, causal_conv1d_fn, x_proj, the dt/B/C RMSNorms (eager), dt_proj and mamba_ssm's

@@ -55,6 +55,21 @@ LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end) {
 bool uses_mamba1(const memest_model& m) { return mixer_in_pattern(m, kMixerMamba1); }
 bool uses_kda(const memest_model& m) { return mixer_in_pattern(m, kMixerKda); }
 
+bool cp_splits_mixer_heads(const memest_model& m, int64_t tp, int64_t cp) {
+  // tp and cp are at most 2^24 each (request limits): their product fits an int64_t
+  const int64_t ranks = tp * cp;
+  const LayerMix all = layer_mix(m, 0, m.num_hidden_layers);
+  if (all.mamba + all.parallel > 0) {
+    if (m.mamba_num_heads % ranks != 0) return false;
+    const int64_t groups_local = m.mamba_groups / tp;
+    if (groups_local % cp != 0 && cp % groups_local != 0) return false;
+  }
+  if (all.deltanet > 0 && (m.linear_key_heads % ranks != 0 || m.linear_value_heads % ranks != 0)) {
+    return false;
+  }
+  return true;
+}
+
 namespace {
 
 LayerParams mamba1_params(const memest_model& m) {

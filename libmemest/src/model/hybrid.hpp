@@ -45,6 +45,13 @@ LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end);
 bool uses_mamba1(const memest_model& m);
 bool uses_kda(const memest_model& m);
 
+// Whether Megatron-Core's context parallelism can split the model's Mamba-2 and gated DeltaNet
+// heads over tp x cp ranks: Mamba-2 needs tp * cp to divide the heads, and each rank's groups
+// (groups / tp) to divide by cp or divide cp (megatron/core/ssm/mamba_context_parallel.py
+// MambaContextParallel.__init__ asserts); gated DeltaNet needs tp * cp to divide the key heads
+// and the value heads (gated_delta_net/common.py: every in_proj section splits over cp).
+bool cp_splits_mixer_heads(const memest_model& m, int64_t tp, int64_t cp);
+
 // One state-space mixer's parameters: Mamba-1's when uses_mamba1, else Mamba-2's.
 // Mamba-2  (mamba_ssm/modules/mamba2.py Mamba2.__init__; Hugging Face
 // Mamba2Mixer, NemotronHMamba2Mixer): in_proj, conv1d, dt_bias, A_log, D, the gated norm,

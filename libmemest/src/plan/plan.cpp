@@ -588,7 +588,16 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
     if (all.deltanet > 0 && (m.linear_key_heads % r.tp != 0 || m.linear_value_heads % r.tp != 0)) {
       return LayoutIssue::TpMixer;
     }
-    if (r.cp > 1 && all.mamba + all.parallel + all.deltanet > 0) return LayoutIssue::CpMixer;
+    if (r.cp > 1 && all.mamba + all.parallel + all.deltanet > 0) {
+      // Only Megatron-Core splits a scan over context parallelism, and only for its own Mamba-2
+      // and gated DeltaNet: an all-to-all trades the sequence split for a head split around the
+      // conv and scan (megatron/core/ssm/mamba_context_parallel.py, gated_delta_net/common.py
+      // a2a_cp_to_hp). Mamba-1 and KDA have no Megatron-Core module.
+      if (r.stack.framework != MEMEST_FRAMEWORK_MEGATRON || uses_mamba1(m) || uses_kda(m)) {
+        return LayoutIssue::CpMixer;
+      }
+      if (!cp_splits_mixer_heads(m, r.tp, r.cp)) return LayoutIssue::CpMixerHeads;
+    }
   }
   if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
       r.seq_len > m.max_position_embeddings) {
@@ -649,6 +658,7 @@ const char* layout_issue_name(LayoutIssue issue) {
     case LayoutIssue::PipelineLayout: return "pipeline_layout";
     case LayoutIssue::TpMixer: return "tp_mixer";
     case LayoutIssue::CpMixer: return "cp_mixer";
+    case LayoutIssue::CpMixerHeads: return "cp_mixer_heads";
   }
   return "unknown";
 }
@@ -739,9 +749,37 @@ namespace {
     case LayoutIssue::CpMixer:
       throw Error(MEMEST_ERR_UNSUPPORTED, "parallel.cp",
                   "parallel.cp=" + str(r.cp) +
-                      ": context parallelism over Mamba or delta-rule (gated DeltaNet, KDA) layers is not "
-                      "modelled (their scan carries a state along the whole sequence; the "
-                      "ring-attention split does not apply); use cp 1");
+                      (uses_mamba1(m) || uses_kda(m)
+                           ? ": no stack splits a Mamba-1 or Kimi Delta Attention scan over "
+                             "context parallelism (it carries a state along the whole "
+                             "sequence; Megatron-Core's all-to-all split is for its own Mamba-2 "
+                             "and gated DeltaNet); use cp 1"
+                           : ": context parallelism over Mamba-2 or gated DeltaNet layers is "
+                             "Megatron-Core's all-to-all head split "
+                             "(megatron/core/ssm/mamba_context_parallel.py); framework " +
+                                 std::string(enum_name(MEMEST_ENUM_FRAMEWORK, r.stack.framework)) +
+                                 " has none: use framework megatron or cp 1"));
+    case LayoutIssue::CpMixerHeads: {
+      const int64_t ranks = r.tp * r.cp;
+      const bool mamba = m.mamba_num_heads > 0 && m.mamba_num_heads % ranks != 0;
+      const bool groups = !mamba && m.mamba_groups > 0 && (m.mamba_groups / r.tp) % r.cp != 0 &&
+                          r.cp % (m.mamba_groups / r.tp) != 0;
+      std::string what;
+      if (mamba) {
+        what = "tp*cp=" + str(ranks) + " must divide mamba_num_heads=" + str(m.mamba_num_heads);
+      } else if (groups) {
+        what = "each tp rank's mamba_groups/tp=" + str(m.mamba_groups / r.tp) +
+               " must divide cp or be divisible by it";
+      } else {
+        what = "tp*cp=" + str(ranks) + " must divide linear_key_heads=" +
+               str(m.linear_key_heads) + " and linear_value_heads=" + str(m.linear_value_heads);
+      }
+      fail("parallel.cp", "parallel.cp=" + str(r.cp) +
+                              ": Megatron-Core's context parallelism hands each cp rank whole "
+                              "mixer heads (an all-to-all around the scan, "
+                              "megatron/core/ssm/mamba_context_parallel.py, "
+                              "gated_delta_net/common.py): " + what);
+    }
     case LayoutIssue::MoeNeedsSp:
       fail("parallel.sp", "a mixture-of-experts model with tp > 1 needs sequence parallelism "
                           "(Megatron-Core refuses MoE training with TP and no SP)");

@@ -154,7 +154,8 @@ enum class LayoutIssue {
   PipelineLayout,   // pipeline_layout does not describe pp x vpp stages of this model
   // appended with hybrid models
   TpMixer,          // tp does not divide the Mamba-2 heads and groups or the DeltaNet heads
-  CpMixer,          // context parallelism over Mamba-2 / gated DeltaNet layers
+  CpMixer,          // context parallelism over mixers the stack cannot split by sequence
+  CpMixerHeads,     // tp * cp does not divide the mixer heads Megatron's CP all-to-all splits
 };
 struct LayoutCheck {
   StageLayers layers;

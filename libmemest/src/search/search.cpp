@@ -40,7 +40,8 @@ memest_prune_reason prune_reason(LayoutIssue issue) {
     case LayoutIssue::MoeNeedsSp: return MEMEST_PRUNE_MOE_SP;
     case LayoutIssue::LastStageLayers: return MEMEST_PRUNE_LAYERS;
     case LayoutIssue::TpMixer: return MEMEST_PRUNE_TP_HEADS;    // the mixer's heads
-    case LayoutIssue::CpMixer: return MEMEST_PRUNE_FRAMEWORK;  // no CP over a scan
+    case LayoutIssue::CpMixer: return MEMEST_PRUNE_FRAMEWORK;  // no CP over this scan
+    case LayoutIssue::CpMixerHeads: return MEMEST_PRUNE_TP_HEADS;  // the mixer's heads
     default: return MEMEST_PRUNE_GPUS;  // SequenceTooLong is refused before the search
   }
 }

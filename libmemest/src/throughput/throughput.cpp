@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "activations/activations.hpp"
 #include "model/adapter.hpp"
@@ -352,9 +353,25 @@ void mixer_tail(const Context& x, LayerTime& out, double bytes, double gemm) {
   tp_part(x, out, 1, gemm);
 }
 
+// Megatron-Core's context parallelism over a mixer (megatron/core/ssm/mamba_context_parallel.py
+// pre_conv_ssm / post_conv_ssm, gated_delta_net/common.py a2a_cp_to_hp): before the conv and
+// scan, all-to-alls over the cp group trade this rank's tokens of every local head for every
+// token of 1/cp of the heads (`in_widths`: each call's channels per token on this rank, 16-bit),
+// after the scan one trades back `out_width`; backward runs the same calls reversed. Nothing
+// overlaps them: the scan needs their output.
+void mixer_cp_part(const Context& x, LayerTime& out, std::initializer_list<double> in_widths,
+                   double out_width) {
+  if (x.c <= 1) return;
+  double seconds = 0;
+  for (double w : in_widths) seconds += collective_seconds(x.g, Collective::AllToAll, x.cp_group, 2 * x.rows * w);
+  seconds += collective_seconds(x.g, Collective::AllToAll, x.cp_group, 2 * x.rows * out_width);
+  out.cp += 2 * seconds;  // forward, and backward's reversed calls
+}
+
 // One Mamba-2 mixer (mamba_ssm Mamba2, Megatron-Core MambaMixer): in_proj and out_proj GEMMs
 // split by heads over tp, the depthwise conv and the gated norm as memory-bound kernels
 // (each reads and writes its channels once, backward twice), the SSD scan (chunk 256).
+// Under cp, Megatron's five all-to-alls (z, x, B and C repeated to whole groups, dt) and y's.
 LayerTime mamba1_mixer(const Context& x);
 LayerTime mamba_mixer(const Context& x) {
   const memest_model& m = x.m;
@@ -363,11 +380,16 @@ LayerTime mamba_mixer(const Context& x) {
   double gemm = 0;
   const double heads = static_cast<double>(m.mamba_num_heads);
   const double inner = heads * static_cast<double>(m.mamba_head_dim);
-  const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size);
+  const double groups = static_cast<double>(m.mamba_groups);
+  const double bc = 2 * groups * static_cast<double>(m.mamba_state_size);
   linear(x, out, x.rows, (2 * inner + bc + heads) / x.t, x.h, gemm);
   linear(x, out, x.rows, x.h, inner / x.t, gemm);
   scan_part(x, out, mamba_scan_flops(m), static_cast<double>(m.mamba_head_dim), 256);
   mixer_tail(x, out, x.rows * (4 * (inner + bc) + 6 * inner) / x.t, gemm);  // conv, gate, norm
+  const double bc_copies = std::max(1.0, x.t * x.c / groups);  // group_repeat_count
+  mixer_cp_part(x, out, {inner / x.t, inner / x.t, bc_copies * bc / 2 / x.t,
+                         bc_copies * bc / 2 / x.t, heads / x.t},
+                inner / x.t);
   return out;
 }
 
@@ -429,6 +451,9 @@ LayerTime deltanet_mixer(const Context& x) {
   linear(x, out, x.rows, x.h, values / x.t, gemm);
   scan_part(x, out, deltanet_scan_flops(m), static_cast<double>(m.linear_value_head_dim), 64);
   mixer_tail(x, out, x.rows * (4 * (2 * keys + values) + 6 * values) / x.t, gemm);
+  // under cp: Megatron's GatedDeltaNet sends q, k, v, z, beta and alpha in one all-to-all and
+  // the gated norm's output back in another
+  mixer_cp_part(x, out, {(2 * keys + 2 * values + 2 * vh) / x.t}, values / x.t);
   return out;
 }
 
