@@ -604,3 +604,16 @@ TEST_CASE("Context parallelism over Mamba-2 and gated DeltaNet: Megatron-Core's 
     CHECK(r["throughput"]["step"]["cp_comm"].get<double>() == doctest::Approx(2 * 4 * per_layer));
   }
 }
+
+TEST_CASE("A hybrid's attention layers each cost a whole attention layer's kernels") {
+  // Replacing one attention layer by a Mamba-2 mixer changes the step's compute by the same
+  // amount whichever layer it is: "*-*-" -> "M-*-" -> "M-M-". (The model-FLOPs count averages
+  // the score width over every layer; the kernels of one attention layer run at its full width.)
+  auto compute = [](const std::string& pattern) {
+    const json r = ok(pretrain(tiny_nemotron_h(pattern), {{"gpus", 1}},
+                               {{"seq_len", 4096}, {"global_batch", 1}, {"recompute", "none"}}));
+    return r["throughput"]["step"]["compute"].get<double>();
+  };
+  const double two = compute("*-*-"), one = compute("M-*-"), none = compute("M-M-");
+  CHECK(two - one == doctest::Approx(one - none).epsilon(1e-9));
+}

@@ -61,11 +61,25 @@ def test_model_states_and_pretrain_with_the_loaded_config(config):
     assert again.peak_bytes == r.peak_bytes and again.model.num_parameters == PARAMETERS
 
 
+def test_context_parallel_over_mamba_is_megatrons_all_to_all(config):
+    # Megatron-Core's head split (megatron/core/ssm/mamba_context_parallel.py). "M-*-" has one
+    # Mamba-2 and one attention layer; its twin "*-*-" two attention layers, each with the same
+    # ring exchange. The Mamba layer's all-to-alls per micro-batch: 2 x (6 x 10 us + 116736 / 2
+    # / 450e9 s) on h100-80gb (tests/unit/test_hybrid.cpp); 4 micro-batches (global batch 4, dp 1).
+    hybrid = memest.pretrain(config, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4)
+    twin = dict(config, hybrid_override_pattern="*-*-")
+    attention = memest.pretrain(twin, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4)
+    per_layer = 2 * (6 * 10e-6 + 116736 / 2 / 450e9)
+    assert hybrid.throughput.step["cp_comm"] == pytest.approx(
+        attention.throughput.step["cp_comm"] / 2 + 4 * per_layer, rel=1e-9)
+
+
 def test_hybrid_refusals_name_the_field(config):
     with pytest.raises(memest.UnsupportedError) as info:
-        memest.pretrain(config, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4)
+        memest.pretrain(config, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4,
+                        framework="fsdp")
     assert info.value.field == "parallel.cp" and info.value.code == "unsupported"
-    assert "parallel.cp" in str(info.value)
+    assert "framework fsdp has none" in str(info.value)
     with pytest.raises(memest.UnsupportedError) as info:
         memest.pretrain(config, "h100-80gb", gpus=1, framework="pytorch", adapter={"type": "lora"})
     assert info.value.field == "model"

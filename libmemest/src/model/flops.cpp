@@ -25,6 +25,7 @@ ModelFlops model_flops(const memest_model& m) {
                                     static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim +
                                                         m.v_head_dim) / 2
                               : q;
+  out.attention_layer_score_width = out.score_width;
   if (hybrid) {
     // attention scores on the attention layers only; the mixers' chunked scans instead,
     // spread over the layers like score_width.

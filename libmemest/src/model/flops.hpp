@@ -13,8 +13,12 @@ struct ModelFlops {
   // latent-attention model.
   double active_layer_params = 0;
   // Attention score FLOPs per token per layer and pass, per query position: QK^T over the
-  // query/key width and PV over the value width (a * d for standard attention).
+  // query/key width and PV over the value width (a * d for standard attention); a hybrid's
+  // averaged over all its layers, attention or not.
   double score_width = 0;
+  // The same width on one attention layer (score_width but for a hybrid, whose attention
+  // layers each hold the full width): what one layer's attention kernels compute.
+  double attention_layer_score_width = 0;
   // A hybrid model's chunked-scan FLOPs per token and layer, forward (0 otherwise).
   double scan_flops = 0;
 };

@@ -202,7 +202,7 @@ void attention_part(const Context& x, LayerTime& out, double& gemm) {
   }
   // Causal attention: each query sees half the keys on average (the count of model FLOPs
   // takes the full square); context parallelism splits the queries, load-balanced.
-  const double flops = r * 2 * x.s * x.plan.flops.score_width / t;
+  const double flops = r * 2 * x.s * x.plan.flops.attention_layer_score_width / t;
   if (x.plan.layout.flash_attention) {
     // Under context parallelism Transformer Engine splits the sequence into 2c chunks (two per
     // rank, for the causal load balance) and runs one kernel per chunk pair per ring step: the
