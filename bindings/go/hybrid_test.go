@@ -99,13 +99,17 @@ func TestHybridContextParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := memest.Request(map[string]any{"mode": "pretrain", "model": json.RawMessage(tinyNemotronH),
-		"gpu": "h100-80gb", "parallel": map[string]any{"gpus": 2, "cp": 2},
-		"training": map[string]any{"seq_len": 256, "micro_batch": 1, "global_batch": 4}})
+	resp, err := memest.RequestJSON([]byte(`{"mode": "pretrain", "model": ` + tinyNemotronH +
+		`, "gpu": "h100-80gb", "parallel": {"gpus": 2, "cp": 2},
+		 "training": {"seq_len": 256, "micro_batch": 1, "global_batch": 4}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	step := resp["throughput"].(map[string]any)["step"].(map[string]any)
+	var doc map[string]any
+	if err := json.Unmarshal(resp, &doc); err != nil {
+		t.Fatal(err)
+	}
+	step := doc["throughput"].(map[string]any)["step"].(map[string]any)
 	if cp := typed.Throughput.Parts[memest.StepCPComm]; cp <= 0 || cp != step["cp_comm"].(float64) {
 		t.Fatalf("cp_comm typed %v, JSON %v", cp, step["cp_comm"])
 	}

@@ -30,11 +30,7 @@ double mamba1_saved_bytes(const memest_model& m, const ActivationLayout& x) {
 
 double kda_saved_bytes(const memest_model& m, const ActivationLayout& x) {
   const double hk = static_cast<double>(m.linear_key_heads);
-  const double vh = static_cast<double>(m.linear_value_heads);
-  const double keys = hk * static_cast<double>(m.linear_key_head_dim);
-  const double values = vh * static_cast<double>(m.linear_value_head_dim);
-  const double gate = vh * static_cast<double>(m.linear_key_head_dim);
-  const double rank = static_cast<double>(m.linear_value_head_dim);
+  const auto [vh, keys, values, gate, rank] = delta_rule_widths(m);
   const double convs = 4 * keys + 2 * values;        // the three short convs' inputs
   const double qkv = 4 * keys + 2 * values + 8 * hk;  // q, k after the l2 norm (+ fp32 rstd), v
   const double gates = 2 * gate + 4 * rank + 4 * vh;  // raw forget gate, f_a/g_a outputs, beta
@@ -66,10 +62,7 @@ double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool 
 
 double deltanet_saved_bytes(const memest_model& m, const ActivationLayout& x) {
   if (uses_kda(m)) return kda_saved_bytes(m, x);
-  const double vh = static_cast<double>(m.linear_value_heads);
-  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-  const double values = vh * static_cast<double>(m.linear_value_head_dim);
-  const double repeated_qk = vh * static_cast<double>(m.linear_key_head_dim);
+  const auto [vh, keys, values, repeated_qk, rank] = delta_rule_widths(m);
   const double conv_and_qkv = 4 * keys + 4 * repeated_qk;  // conv input's q,k; q,k repeated
   const double value_side = 10 * values;  // conv input's v, v, the norm's x and z, out_proj in
   const double per_head = 26 * vh + 2 * kDeltaRuleChunk * vh;  // gates, rstds; the chunk solve

@@ -55,6 +55,14 @@ LayerMix layer_mix(const memest_model& m, int64_t begin, int64_t end) {
 bool uses_mamba1(const memest_model& m) { return mixer_in_pattern(m, kMixerMamba1); }
 bool uses_kda(const memest_model& m) { return mixer_in_pattern(m, kMixerKda); }
 
+DeltaRuleWidths delta_rule_widths(const memest_model& m) {
+  const double vh = static_cast<double>(m.linear_value_heads);
+  return {vh, static_cast<double>(m.linear_key_heads * m.linear_key_head_dim),
+          vh * static_cast<double>(m.linear_value_head_dim),
+          vh * static_cast<double>(m.linear_key_head_dim),
+          static_cast<double>(m.linear_value_head_dim)};
+}
+
 bool cp_splits_mixer_heads(const memest_model& m, int64_t tp, int64_t cp) {
   // tp and cp are at most 2^24 each (request limits): their product fits an int64_t
   const int64_t ranks = tp * cp;
@@ -93,11 +101,8 @@ LayerParams mamba1_params(const memest_model& m) {
 
 LayerParams kda_params(const memest_model& m) {
   const double h = static_cast<double>(m.hidden_size);
-  const double vh = static_cast<double>(m.linear_value_heads);
-  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-  const double values = vh * static_cast<double>(m.linear_value_head_dim);
-  const double gate = vh * static_cast<double>(m.linear_key_head_dim);  // the forget gate's width
-  const double rank = static_cast<double>(m.linear_value_head_dim);     // both gates' low rank
+  // the forget gate's width (gate) and both gates' low rank
+  const auto [vh, keys, values, gate, rank] = delta_rule_widths(m);
   LayerParams p;
   p.sharded += h * (2 * keys + values);  // q_proj, k_proj, v_proj
   p.sharded += (2 * keys + values) * static_cast<double>(m.linear_conv_kernel);  // short convs
@@ -133,9 +138,7 @@ LayerParams mamba_params(const memest_model& m) {
 LayerParams deltanet_params(const memest_model& m) {
   if (uses_kda(m)) return kda_params(m);
   const double h = static_cast<double>(m.hidden_size);
-  const double vh = static_cast<double>(m.linear_value_heads);
-  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  const auto [vh, keys, values, repeated_keys, rank] = delta_rule_widths(m);
   LayerParams p;
   p.sharded += h * (2 * keys + 2 * values);  // in_proj_qkvz
   p.sharded += h * 2 * vh;                   // in_proj_ba

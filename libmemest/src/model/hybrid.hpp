@@ -63,6 +63,16 @@ bool cp_splits_mixer_heads(const memest_model& m, int64_t tp, int64_t cp);
 // dt_proj dt_rank x d_inner with a bias, A_log d_inner x state, D, Jamba's dt/B/C RMSNorms
 // (dt_rank + 2 state, replicated), out_proj; split over tp by channels as Mamba-2 by heads.
 LayerParams mamba_params(const memest_model& m);
+// A delta-rule mixer's widths per token from the linear_* fields (gated DeltaNet and KDA
+// alike): the value heads; keys = key heads x key_head_dim (q and k each); values = value
+// heads x value_head_dim (v, the output gate, the output); repeated_keys = value heads x
+// key_head_dim (q and k repeated to the value heads; KDA's per-channel forget gate); rank =
+// value_head_dim (KDA's low-rank gates' inner width, fla/layers/kda.py f_proj, g_proj).
+struct DeltaRuleWidths {
+  double value_heads, keys, values, repeated_keys, rank;
+};
+DeltaRuleWidths delta_rule_widths(const memest_model& m);
+
 // One delta-rule mixer's parameters: Kimi Delta Attention's when uses_kda, else gated
 // DeltaNet's. KDA (fla/layers/kda.py KimiDeltaAttention, as the Kimi-Linear checkpoint stores
 // it): q_proj and k_proj hidden x keys, v_proj hidden x values, three depthwise short convs

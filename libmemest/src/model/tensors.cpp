@@ -119,11 +119,7 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
     linear(inner, h, m.mamba_proj_bias == 1);  // out_proj
   };
   auto kda = [&] {
-    const double vh = static_cast<double>(m.linear_value_heads);
-    const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-    const double values = vh * static_cast<double>(m.linear_value_head_dim);
-    const double gate = vh * static_cast<double>(m.linear_key_head_dim);
-    const double rank = static_cast<double>(m.linear_value_head_dim);
+    const auto [vh, keys, values, gate, rank] = delta_rule_widths(m);
     const double kernel = static_cast<double>(m.linear_conv_kernel);
     for (double w : {keys, keys, values}) linear(h, w, false);  // q_proj, k_proj, v_proj
     for (double w : {keys, keys, values}) t.push_back({TensorKind::Linear, w * kernel});  // convs
@@ -151,9 +147,7 @@ std::vector<Tensor> parameter_tensors(const memest_model& m) {
   };
   auto deltanet = [&] {
     if (uses_kda(m)) return kda();
-    const double vh = static_cast<double>(m.linear_value_heads);
-    const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-    const double values = vh * static_cast<double>(m.linear_value_head_dim);
+    const auto [vh, keys, values, repeated_keys, rank] = delta_rule_widths(m);
     linear(h, 2 * keys + 2 * values, false);  // in_proj_qkvz
     linear(h, 2 * vh, false);                 // in_proj_ba
     t.push_back({TensorKind::Linear, (2 * keys + values) * static_cast<double>(m.linear_conv_kernel)});

@@ -420,11 +420,7 @@ LayerTime kda_mixer(const Context& x) {
   const memest_model& m = x.m;
   LayerTime out;
   double gemm = 0;
-  const double vh = static_cast<double>(m.linear_value_heads);
-  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-  const double values = vh * static_cast<double>(m.linear_value_head_dim);
-  const double gate = vh * static_cast<double>(m.linear_key_head_dim);
-  const double rank = static_cast<double>(m.linear_value_head_dim);
+  const auto [vh, keys, values, gate, rank] = delta_rule_widths(m);
   linear(x, out, x.rows, (2 * keys + values) / x.t, x.h, gemm);
   linear(x, out, x.rows, 2 * rank, x.h, gemm);
   linear(x, out, x.rows, (gate + values) / x.t, rank, gemm);
@@ -443,9 +439,7 @@ LayerTime deltanet_mixer(const Context& x) {
   if (uses_kda(m)) return kda_mixer(x);
   LayerTime out;
   double gemm = 0;
-  const double vh = static_cast<double>(m.linear_value_heads);
-  const double keys = static_cast<double>(m.linear_key_heads * m.linear_key_head_dim);
-  const double values = vh * static_cast<double>(m.linear_value_head_dim);
+  const auto [vh, keys, values, repeated_keys, rank] = delta_rule_widths(m);
   linear(x, out, x.rows, (2 * keys + 2 * values) / x.t, x.h, gemm);
   linear(x, out, x.rows, 2 * vh / x.t, x.h, gemm);
   linear(x, out, x.rows, x.h, values / x.t, gemm);
