@@ -306,10 +306,11 @@ TEST_CASE("Hybrid layouts: pipeline stages count their own layer kinds; tp and c
   // context parallelism over a scan: Megatron-Core's all-to-all head split only (below)
   CHECK(refused_field(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {{"framework", "fsdp"}})) ==
         "parallel.cp");
-  // adapters and fine-tuning estimates are refused by name
+  // LoRA under Megatron on a hybrid is refused by name (under peft: below)
   CHECK(refused_field(pretrain(c, {{"gpus", 1}},
-                               {{"framework", "pytorch"},
-                                {"adapter", {{"type", "lora"}, {"rank", 8}}}})) == "model");
+                               {{"framework", "megatron"},
+                                {"adapter", {{"type", "lora"}, {"rank", 8}, {"dtype", "bf16"}}}})) ==
+        "training.framework");
 }
 
 TEST_CASE("Hybrid model FLOPs: the scans instead of the attention scores") {
@@ -616,4 +617,59 @@ TEST_CASE("A hybrid's attention layers each cost a whole attention layer's kerne
   };
   const double two = compute("*-*-"), one = compute("M-*-"), none = compute("M-M-");
   CHECK(two - one == doctest::Approx(one - none).epsilon(1e-9));
+}
+
+TEST_CASE("LoRA on a hybrid (peft): attention targets on attention layers, MLP targets on MLPs") {
+  const json lora = {{"type", "lora"}, {"rank", 8},
+                     {"targets", {"q_proj", "v_proj", "up_proj", "down_proj"}}};
+  auto trainable = [&](const json& model, const json& adapter) {
+    return ok(pretrain(model, {{"gpus", 1}},
+                       {{"framework", "pytorch"}, {"global_batch", 1}, {"adapter", adapter}}))
+        ["trainable_parameters"]
+            .get<double>();
+  };
+  // "M-*-": one attention layer, two MLP layers, one Mamba-2 mixer (no target). Rank 8:
+  // q_proj 64 -> 64: 8 x 128 = 1024; v_proj 64 -> 32: 8 x 96 = 768; per attention layer 1792.
+  // up_proj 64 -> 128 and down_proj 128 -> 64: 8 x 192 each = 3072 per MLP layer.
+  // 1792 + 2 x 3072 = 7936 (counting every layer as attention + MLP would give 4 x 4864).
+  CHECK(trainable(tiny_nemotron_h("M-*-"), lora) == 7936);
+  // "MM**": two attention layers, no MLP layer: the MLP targets have no module
+  const test::Answer no_mlp = test::request(pretrain(
+      tiny_nemotron_h("MM**"), {{"gpus", 1}}, {{"framework", "pytorch"}, {"adapter", lora}}));
+  REQUIRE(no_mlp.status != MEMEST_OK);
+  CHECK(no_mlp.body["error"]["field"] == "training.adapter.targets");
+  CHECK(message(no_mlp).find("no MLP layers") != std::string::npos);
+  json attention_only = lora;
+  attention_only["targets"] = {"q_proj", "v_proj"};
+  CHECK(trainable(tiny_nemotron_h("MM**"), attention_only) == 2 * 1792);
+  // "M-M-": no attention layer: q_proj and v_proj have no module
+  const test::Answer no_attention = test::request(pretrain(
+      tiny_nemotron_h("M-M-"), {{"gpus", 1}}, {{"framework", "pytorch"}, {"adapter", attention_only}}));
+  REQUIRE(no_attention.status != MEMEST_OK);
+  CHECK(no_attention.body["error"]["field"] == "training.adapter.targets");
+  // the frozen base keeps no gradient: the run with adapters needs less than full training
+  const json full = ok(pretrain(tiny_nemotron_h("M-*-"), {{"gpus", 1}},
+                                {{"framework", "pytorch"}, {"global_batch", 1}}));
+  const json adapted = ok(pretrain(tiny_nemotron_h("M-*-"), {{"gpus", 1}},
+                                   {{"framework", "pytorch"}, {"global_batch", 1}, {"adapter", lora}}));
+  CHECK(adapted["trainable_parameters"].get<double>() < full["model"]["num_parameters"].get<double>());
+}
+
+TEST_CASE("LoRA on Qwen3-Next's gated attention: q_proj is twice the query width") {
+  // One gated-attention layer after three gated DeltaNet layers (full_attention_interval 4);
+  // h 64, 4 query heads of 16 (q_proj 64 -> 2 x 64 with the output gate), 2 KV heads;
+  // experts as in the test above. q_proj rank 4: 4 x (64 + 128) = 768, on 1 of 4 layers.
+  const json c = {{"model_type", "qwen3_next"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+                  {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+                  {"intermediate_size", 96}, {"vocab_size", 100}, {"num_experts", 4},
+                  {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32},
+                  {"shared_expert_intermediate_size", 32}, {"decoder_sparse_step", 1},
+                  {"mlp_only_layers", json::array()}, {"full_attention_interval", 4},
+                  {"linear_num_key_heads", 2}, {"linear_num_value_heads", 4},
+                  {"linear_key_head_dim", 16}, {"linear_value_head_dim", 16},
+                  {"linear_conv_kernel_dim", 4}, {"tie_word_embeddings", false}};
+  const json r = ok(pretrain(c, {{"gpus", 1}},
+                             {{"framework", "fsdp"}, {"global_batch", 1},
+                              {"adapter", {{"type", "lora"}, {"rank", 4}, {"targets", {"q_proj"}}}}}));
+  CHECK(r["trainable_parameters"] == 768);
 }

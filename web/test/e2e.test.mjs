@@ -1204,14 +1204,22 @@ test('1.8 a pasted hybrid config.json (Nemotron-H, a bare Infinity in it): the C
   assert.equal(await other.getAttribute('#status', 'data-state'), 'result');
   assert.equal(await other.textContent('#model-line'), line);
   await other.close();
-  // context parallelism over the Mamba-2 scan: the library's refusal next to cp
+  // context parallelism over the Mamba-2 scan: Megatron-Core's all-to-all head split, the
+  // CLI's estimate; under FSDP the library's refusal next to cp
   before = await probe();
   await page.fill('#gpus', '2');
   await page.fill('#cp', '2');
+  await settle(before);
+  await expectResult('cp 2 over Mamba-2 under Megatron');
+  const split = cliPretrain(['--config', file, '-g', 'h100-80gb', '--gpus', '2', '--tp', '1', '--cp', '2',
+    '--pp', '1', '--seq-len', '256', '--micro-batch', '1', '--global-batch', '4']);
+  assert.equal(await page.textContent('#estimate'), `${g2(split.estimate_bytes)} GiB`);
+  await page.selectOption('#framework', 'fsdp');
   await page.waitForFunction(() => document.querySelector('#err-cp').textContent !== '');
   const refused = cli({ mode: 'pretrain', model: JSON.parse(TINY_NEMOTRON_H.replace('Infinity', 'null')),
     gpu: 'h100-80gb', parallel: { gpus: 2, tp: 1, cp: 2, pp: 1, vpp: 1, sp: true, zero: 1 },
-    training: { seq_len: 256, micro_batch: 1, global_batch: 4, recompute: 'none', flash_attention: true } });
+    training: { framework: 'fsdp', seq_len: 256, micro_batch: 1, global_batch: 4, recompute: 'none',
+      flash_attention: true } });
   assert.equal(refused.error.field, 'parallel.cp');
   assert.equal(await page.textContent('#err-cp'), refused.error.message);
   assert.equal(await page.getAttribute('#status', 'data-state'), 'error');

@@ -74,15 +74,27 @@ def test_context_parallel_over_mamba_is_megatrons_all_to_all(config):
         attention.throughput.step["cp_comm"] / 2 + 4 * per_layer, rel=1e-9)
 
 
+def test_lora_targets_the_attention_and_mlp_layers_it_finds(config):
+    # "M-*-" at rank 8: q_proj 1024 + v_proj 768 on its attention layer, up_proj and down_proj
+    # 1536 each on its two MLP layers: 7936 (tests/unit/test_hybrid.cpp)
+    r = memest.pretrain(config, "h100-80gb", gpus=1, framework="pytorch", seq_len=256,
+                        global_batch=4, adapter={"type": "lora", "rank": 8,
+                                                 "targets": ["q_proj", "v_proj", "up_proj",
+                                                             "down_proj"]})
+    assert r.trainable_parameters == 7936
+
+
 def test_hybrid_refusals_name_the_field(config):
     with pytest.raises(memest.UnsupportedError) as info:
         memest.pretrain(config, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4,
                         framework="fsdp")
     assert info.value.field == "parallel.cp" and info.value.code == "unsupported"
     assert "framework fsdp has none" in str(info.value)
+    # LoRA on a hybrid is peft's, not Megatron's
     with pytest.raises(memest.UnsupportedError) as info:
-        memest.pretrain(config, "h100-80gb", gpus=1, framework="pytorch", adapter={"type": "lora"})
-    assert info.value.field == "model"
+        memest.pretrain(config, "h100-80gb", gpus=1, framework="megatron",
+                        adapter={"type": "lora", "dtype": "bf16"})
+    assert info.value.field == "training.framework"
     with pytest.raises(memest.UnsupportedError) as info:
         memest.finetune(config, "h100-80gb", gpus=1, method="zero3")
     assert info.value.field == "model"

@@ -35,7 +35,8 @@ AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double
   if (m.fused_qkv) {
     if (q || k || v) attention += adapter(h, qw + 2 * kvw);  // c_attn / qkv_proj / query_key_value
   } else {
-    if (q) attention += adapter(h, qw);
+    // Qwen3-Next's gated attention: q_proj also projects the output gate (2 x the query width)
+    if (q) attention += adapter(h, (m.attention_output_gate ? 2 : 1) * qw);
     if (k) attention += adapter(h, kvw);
     if (v) attention += adapter(h, kvw);
   }
@@ -66,7 +67,32 @@ AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double
   }
   const double moe_layers = static_cast<double>(moe_layer_count(m));
   const double dense_layers = static_cast<double>(m.num_hidden_layers) - moe_layers;
-  out.layers = dense_layers * out.dense_layer + moe_layers * out.moe_layer;
+  if (!is_hybrid(m)) {
+    out.layers = dense_layers * out.dense_layer + moe_layers * out.moe_layer;
+  } else {
+    // A hybrid's targets exist on the layers that have the module (model/hybrid.hpp): the
+    // attention's on attention layers (a Mamba / delta-rule mixer has other linears, which no
+    // canonical target names), the MLP's on layers with an MLP, dense or MoE.
+    const LayerMix mix = layer_mix(m, 0, m.num_hidden_layers);
+    const double attention_layers = static_cast<double>(
+        m.num_hidden_layers - mix.mamba - mix.deltanet - mix.no_mixer);
+    const double dense_mlp_layers = dense_layers - static_cast<double>(mix.no_mlp);
+    const bool attention_targets = q || k || v || has(MEMEST_LORA_O_PROJ);
+    const bool mlp_targets = gate || up || has(MEMEST_LORA_DOWN_PROJ) || has(MEMEST_LORA_ROUTER);
+    if (attention_targets && attention_layers == 0) {
+      fail(field, "q_proj, k_proj, v_proj and o_proj: the model has no attention layers (its "
+                  "mixer_pattern holds Mamba / delta-rule mixers only); target its MLPs",
+           MEMEST_ERR_UNSUPPORTED);
+    }
+    if (mlp_targets && dense_mlp_layers + moe_layers == 0) {
+      fail(field, "gate_proj, up_proj, down_proj and router: the model has no MLP layers (its "
+                  "mlp_pattern is all '-'); target its attention",
+           MEMEST_ERR_UNSUPPORTED);
+    }
+    out.layers = attention_layers * attention +
+                 dense_mlp_layers * (out.dense_layer - attention) +
+                 moe_layers * (out.moe_layer - attention);
+  }
   const double vocab = static_cast<double>(m.vocab_size);
   if (has(MEMEST_LORA_EMBED_TOKENS)) out.embed_tokens = adapter(vocab, h);
   if (has(MEMEST_LORA_LM_HEAD)) out.lm_head = adapter(h, vocab);

@@ -34,8 +34,11 @@ struct AdapterParams {
 // down_proj. MoE layers: gate/up/down_proj adapt every routed and shared expert's MLP (peft
 // matches the module name in every expert, as ms-swift's all-linear does); router adapts the
 // router (h -> E), refused on a dense model.
+// Hybrid models (model/hybrid.hpp): the attention targets on the attention layers only ('A',
+// 'P'), the MLP targets on the layers with an MLP ('D', 'E'); the mixers' own linears are not
+// targets. Qwen3-Next's gated q_proj (attention_output_gate) is twice the query width.
 // Throws memest::Error naming `field` when the model has no such module (gate_proj on a GELU
-// MLP, q/k/v_proj under multi-head latent attention).
+// MLP, q/k/v_proj under multi-head latent attention or on a hybrid without attention layers).
 AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double rank,
                                  const std::string& field);
 

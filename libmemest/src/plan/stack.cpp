@@ -652,8 +652,14 @@ void validate_adapter(const PretrainRequest& r) {
            MEMEST_ERR_UNSUPPORTED);
     }
   }
-  require_attention_layers(m, "model", "an adapter (LoRA/QLoRA; the Mamba-2 and DeltaNet projections "
-                                      "have no target names here)");
+  if (fw == MEMEST_FRAMEWORK_MEGATRON && is_hybrid(m)) {
+    // megatron_adapter_parameters counts a stage's layers as attention + MLP layers
+    fail("training.framework",
+         "LoRA on a hybrid model (Mamba / delta-rule mixers) under Megatron is not modelled: use "
+         "framework pytorch, fsdp, fsdp1 or deepspeed (peft targets its attention and MLP "
+         "layers' linears)",
+         MEMEST_ERR_UNSUPPORTED);
+  }
   if ((a.targets & lora_bit(MEMEST_LORA_ROUTER)) && !is_moe(m)) {
     fail("training.adapter.targets", "router: the model is dense (num_experts = 0), it has no "
                                      "router to adapt");

@@ -953,8 +953,25 @@ public class MemestTest {
     check(jsonNumber(json, "num_parameters") == 88472.0, "JSON parameters");
     check(jsonNumber(json, "estimate_bytes") == p.result().getEstimate_bytes(), "typed == JSON estimate (hybrid)");
     check(jsonNumber(json, "peak_bytes") == p.result().getPeak_bytes(), "typed == JSON peak (hybrid)");
+    // context parallelism over the Mamba-2 layer: Megatron-Core's all-to-all head split (its
+    // all-to-alls in the CP part; typed == JSON), refused by name under FSDP
     r.setGpus(2); r.setCp(2);
+    Memest.Pretrain cp = Memest.pretrain(r);
+    String cpJson = Memest.request("{\"mode\": \"pretrain\", \"model\": " + TINY_NEMOTRON_H
+        + ", \"gpu\": \"h100-80gb\", \"parallel\": {\"gpus\": 2, \"cp\": 2},"
+        + " \"training\": {\"seq_len\": 256, \"micro_batch\": 1, \"global_batch\": 4}}");
+    check(cp.result().getCp_comm_seconds() > 0
+        && jsonNumber(cpJson, "cp_comm") == cp.result().getCp_comm_seconds(), "cp over Mamba-2: typed == JSON");
+    r.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
     expectError(() -> Memest.pretrain(r), "unsupported", "parallel.cp");
+    r.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    // LoRA (peft) on the hybrid: q_proj 1024 + v_proj 768 on its attention layer, up_proj and
+    // down_proj 1536 each on its two MLP layers: 7936 (tests/unit/test_hybrid.cpp)
+    String lora = Memest.request("{\"mode\": \"pretrain\", \"model\": " + TINY_NEMOTRON_H
+        + ", \"gpu\": \"h100-80gb\", \"parallel\": {\"gpus\": 1}, \"training\": {\"framework\": \"pytorch\","
+        + " \"seq_len\": 256, \"global_batch\": 4, \"adapter\": {\"type\": \"lora\", \"rank\": 8,"
+        + " \"targets\": [\"q_proj\", \"v_proj\", \"up_proj\", \"down_proj\"]}}}");
+    check(jsonNumber(lora, "trainable_parameters") == 7936.0, "LoRA on a hybrid: 7936 adapter parameters");
 
     // the setter copies at most MEMEST_MAX_PATTERN_LAYERS characters and ends the array
     Model hand = new Model();
