@@ -26,6 +26,23 @@ func tinyHybridRequest(m *memest.Model, t *testing.T) *memest.PretrainRequest {
 	return r
 }
 
+// The JSON answer to tinyHybridRequest's pretraining with `parallel`, the config's text (with
+// its Infinity) as the model.
+func tinyHybridJSON(t *testing.T, parallel string) map[string]any {
+	t.Helper()
+	resp, err := memest.RequestJSON([]byte(`{"mode": "pretrain", "model": ` + tinyNemotronH +
+		`, "gpu": "h100-80gb", "parallel": ` + parallel +
+		`, "training": {"seq_len": 256, "micro_batch": 1, "global_batch": 4}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(resp, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 func TestHybridConfigTyped(t *testing.T) {
 	m, err := memest.ModelFromConfigJSON([]byte(tinyNemotronH))
 	if err != nil {
@@ -57,16 +74,7 @@ func TestHybridConfigTyped(t *testing.T) {
 		t.Fatalf("pretrain %+v", typed)
 	}
 	// the same request as JSON, the config's text (with its Infinity) as the model
-	resp, err := memest.RequestJSON([]byte(`{"mode": "pretrain", "model": ` + tinyNemotronH +
-		`, "gpu": "h100-80gb", "parallel": {"gpus": 1, "tp": 1, "cp": 1, "pp": 1, "vpp": 1},
-		 "training": {"seq_len": 256, "micro_batch": 1, "global_batch": 4}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(resp, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := tinyHybridJSON(t, `{"gpus": 1, "tp": 1, "cp": 1, "pp": 1, "vpp": 1}`)
 	model := doc["model"].(map[string]any)
 	if model["num_parameters"].(float64) != tinyNemotronHParameters || model["mixer_pattern"] != "M-A-" ||
 		model["mlp_pattern"] != "-D-D" {
@@ -99,16 +107,7 @@ func TestHybridContextParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := memest.RequestJSON([]byte(`{"mode": "pretrain", "model": ` + tinyNemotronH +
-		`, "gpu": "h100-80gb", "parallel": {"gpus": 2, "cp": 2},
-		 "training": {"seq_len": 256, "micro_batch": 1, "global_batch": 4}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(resp, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := tinyHybridJSON(t, `{"gpus": 2, "cp": 2}`)
 	step := doc["throughput"].(map[string]any)["step"].(map[string]any)
 	if cp := typed.Throughput.Parts[memest.StepCPComm]; cp <= 0 || cp != step["cp_comm"].(float64) {
 		t.Fatalf("cp_comm typed %v, JSON %v", cp, step["cp_comm"])

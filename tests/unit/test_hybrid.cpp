@@ -49,6 +49,22 @@ json tiny_nemotron_h(const std::string& pattern = "M-*-") {
           {"tie_word_embeddings", false}, {"time_step_limit", {0.0, 1e300}}};
 }
 
+// A tiny Qwen3-Next: h = 64, 4 layers (full_attention_interval 4: layer 3 attention),
+// attention 4 heads of 16, 2 KV heads, q_proj twice the query width (the output gate);
+// DeltaNet 2 key heads of 16, 4 value heads of 16, conv 4; 4 experts of 32, top 2, a gated
+// shared expert of 32.
+json tiny_qwen3_next() {
+  return {{"model_type", "qwen3_next"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+          {"intermediate_size", 96}, {"vocab_size", 100}, {"num_experts", 4},
+          {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32},
+          {"shared_expert_intermediate_size", 32}, {"decoder_sparse_step", 1},
+          {"mlp_only_layers", json::array()}, {"full_attention_interval", 4},
+          {"linear_num_key_heads", 2}, {"linear_num_value_heads", 4},
+          {"linear_key_head_dim", 16}, {"linear_value_head_dim", 16},
+          {"linear_conv_kernel_dim", 4}, {"tie_word_embeddings", false}};
+}
+
 std::string message(const test::Answer& a) { return a.body["error"]["message"].get<std::string>(); }
 
 json pretrain(const json& model, const json& parallel, const json& training) {
@@ -103,18 +119,7 @@ TEST_CASE("Nemotron-H with experts: 'E' blocks are MoE-only layers") {
 }
 
 TEST_CASE("Qwen3-Next: gated DeltaNet layers and gated attention every 4th layer") {
-  // h = 64, 4 layers (full_attention_interval 4: layer 3 attention), attention 4 heads of 16,
-  // 2 KV heads, q_proj twice the query width (the output gate); DeltaNet 2 key heads of 16,
-  // 4 value heads of 16, conv 4; 4 experts of 32, top 2, a gated shared expert of 32.
-  const json c = {{"model_type", "qwen3_next"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
-                  {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
-                  {"intermediate_size", 96}, {"vocab_size", 100}, {"num_experts", 4},
-                  {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32},
-                  {"shared_expert_intermediate_size", 32}, {"decoder_sparse_step", 1},
-                  {"mlp_only_layers", json::array()}, {"full_attention_interval", 4},
-                  {"linear_num_key_heads", 2}, {"linear_num_value_heads", 4},
-                  {"linear_key_head_dim", 16}, {"linear_value_head_dim", 16},
-                  {"linear_conv_kernel_dim", 4}, {"tie_word_embeddings", false}};
+  const json c = tiny_qwen3_next();
   const memest_model m = from_config(c);
   CHECK(std::string(m.mixer_pattern) == "GGGA");
   CHECK(m.attention_output_gate == 1);
@@ -659,16 +664,7 @@ TEST_CASE("LoRA on Qwen3-Next's gated attention: q_proj is twice the query width
   // One gated-attention layer after three gated DeltaNet layers (full_attention_interval 4);
   // h 64, 4 query heads of 16 (q_proj 64 -> 2 x 64 with the output gate), 2 KV heads;
   // experts as in the test above. q_proj rank 4: 4 x (64 + 128) = 768, on 1 of 4 layers.
-  const json c = {{"model_type", "qwen3_next"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
-                  {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
-                  {"intermediate_size", 96}, {"vocab_size", 100}, {"num_experts", 4},
-                  {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32},
-                  {"shared_expert_intermediate_size", 32}, {"decoder_sparse_step", 1},
-                  {"mlp_only_layers", json::array()}, {"full_attention_interval", 4},
-                  {"linear_num_key_heads", 2}, {"linear_num_value_heads", 4},
-                  {"linear_key_head_dim", 16}, {"linear_value_head_dim", 16},
-                  {"linear_conv_kernel_dim", 4}, {"tie_word_embeddings", false}};
-  const json r = ok(pretrain(c, {{"gpus", 1}},
+  const json r = ok(pretrain(tiny_qwen3_next(), {{"gpus", 1}},
                              {{"framework", "fsdp"}, {"global_batch", 1},
                               {"adapter", {{"type", "lora"}, {"rank", 4}, {"targets", {"q_proj"}}}}}));
   CHECK(r["trainable_parameters"] == 768);
