@@ -206,16 +206,22 @@ TINY_NEMOTRON_H = (
 
 def test_1_8_hybrid_config_through_request(m):
     """A pasted config.json text goes into Memest.request as it is: the library reads the
-    hybrid model (and the bare Infinity it does not need); cp 2 over its scans is refused."""
+    hybrid model (and the bare Infinity it does not need); cp 2 over its scans is Megatron's
+    all-to-all head split, refused under FSDP."""
     resp = json.loads(m.request(
         '{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
         '"parallel": {"gpus": 1}, "training": {"seq_len": 256, "global_batch": 4}}'))
     assert resp["ok"] and resp["model"]["num_parameters"] == 88472
     assert resp["model"]["active_parameters"] == 88472
     assert (resp["model"]["mixer_pattern"], resp["model"]["mlp_pattern"]) == ("M-A-", "-D-D")
+    split = json.loads(m.request(
+        '{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
+        '"parallel": {"gpus": 2, "cp": 2}, "training": {"seq_len": 256, "global_batch": 4}}'))
+    assert split["ok"] and split["throughput"]["step"]["cp_comm"] > 0
     with pytest.raises(twin.MemestError) as info:
         m.request('{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
-                  '"parallel": {"gpus": 2, "cp": 2}, "training": {"seq_len": 256, "global_batch": 4}}')
+                  '"parallel": {"gpus": 2, "cp": 2}, "training": {"framework": "fsdp", '
+                  '"seq_len": 256, "global_batch": 4}}')
     assert info.value.code == "unsupported" and info.value.field == "parallel.cp"
 
 
