@@ -723,14 +723,22 @@ test('1.8 a hybrid config.json (Nemotron-H, a bare Infinity in it): 88472 parame
   assert.deepEqual(memest.request(asObject), r);
   assert.equal(memest.request({ ...asObject, model: r.model }).peak_bytes, r.peak_bytes);
   // one table cell per layout, as the page's layouts table asks; cp 2 over the Mamba-2 scan is
-  // the library's refusal, naming parallel.cp
+  // Megatron-Core's all-to-all head split (the single estimate's peak), and under FSDP the
+  // library's refusal, naming parallel.cp
   const [one, cp2] = memest.pretrainTable(asObject, [[1, 1, 1, 1, 1], [2, 1, 2, 1, 1]]);
   assert.equal(one.ok, true);
   assert.equal(one.peak_bytes, r.peak_bytes);
-  assert.equal(cp2.ok, false);
-  assert.equal(cp2.error.field, 'parallel.cp');
-  assert.equal(cp2.error.code, 'unsupported');
-  const refused = memest.answer({ ...asObject, parallel: { gpus: 2, cp: 2 } });
+  assert.equal(cp2.ok, true);
+  const split = memest.answer({ ...asObject, parallel: { gpus: 2, tp: 1, cp: 2, pp: 1 } });
+  assert.equal(split.ok, true);
+  assert.equal(cp2.peak_bytes, split.peak_bytes);
+  assert.ok(split.throughput.step.cp_comm > 0);
+  const fsdp = { ...asObject, training: { ...asObject.training, framework: 'fsdp' } };
+  const [, cpFsdp] = memest.pretrainTable(fsdp, [[1, 1, 1, 1, 1], [2, 1, 2, 1, 1]]);
+  assert.equal(cpFsdp.ok, false);
+  assert.equal(cpFsdp.error.field, 'parallel.cp');
+  assert.equal(cpFsdp.error.code, 'unsupported');
+  const refused = memest.answer({ ...fsdp, parallel: { gpus: 2, cp: 2 } });
   assert.equal(refused.ok, false);
   assert.equal(refused.error.field, 'parallel.cp');
   const want = await cliAnswer(hybridText);
