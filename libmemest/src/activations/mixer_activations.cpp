@@ -45,13 +45,9 @@ double mamba_saved_bytes(const memest_model& m, const ActivationLayout& x, bool 
   if (uses_mamba1(m)) return mamba1_saved_bytes(m, x);
   const double heads = static_cast<double>(m.mamba_num_heads);
   const double inner = heads * static_cast<double>(m.mamba_head_dim);
-  // Under context parallelism Megatron's all-to-all hands each rank whole groups of B and C;
-  // where a rank's tp share holds fewer groups than cp ranks, each group is repeated to the
-  // cp / (groups / tp) ranks that share its heads (mamba_context_parallel.py
-  // group_repeat_count): tp * cp / groups copies of the even split. 1 without CP.
-  const double groups = static_cast<double>(m.mamba_groups);
-  const double bc_copies = megatron ? std::max(1.0, x.tp * x.cp / groups) : 1.0;
-  const double bc = 2 * groups * static_cast<double>(m.mamba_state_size) * bc_copies;
+  // Under Megatron's context parallelism B and C come to each rank as whole groups
+  const double bc_copies = megatron ? mamba_bc_copies(m, x.tp, x.cp) : 1.0;
+  const double bc = 2 * static_cast<double>(m.mamba_groups * m.mamba_state_size) * bc_copies;
   const double zxbcdt = 2 * (2 * inner + bc + heads);
   const double scan_out = 2 * inner;
   const double rstd = m.mamba_norm ? 4 * static_cast<double>(m.mamba_groups) : 0.0;

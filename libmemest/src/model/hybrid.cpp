@@ -63,19 +63,23 @@ DeltaRuleWidths delta_rule_widths(const memest_model& m) {
           static_cast<double>(m.linear_value_head_dim)};
 }
 
-bool cp_splits_mixer_heads(const memest_model& m, int64_t tp, int64_t cp) {
+CpMixerSplit cp_mixer_split(const memest_model& m, int64_t tp, int64_t cp) {
   // tp and cp are at most 2^24 each (request limits): their product fits an int64_t
   const int64_t ranks = tp * cp;
   const LayerMix all = layer_mix(m, 0, m.num_hidden_layers);
   if (all.mamba + all.parallel > 0) {
-    if (m.mamba_num_heads % ranks != 0) return false;
+    if (m.mamba_num_heads % ranks != 0) return CpMixerSplit::MambaHeads;
     const int64_t groups_local = m.mamba_groups / tp;
-    if (groups_local % cp != 0 && cp % groups_local != 0) return false;
+    if (groups_local % cp != 0 && cp % groups_local != 0) return CpMixerSplit::MambaGroups;
   }
   if (all.deltanet > 0 && (m.linear_key_heads % ranks != 0 || m.linear_value_heads % ranks != 0)) {
-    return false;
+    return CpMixerSplit::DeltaHeads;
   }
-  return true;
+  return CpMixerSplit::Ok;
+}
+
+double mamba_bc_copies(const memest_model& m, double tp, double cp) {
+  return std::max(1.0, tp * cp / static_cast<double>(m.mamba_groups));
 }
 
 namespace {

@@ -46,11 +46,19 @@ bool uses_mamba1(const memest_model& m);
 bool uses_kda(const memest_model& m);
 
 // Whether Megatron-Core's context parallelism can split the model's Mamba-2 and gated DeltaNet
-// heads over tp x cp ranks: Mamba-2 needs tp * cp to divide the heads, and each rank's groups
-// (groups / tp) to divide by cp or divide cp (megatron/core/ssm/mamba_context_parallel.py
-// MambaContextParallel.__init__ asserts); gated DeltaNet needs tp * cp to divide the key heads
-// and the value heads (gated_delta_net/common.py: every in_proj section splits over cp).
-bool cp_splits_mixer_heads(const memest_model& m, int64_t tp, int64_t cp);
+// heads over tp x cp ranks, and if not, the first condition it breaks: Mamba-2 needs tp * cp
+// to divide the heads, and each rank's groups (groups / tp) to divide by cp or divide cp
+// (megatron/core/ssm/mamba_context_parallel.py MambaContextParallel.__init__ asserts); gated
+// DeltaNet needs tp * cp to divide the key heads and the value heads (gated_delta_net/common.py:
+// every in_proj section splits over cp).
+enum class CpMixerSplit { Ok, MambaHeads, MambaGroups, DeltaHeads };
+CpMixerSplit cp_mixer_split(const memest_model& m, int64_t tp, int64_t cp);
+
+// How many copies of the even share of Mamba-2's B and C each rank holds under Megatron's
+// context parallelism: the all-to-all hands each rank whole groups, so where a rank's tp share
+// holds fewer groups than cp ranks, each group is repeated to the cp / (groups / tp) ranks that
+// share its heads (mamba_context_parallel.py group_repeat_count): tp * cp / groups, at least 1.
+double mamba_bc_copies(const memest_model& m, double tp, double cp);
 
 // One state-space mixer's parameters: Mamba-1's when uses_mamba1, else Mamba-2's.
 // Mamba-2  (mamba_ssm/modules/mamba2.py Mamba2.__init__; Hugging Face

@@ -596,7 +596,7 @@ LayoutIssue check_layout(const PretrainRequest& r, LayoutCheck& out) {
       if (r.stack.framework != MEMEST_FRAMEWORK_MEGATRON || uses_mamba1(m) || uses_kda(m)) {
         return LayoutIssue::CpMixer;
       }
-      if (!cp_splits_mixer_heads(m, r.tp, r.cp)) return LayoutIssue::CpMixerHeads;
+      if (cp_mixer_split(m, r.tp, r.cp) != CpMixerSplit::Ok) return LayoutIssue::CpMixerHeads;
     }
   }
   if (m.learned_position_rows > 0 && m.max_position_embeddings > 0 &&
@@ -761,18 +761,20 @@ namespace {
                                  " has none: use framework megatron or cp 1"));
     case LayoutIssue::CpMixerHeads: {
       const int64_t ranks = r.tp * r.cp;
-      const bool mamba = m.mamba_num_heads > 0 && m.mamba_num_heads % ranks != 0;
-      const bool groups = !mamba && m.mamba_groups > 0 && (m.mamba_groups / r.tp) % r.cp != 0 &&
-                          r.cp % (m.mamba_groups / r.tp) != 0;
       std::string what;
-      if (mamba) {
-        what = "tp*cp=" + str(ranks) + " must divide mamba_num_heads=" + str(m.mamba_num_heads);
-      } else if (groups) {
-        what = "each tp rank's mamba_groups/tp=" + str(m.mamba_groups / r.tp) +
-               " must divide cp or be divisible by it";
-      } else {
-        what = "tp*cp=" + str(ranks) + " must divide linear_key_heads=" +
-               str(m.linear_key_heads) + " and linear_value_heads=" + str(m.linear_value_heads);
+      switch (cp_mixer_split(m, r.tp, r.cp)) {
+        case CpMixerSplit::MambaHeads:
+          what = "tp*cp=" + str(ranks) + " must divide mamba_num_heads=" + str(m.mamba_num_heads);
+          break;
+        case CpMixerSplit::MambaGroups:
+          what = "each tp rank's mamba_groups/tp=" + str(m.mamba_groups / r.tp) +
+                 " must divide cp or be divisible by it";
+          break;
+        case CpMixerSplit::DeltaHeads:
+        case CpMixerSplit::Ok:  // not reached: check_layout found a conflict
+          what = "tp*cp=" + str(ranks) + " must divide linear_key_heads=" +
+                 str(m.linear_key_heads) + " and linear_value_heads=" + str(m.linear_value_heads);
+          break;
       }
       fail("parallel.cp", "parallel.cp=" + str(r.cp) +
                               ": Megatron-Core's context parallelism hands each cp rank whole "

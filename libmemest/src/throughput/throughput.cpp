@@ -386,7 +386,7 @@ LayerTime mamba_mixer(const Context& x) {
   linear(x, out, x.rows, x.h, inner / x.t, gemm);
   scan_part(x, out, mamba_scan_flops(m), static_cast<double>(m.mamba_head_dim), 256);
   mixer_tail(x, out, x.rows * (4 * (inner + bc) + 6 * inner) / x.t, gemm);  // conv, gate, norm
-  const double bc_copies = std::max(1.0, x.t * x.c / groups);  // group_repeat_count
+  const double bc_copies = mamba_bc_copies(m, x.t, x.c);
   mixer_cp_part(x, out, {inner / x.t, inner / x.t, bc_copies * bc / 2 / x.t,
                          bc_copies * bc / 2 / x.t, heads / x.t},
                 inner / x.t);
