@@ -19,7 +19,7 @@ test::json oom_request() {
 
 }  // namespace
 
-TEST_CASE("The headline verdict is the overhead model's; the paper's stays beside it") {
+TEST_CASE("The headline verdict is the overhead model's — the paper's stays beside it") {
   const test::Answer a = test::request(oom_request());
   REQUIRE(a.status == MEMEST_OK);
   CHECK(a.body["verdict"] == "tight");       // the paper's band on its estimate

@@ -82,7 +82,7 @@ TEST_CASE("Errors are per thread") {
   CHECK(memest_last_error_code() == MEMEST_ERR_UNKNOWN_PRESET);
 }
 
-TEST_CASE("Stage buffers: stage_count tells how many exist; only `capacity` are written") {
+TEST_CASE("Stage buffers: stage_count tells how many exist — only `capacity` are written") {
   memest_test::Pretrain p("llama-3.1-70b", "h100-80gb");
   p.r.gpus = 64;
   p.r.tp = 8;

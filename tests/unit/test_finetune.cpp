@@ -73,7 +73,7 @@ memest_finetune_result run(Request f, memest_finetune_method method, int64_t tp 
 
 }  // namespace
 
-TEST_CASE("Chunk packing: a tensor never straddles chunks; waste is the unused space") {
+TEST_CASE("Chunk packing: a tensor never straddles chunks — waste is the unused space") {
   // sizes 3, 3, 2 into chunks of 5: [3] [3 2] -> 2 chunks, waste 10 - 8 = 2.
   const memest::ChunkPlan p = memest::pack_chunks({3, 3, 2}, 5);
   CHECK(p.chunks == 2);
@@ -405,7 +405,7 @@ TEST_CASE("Mixture-of-experts in LLMem: every expert's tensors, the sparse block
   CHECK(std::string(memest_last_error()).find("num_attention_heads") != std::string::npos);
 }
 
-TEST_CASE("LLMem on MoE: expert widths must divide under TP; MTP modules are not loaded") {
+TEST_CASE("LLMem on MoE: expert widths must divide under TP — MTP modules are not loaded") {
   // An expert width 1000 that 16 does not divide, with heads and intermediate_size that it does.
   Request r = request("qwen3-30b-a3b", 16, 1, 512, 64 * kMiB);
   r.model.moe_intermediate_size = 1000;

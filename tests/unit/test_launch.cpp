@@ -1364,7 +1364,7 @@ TEST_CASE("launch: LLaMA-Factory enable_liger_kernel is Liger's kernels and the 
   CHECK((!training_has(off, "loss") || field(off, "training.loss") != "linear_fused"));
 }
 
-TEST_CASE("launch: axolotl liger_rms_norm with liger_glu_activation is use_liger_kernel; one alone warns") {
+TEST_CASE("launch: axolotl liger_rms_norm with liger_glu_activation is use_liger_kernel — one alone warns") {
   ImportOptions o = on_h100();
   o.gpus = 8;
   const std::string body =

@@ -273,7 +273,7 @@ TEST_CASE("autocast false: pure fp32 keeps every saved tensor in fp32") {
   CHECK(refused_field(meg) == "training.autocast");
 }
 
-TEST_CASE("deepspeed: ZeRO-Offload streams gradients to the host; ZeRO-3 gathers whole modules") {
+TEST_CASE("deepspeed: ZeRO-Offload streams gradients to the host — ZeRO-3 gathers whole modules") {
   // ZeRO-2 with the optimizer offloaded, 1e9 fp16 parameters on one GPU: the gradient partition
   // (2e9) goes to the host with the optimizer (12e9 with the fp32 master): 14e9 on the host.
   StackStateInput in;
@@ -359,7 +359,7 @@ TEST_CASE("1.6 fields: field-named refusals") {
 }
 
 // Adversarial inputs on the 1.6 surfaces: each of these checks failed before its fix.
-TEST_CASE("hardening: gpu.fp8 is 0 or 1; MLA fields need kv_lora_rank; recompute_every past a stage") {
+TEST_CASE("hardening: gpu.fp8 is 0 or 1 — MLA fields need kv_lora_rank — recompute_every past a stage") {
   test::json req = pretrain("llama-3.1-8b", "fsdp", 8);
   req["gpu"] = {{"preset", "h100-80gb"}, {"fp8", 0.5}};
   CHECK(refused_field(req) == "gpu.fp8");
@@ -383,7 +383,7 @@ TEST_CASE("hardening: gpu.fp8 is 0 or 1; MLA fields need kv_lora_rank; recompute
         stage0(plain, "activations_bytes") - plain["stages"][0]["stack"]["recompute_bytes"].get<double>());
 }
 
-TEST_CASE("hardening: a shortlist stride off the layout's alignment; expert-grid errors name the field at fault") {
+TEST_CASE("hardening: a shortlist stride off the layout's alignment — expert-grid errors name the field at fault") {
   // a stride that is not a multiple of alignof(memest_layout) read misaligned int64s
   memest_test::Pretrain base("llama-3.1-8b", "a100-40gb");
   base.r.gpus = 8;

@@ -414,7 +414,7 @@ TEST_CASE("Multimodal configs: the language model of text_config, the vision tow
   CHECK(a.body["model"]["num_parameters"] == 27009346304.0);
 }
 
-TEST_CASE("JSON: every model reports num_parameters and active_parameters; MoE fields round-trip") {
+TEST_CASE("JSON: every model reports num_parameters and active_parameters — MoE fields round-trip") {
   const test::Answer dense = test::request(
       std::string(R"({"mode": "model_states", "model": "llama-3.1-8b", "gpu": "h100-80gb"})"));
   REQUIRE(dense.status == MEMEST_OK);
@@ -591,7 +591,7 @@ TEST_CASE("ERNIE 4.5 MoE: moe_* names, one shared MLP two experts wide, layer 0 
   CHECK(std::string(memest_last_error_field()) == "model.moe_layer_interval");
 }
 
-TEST_CASE("SmolLM3 and Seed-OSS: Llama layers; NoPE layers add nothing, Seed-OSS's o_proj has no bias") {
+TEST_CASE("SmolLM3 and Seed-OSS: Llama layers — NoPE layers add nothing, Seed-OSS's o_proj has no bias") {
   SUBCASE("SmolLM3-3B: GQA, tied by default, no_rope_layers change no parameter") {
     const memest_model m = from_config(R"({"architectures": ["SmolLM3ForCausalLM"],
       "model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008,

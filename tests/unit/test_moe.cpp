@@ -189,7 +189,7 @@ TEST_CASE("Expert-parallel layout checks name the field and the reason") {
   }
 }
 
-TEST_CASE("Dense models: ep = etp = 1 and no expert part; the search enumerates no ep") {
+TEST_CASE("Dense models: ep = etp = 1 and no expert part — the search enumerates no ep") {
   const json r = ok({{"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "h100-80gb"},
                      {"parallel", {{"gpus", 8}, {"tp", 2}}}});
   CHECK(r["layout"]["ep"] == 1);
@@ -222,7 +222,7 @@ TEST_CASE("The search ranks expert-parallel layouts of an MoE model") {
   CHECK(some_ep);  // holding all 8 experts per GPU is slower than splitting them
 }
 
-TEST_CASE("Throughput: FLOPs from the active parameters; all-to-all time per MoE layer") {
+TEST_CASE("Throughput: FLOPs from the active parameters — all-to-all time per MoE layer") {
   // Tiny model at s = 16: layers' active parameters = dense layer 65536 + 128 = 65664, plus 3
   // MoE layers of 16384 + 12288 + 512 + 128 + 2 * 3 * 64 * 32 = 41600: 190464.
   // F/token = 6 * 190464 + 6 * v * h (6 * 6400) + 12 * s * L * a * d (12 * 16 * 4 * 64):

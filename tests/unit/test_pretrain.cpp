@@ -25,7 +25,7 @@ test::json base_request() {
 
 }  // namespace
 
-TEST_CASE("1F1B: stage i keeps p - i micro-batches; the last stage holds the LM head") {
+TEST_CASE("1F1B: stage i keeps p - i micro-batches — the last stage holds the LM head") {
   test::json req = base_request();
   req["parallel"] = {{"gpus", 4}, {"tp", 1}, {"pp", 4}};
   const test::json r = ok(req);
@@ -42,7 +42,7 @@ TEST_CASE("1F1B: stage i keeps p - i micro-batches; the last stage holds the LM 
   CHECK(t2["stages"][1]["parameters"].get<double>() == 1003884544.0);
 }
 
-TEST_CASE("Fewer micro-batches than stages: stages keep what exists; the paper number keeps p") {
+TEST_CASE("Fewer micro-batches than stages: stages keep what exists — the paper number keeps p") {
   test::json req = base_request();
   req["parallel"] = {{"gpus", 4}, {"tp", 1}, {"pp", 4}};
   req["training"]["global_batch"] = 2;  // d = 1: 2 micro-batches per iteration
@@ -128,7 +128,7 @@ TEST_CASE("Verdict bands: fits <= 80 %, tight <= 100 %, oom above") {
   CHECK(verdict_at(estimate_gib * 0.99) == "oom");
 }
 
-TEST_CASE("GPT family by its own activation model; the user can override the family's choice") {
+TEST_CASE("GPT family by its own activation model — the user can override the family's choice") {
   test::json req = {{"mode", "pretrain"},
                     {"model", "gpt2"},
                     {"gpu", "a100-80gb"},

@@ -70,7 +70,7 @@ TEST_CASE("effective ZeRO stage per framework") {
   CHECK(effective_zero(MEMEST_FRAMEWORK_DEEPSPEED, 2) == 2);
 }
 
-TEST_CASE("FSDP2 states: sharded fp32 storage, no master; zero 2 and pp > 1 keep unsharded copies") {
+TEST_CASE("FSDP2 states: sharded fp32 storage, no master — zero 2 and pp > 1 keep unsharded copies") {
   // 1e9 parameters over 8 ranks, fp32 params and grads, AdamW (K = 8):
   // weights 4e9/8 = 5e8, gradients 5e8, optimizer 8e9/8 = 1e9, master 0.
   StackStates s = stack_state_bytes(input(MEMEST_FRAMEWORK_FSDP, 3, 8, 4, 4));
@@ -113,7 +113,7 @@ TEST_CASE("optimizer in backward: at most the largest tensor's gradient is alive
   CHECK(stack_state_bytes(in).gradients == 1e9);
 }
 
-TEST_CASE("paged 8-bit states leave the allocator; offloading moves states to the host") {
+TEST_CASE("paged 8-bit states leave the allocator — offloading moves states to the host") {
   // FSDP, bf16 storage, paged AdamW 8-bit, one rank: K = 2.03125, no master:
   // paged 2.03125e9, optimizer on the allocator 0.
   StackStateInput in = input(MEMEST_FRAMEWORK_FSDP, 3, 1, 2, 2);

@@ -70,7 +70,7 @@ TEST_CASE("GEMM: FLOPs at the achieved rate, or bytes at HBM bandwidth when memo
   CHECK(frozen.backward == doctest::Approx(l.forward));
 }
 
-TEST_CASE("FlashAttention: efficiency grows with the keys per block; backward 2.5 x forward") {
+TEST_CASE("FlashAttention: efficiency grows with the keys per block — backward 2.5 x forward") {
   const DeviceRates d = rates();
   // 1e12 FLOPs, 3000 keys, head dim 128: 0.4 * 3000/4000 * 128/144 = 0.26667 of 1e15.
   const AttentionSeconds a = flash_attention_seconds(d, 1e12, 3000, 128);
@@ -106,7 +106,7 @@ TEST_CASE("Overlap defaults: each stack's own") {
   CHECK(overlap_bits(0, MEMEST_FRAMEWORK_MEGATRON, 1) == 0);
 }
 
-TEST_CASE("Step breakdown: the parts sum to the step; 1F1B fill and drain from the stages' times") {
+TEST_CASE("Step breakdown: the parts sum to the step — 1F1B fill and drain from the stages' times") {
   const test::Answer a = test::request(pretrain(8, 2, 4, 1));
   REQUIRE(a.status == MEMEST_OK);
   const test::json& t = a.body["throughput"];
@@ -170,7 +170,7 @@ TEST_CASE("comm_overlap: a bad value names the field") {
   CHECK(a.body["error"]["field"] == "training.comm_overlap");
 }
 
-TEST_CASE("fp8 GEMMs make a step faster on an fp8 GPU; the search tries both and marks ties") {
+TEST_CASE("fp8 GEMMs make a step faster on an fp8 GPU — the search tries both and marks ties") {
   test::json r = pretrain(8, 1, 1, 1);
   const test::Answer bf16 = test::request(r);
   r["training"]["fp8"] = true;
@@ -290,7 +290,7 @@ TEST_CASE("1F1B: m x the slowest stage + the others' fill and drain / vpp, from 
         doctest::Approx((first2 + 2 * middle2 + last2 - std::max(first2, last2)) / 2));
 }
 
-TEST_CASE("Recompute repeats the checkpointed layers' forward; the optimizer moves its bytes at HBM rate") {
+TEST_CASE("Recompute repeats the checkpointed layers' forward — the optimizer moves its bytes at HBM rate") {
   PretrainRequest r = h100_llama8b();
   r.pp = 1, r.gpus = 1, r.global_batch = 4;
   const Plan none = plan_of(r);
@@ -310,7 +310,7 @@ TEST_CASE("Recompute repeats the checkpointed layers' forward; the optimizer mov
         doctest::Approx(params * 38 / 3.35e12 + 16e-6));
 }
 
-TEST_CASE("Attention kernels: FlashAttention-2 on Hopper below the fused kernels; the same on Ampere") {
+TEST_CASE("Attention kernels: FlashAttention-2 on Hopper below the fused kernels — the same on Ampere") {
   test::json r = {{"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "h100-80gb"},
                   {"parallel", {{"gpus", 8}, {"zero", 3}}},
                   {"training", {{"framework", "fsdp"}, {"seq_len", 8192}, {"micro_batch", 1},
