@@ -200,7 +200,7 @@ TEST_CASE("--help on every subcommand, --version, exit 0") {
   }
   const Run v = run("--version");
   CHECK(v.rc == 0);
-  CHECK(v.out.find("memest 1.13.0") != std::string::npos);
+  CHECK(v.out.find("memest 1.14.0") != std::string::npos);
 }
 
 TEST_CASE("CSV and JSON carry the same numbers") {
@@ -330,7 +330,7 @@ TEST_CASE("search --help states the global-batch default, and the table fits 100
   CHECK(widest(wide.out) > 100);
 }
 
-TEST_CASE("--compile-components names the parts; --compile is all; a contradiction is refused") {
+TEST_CASE("--compile-components names the parts — --compile is all — a contradiction is refused") {
   // Llama-3.1-8B (the default model) on one GPU under plain PyTorch, s = 2048, b = 1: the
   // unfused loss on 2048 x 128256 bf16 logits keeps 12 B/logit eager and 4 compiled
   // (loss_memory): 262668288 logits * 12 = 3152019456 and * 4 = 1050673152 bytes.
@@ -407,7 +407,7 @@ TEST_CASE("--first-stage-layers, --last-stage-layers and --pipeline-layout reach
   CHECK(json::parse(ep.out)["layout"]["edp"] == 4);
 }
 
-TEST_CASE("--ddp on wraps one GPU in DDP; a bucket size alone does not; --ddp off on 2 GPUs is refused (1.7)") {
+TEST_CASE("--ddp on wraps one GPU in DDP — a bucket size alone does not — --ddp off on 2 GPUs is refused (1.7)") {
   // Llama-3.1-8B under plain PyTorch with fp32 gradients on one GPU: no DDP, no buckets, also
   // with --bucket-cap-mb 25 (DDP's documented default); --ddp on (torchrun with DDP around one
   // GPU) buckets every gradient: 4 bytes x num_parameters.

@@ -9,6 +9,7 @@
 #include "helpers.hpp"
 #include "requests.hpp"
 #include "activations/mixer_activations.hpp"
+#include "model/adapter.hpp"
 #include "model/flops.hpp"
 #include "model/hybrid.hpp"
 #include "model/tensors.hpp"
@@ -295,7 +296,7 @@ TEST_CASE("Pretraining a hybrid under Megatron: the stage's Mamba layers instead
   CHECK(t["step_seconds"].get<double>() > 0);
 }
 
-TEST_CASE("Hybrid layouts: pipeline stages count their own layer kinds; tp and cp checked") {
+TEST_CASE("Hybrid layouts: pipeline stages count their own layer kinds — tp and cp checked") {
   // "MMMM****" over pp 2: stage 0 all Mamba, stage 1 all attention; stage 0 holds more
   // parameters by 4 x (30360 - 12352) (embedding on stage 0, head on stage 1 aside).
   const json c = tiny_nemotron_h("MMMM****");
@@ -311,11 +312,6 @@ TEST_CASE("Hybrid layouts: pipeline stages count their own layer kinds; tp and c
   // context parallelism over a scan: Megatron-Core's all-to-all head split only (below)
   CHECK(refused_field(pretrain(c, {{"gpus", 2}, {"cp", 2}}, {{"framework", "fsdp"}})) ==
         "parallel.cp");
-  // LoRA under Megatron on a hybrid is refused by name (under peft: below)
-  CHECK(refused_field(pretrain(c, {{"gpus", 1}},
-                               {{"framework", "megatron"},
-                                {"adapter", {{"type", "lora"}, {"rank", 8}, {"dtype", "bf16"}}}})) ==
-        "training.framework");
 }
 
 TEST_CASE("Hybrid model FLOPs: the scans instead of the attention scores") {
@@ -668,4 +664,109 @@ TEST_CASE("LoRA on Qwen3-Next's gated attention: q_proj is twice the query width
                              {{"framework", "fsdp"}, {"global_batch", 1},
                               {"adapter", {{"type", "lora"}, {"rank", 4}, {"targets", {"q_proj"}}}}}));
   CHECK(r["trainable_parameters"] == 768);
+}
+
+TEST_CASE("LoRA on the mixers: in_proj and out_proj on Mamba-2 and gated DeltaNet (peft)") {
+  auto trainable = [&](const json& model, const json& adapter, const std::string& framework) {
+    return ok(pretrain(model, {{"gpus", 1}},
+                       {{"framework", framework}, {"global_batch", 1}, {"adapter", adapter}}))
+        ["trainable_parameters"]
+            .get<double>();
+  };
+  // "M-*-": one Mamba-2 mixer, d_inner 8 x 16 = 128, in_proj 64 -> 2 x 128 + 2 x 2 x 16 + 8
+  // = 328: rank 8 x (64 + 328) = 3136; out_proj 128 -> 64: 8 x (128 + 64) = 1536. 4672.
+  const json mixers = {{"type", "lora"}, {"rank", 8}, {"targets", {"in_proj", "out_proj"}}};
+  CHECK(trainable(tiny_nemotron_h("M-*-"), mixers, "pytorch") == 4672);
+  // all-linear: q 8 x 128 = 1024, k and v 8 x 96 = 768 each, o 1024 (3584 on the attention
+  // layer); up and down 8 x 192 = 1536 each on both MLP layers (6144); the mixer's 4672: 14400
+  const json all_linear = {{"type", "lora"}, {"rank", 8}, {"targets", {"all-linear"}}};
+  CHECK(trainable(tiny_nemotron_h("M-*-"), all_linear, "pytorch") == 14400);
+  // Qwen3-Next: three gated DeltaNet layers, keys 2 x 16 = 32, values 4 x 16 = 64, 4 value
+  // heads. Rank 4: in_proj_qkvz 64 -> 2 x 32 + 2 x 64 = 192: 4 x 256 = 1024; in_proj_ba
+  // 64 -> 8: 4 x 72 = 288; out_proj 64 -> 64: 512. 1824 a layer, 3 x 1824 = 5472.
+  json gdn = mixers;
+  gdn["rank"] = 4;
+  CHECK(trainable(tiny_qwen3_next(), gdn, "fsdp") == 5472);
+  // the adapters' saved tensors: in_proj's lora_A keeps the layer's normed input (2 B x 256
+  // tokens x 64 = 32768) and each lora_A output 2 B x 256 x 8 = 4096; out_proj's lora_A shares
+  // the input the mixer keeps, plus its 4096: 40960 more than the same run with out_proj only
+  // (4096): 36864 between them
+  auto activations = [&](const json& adapter) {
+    return ok(pretrain(tiny_nemotron_h("M-*-"), {{"gpus", 1}},
+                       {{"framework", "pytorch"}, {"global_batch", 1}, {"adapter", adapter}}))
+        ["stages"][0]["activations_bytes"]
+            .get<double>();
+  };
+  json out_only = mixers;
+  out_only["targets"] = {"out_proj"};
+  json none = mixers;
+  none["targets"] = {"q_proj"};
+  json q_and_mixers = mixers;
+  q_and_mixers["targets"] = {"q_proj", "in_proj", "out_proj"};
+  json q_and_out = mixers;
+  q_and_out["targets"] = {"q_proj", "out_proj"};
+  CHECK(activations(q_and_mixers) - activations(q_and_out) == 36864);
+}
+
+TEST_CASE("LoRA on the mixers: refused where no mixer has in_proj / out_proj") {
+  const json mixers = {{"type", "lora"}, {"rank", 8}, {"targets", {"in_proj"}}};
+  auto refused = [&](const json& model, const json& adapter) {
+    const test::Answer a = test::request(
+        pretrain(model, {{"gpus", 1}}, {{"framework", "pytorch"}, {"adapter", adapter}}));
+    REQUIRE(a.status != MEMEST_OK);
+    // (all-linear is refused at its own entry, training.adapter.targets[0])
+    CHECK(a.body["error"]["field"].get<std::string>().rfind("training.adapter.targets", 0) == 0);
+    return message(a);
+  };
+  // a dense transformer has no mixer
+  CHECK(refused({{"model_type", "llama"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                 {"num_attention_heads", 4}, {"intermediate_size", 128}, {"vocab_size", 100}},
+                mixers)
+            .find("has none") != std::string::npos);
+  // Kimi Delta Attention names its projections q/k/v/f/g/b/o_proj
+  CHECK(refused(tiny_kimi_linear(), mixers).find("Kimi Delta Attention") != std::string::npos);
+  // all-linear on Mamba-1 would need x_proj and dt_proj
+  CHECK(refused(tiny_jamba(), {{"type", "lora"}, {"rank", 8}, {"targets", {"all-linear"}}})
+            .find("x_proj and dt_proj") != std::string::npos);
+}
+
+TEST_CASE("LoRA on a hybrid under Megatron: Megatron-Bridge's Nemotron-H targets, stage by stage") {
+  // Megatron-Bridge's Nemotron-H PEFT recipes target linear_qkv, linear_proj, linear_fc1,
+  // linear_fc2, in_proj and out_proj (recipes/nemotronh). Rank 8 on "M-*-", t = 1:
+  // linear_qkv 8 x (64 + 128) = 1536, linear_proj 8 x 128 = 1024: 2560 on the attention
+  // layer; fc1 and fc2 8 x 192 = 1536 each: 3072 on each MLP layer; the mixer 4672 (in_proj
+  // 3136 + out_proj 1536, as under peft). 2560 + 2 x 3072 + 4672 = 13376.
+  const json bridge = {{"type", "lora"}, {"rank", 8}, {"dtype", "bf16"},
+                       {"targets", {"q_proj", "o_proj", "up_proj", "down_proj", "in_proj", "out_proj"}}};
+  auto run = [&](const json& parallel) {
+    return ok(pretrain(tiny_nemotron_h("M-*-"), parallel,
+                       {{"framework", "megatron"}, {"global_batch", 2}, {"adapter", bridge}}));
+  };
+  CHECK(run({{"gpus", 1}})["trainable_parameters"] == 13376);
+  // pp 2: stage 0 holds "M-" (4672 + 3072 = 7744), stage 1 "*-" (2560 + 3072 = 5632)
+  const json pp = run({{"gpus", 2}, {"pp", 2}});
+  CHECK(pp["stages"][0]["adapter"]["trainable_parameters"] == 7744);
+  CHECK(pp["stages"][1]["adapter"]["trainable_parameters"] == 5632);
+  // tp 2, per rank: linear_qkv A whole 8 x 64 + B 8 x 128 / 2 = 1024, linear_proj A 8 x 64 / 2
+  // + B 8 x 64 = 768; fc1 512 + 512 = 1024, fc2 512 + 512 = 1024; in_proj 8 x 64 + 8 x 328 / 2
+  // = 1824, out_proj 8 x 128 / 2 + 8 x 64 = 1024. 1792 + 2 x 2048 + 2848 = 8736.
+  const json tp = run({{"gpus", 2}, {"tp", 2}});
+  CHECK(tp["stages"][0]["adapter"]["trainable_parameters"] == 8736);
+  const memest_model m = from_config(tiny_nemotron_h("M-*-"));
+  const uint32_t mixer_bits = memest::lora_bit(MEMEST_LORA_IN_PROJ) | memest::lora_bit(MEMEST_LORA_OUT_PROJ);
+  CHECK(memest::megatron_adapter_parameters(m, mixer_bits, 8, 2, 1, 1).blocks.mamba == 2848);
+  // Megatron-Core's gated DeltaNet has one in_proj of 2 qk + 2 v + 2 value heads
+  // (gated_delta_net/gdn.py): Qwen3-Next rank 4, 4 x (64 + 200) = 1056, out_proj 512: 1568
+  const memest_model q = from_config(tiny_qwen3_next());
+  CHECK(memest::megatron_adapter_parameters(q, mixer_bits, 4, 1, 1, 1).blocks.deltanet == 1568);
+  // the in_proj adapter's saved tensors under Megatron: lora_A's input gathered whole (2 B x
+  // 256 x 64 = 32768) and its output (2 B x 256 x 8 = 4096) on the one mixer
+  json out_only = bridge;
+  out_only["targets"] = {"q_proj", "o_proj", "up_proj", "down_proj", "out_proj"};
+  const double with_in = run({{"gpus", 1}})["stages"][0]["activations_bytes"].get<double>();
+  const double without = ok(pretrain(tiny_nemotron_h("M-*-"), {{"gpus", 1}},
+                                     {{"framework", "megatron"}, {"global_batch", 2},
+                                      {"adapter", out_only}}))["stages"][0]["activations_bytes"]
+                             .get<double>();
+  CHECK(with_in - without == 36864);
 }

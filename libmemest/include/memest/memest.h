@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 13
+#define MEMEST_VERSION_MINOR 14
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.13.0"
+#define MEMEST_VERSION_STRING "1.14.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -477,7 +477,11 @@ typedef enum memest_lora_target {
   MEMEST_LORA_ROUTER = 9,      /* (1.7) an MoE layer's router: peft's "gate" in Qwen-MoE,
                                   Mixtral and DeepSeek (mlp.gate), "router" in Llama 4 and
                                   gpt-oss */
-  MEMEST_LORA_TARGET_COUNT = 10
+  MEMEST_LORA_IN_PROJ = 10,    /* (1.14) a hybrid's Mamba / gated DeltaNet mixer input
+                                  projection: in_proj (Mamba-1, Mamba-2, Megatron's gated
+                                  DeltaNet), in_proj_qkvz and in_proj_ba (Qwen3-Next) */
+  MEMEST_LORA_OUT_PROJ = 11,   /* (1.14) the same mixers' output projection, out_proj */
+  MEMEST_LORA_TARGET_COUNT = 12
 } memest_lora_target;
 
 /** (1.4) What torch.compile compiles: the value of memest_pretrain_request.compile. 1 (ALL)

@@ -168,27 +168,46 @@ double moe_layer_activation_bytes(const memest_model& m, const ActivationCoeffic
          moe_activation_parts(m, x, etp, capacity_factor).total();
 }
 
+namespace {
+
+// What both halves of megatron_lora_layer_delta count with: the tensor-parallel size, the
+// sequence-parallel divisor, the local sequence's tokens, the rank, the targets.
+struct LoraTokens {
+  LoraTokens(const ActivationLayout& x, const MegatronLoraActivation& a)
+      : t(x.tp), sp(x.sequence_parallel ? x.tp : 1.0), n(x.seq_len * x.micro_batch / x.cp),
+        r(a.rank), in_bytes(a.dropout ? 3.0 : 2.0), targets(a.targets) {}
+  double t, sp, n, r;
+  // lora_A's saved input of `width` elements per token over `rows`: the tensor (2 bytes), or
+  // with dropout its output and mask (3 bytes)
+  double adapter_input(double rows, double width) const { return in_bytes * rows * width; }
+  bool has(memest_lora_target target) const { return (targets & (1u << target)) != 0; }
+
+ private:
+  double in_bytes;
+  uint32_t targets;
+};
+
+}  // namespace
+
 double megatron_lora_layer_delta(const memest_model& m, const ActivationLayout& x,
                                  const MegatronLoraActivation& a, bool moe_layer, double etp,
                                  double capacity_factor) {
+  return megatron_lora_attention_delta(m, x, a) +
+         megatron_lora_mlp_delta(m, x, a, moe_layer, etp, capacity_factor);
+}
+
+double megatron_lora_attention_delta(const memest_model& m, const ActivationLayout& x,
+                                     const MegatronLoraActivation& a) {
   if (x.recompute == MEMEST_RECOMPUTE_FULL) return 0;
-  auto has = [&](memest_lora_target t) { return (a.targets & (1u << t)) != 0; };
-  const bool qkv = has(MEMEST_LORA_Q_PROJ) || has(MEMEST_LORA_K_PROJ) || has(MEMEST_LORA_V_PROJ);
-  const bool fc1 = has(MEMEST_LORA_GATE_PROJ) || has(MEMEST_LORA_UP_PROJ);
-  const bool fc2 = has(MEMEST_LORA_DOWN_PROJ);
-  const bool proj = has(MEMEST_LORA_O_PROJ);
-  const double t = x.tp;
-  const double sp = x.sequence_parallel ? t : 1.0;
-  const double n = x.seq_len * x.micro_batch / x.cp;  // the local sequence's tokens
+  const LoraTokens k(x, a);
+  const double t = k.t, sp = k.sp, n = k.n, r = k.r;
   const double h = static_cast<double>(m.hidden_size);
-  const double r = a.rank;
+  const bool qkv = k.has(MEMEST_LORA_Q_PROJ) || k.has(MEMEST_LORA_K_PROJ) || k.has(MEMEST_LORA_V_PROJ);
+  const bool proj = k.has(MEMEST_LORA_O_PROJ);
   const double a_heads = static_cast<double>(m.num_attention_heads);
   const double attn_out =
       a_heads * static_cast<double>(is_mla(m) ? m.v_head_dim : head_dim(m)) / t;  // per rank
-  // lora_A's saved input of `width` elements per token over `rows`: the tensor (2 bytes), or
-  // with dropout its output and mask (3 bytes)
-  const double in_bytes = a.dropout ? 3.0 : 2.0;
-  auto adapter_input = [&](double rows, double width) { return in_bytes * rows * width; };
+  auto adapter_input = [&](double rows, double width) { return k.adapter_input(rows, width); };
   double d = 0;
   // attention: the normed input of linear_qkv (on the SP shard) is freed; an adapted
   // linear_qkv gathers it whole for lora_A
@@ -200,8 +219,21 @@ double megatron_lora_layer_delta(const memest_model& m, const ActivationLayout& 
     const bool shared = x.flash_attention && !a.dropout;
     d += (shared ? 0.0 : adapter_input(n, attn_out)) + 2 * n * r;
   }
+  return d;
+}
+
+double megatron_lora_mlp_delta(const memest_model& m, const ActivationLayout& x,
+                               const MegatronLoraActivation& a, bool moe_layer, double etp,
+                               double capacity_factor) {
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) return 0;
+  const LoraTokens k(x, a);
+  const double t = k.t, sp = k.sp, n = k.n, r = k.r;
+  const double h = static_cast<double>(m.hidden_size);
+  const bool fc1 = k.has(MEMEST_LORA_GATE_PROJ) || k.has(MEMEST_LORA_UP_PROJ);
+  const bool fc2 = k.has(MEMEST_LORA_DOWN_PROJ);
+  auto adapter_input = [&](double rows, double width) { return k.adapter_input(rows, width); };
   // the MLP's normed input (linear_fc1's, or the router's and the experts') is freed
-  d -= 2 * n * h / sp;
+  double d = -2 * n * h / sp;
   auto dense_mlp = [&](double width) {  // width on this rank
     double v = -2 * n * width;  // linear_fc2's input, the activation output
     if (fc1) v += adapter_input(n, h) + 2 * n * r;
@@ -219,7 +251,7 @@ double megatron_lora_layer_delta(const memest_model& m, const ActivationLayout& 
   if (fc1) d += (a.dropout ? rows * h : 0.0) + 2 * rows * r;
   d -= 2 * rows * fe;
   if (fc2) d += adapter_input(rows, fe) + 2 * rows * r;
-  if (has(MEMEST_LORA_ROUTER)) {
+  if (k.has(MEMEST_LORA_ROUTER)) {
     // the router's adapters (F.linear in the patched gating) keep its input and r-wide output
     d += adapter_input(n / sp, h) + 2 * (n / sp) * r;
   }

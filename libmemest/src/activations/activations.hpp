@@ -129,6 +129,14 @@ struct MegatronLoraActivation {
 double megatron_lora_layer_delta(const memest_model& m, const ActivationLayout& x,
                                  const MegatronLoraActivation& a, bool moe_layer, double etp,
                                  double capacity_factor);
+// The same split by half-block: the attention's part (linear_qkv, core attention, linear_proj)
+// and the MLP's (linear_fc1/fc2, the experts, the router, the shared experts), for a hybrid's
+// layers that hold one half only (model/hybrid.hpp).
+double megatron_lora_attention_delta(const memest_model& m, const ActivationLayout& x,
+                                     const MegatronLoraActivation& a);
+double megatron_lora_mlp_delta(const memest_model& m, const ActivationLayout& x,
+                               const MegatronLoraActivation& a, bool moe_layer, double etp,
+                               double capacity_factor);
 
 // Bytes the embedding keeps per micro-batch in flight (first stage).
 double embedding_activation_bytes(const memest_model& m, const ActivationCoefficients& k,

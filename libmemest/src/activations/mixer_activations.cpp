@@ -95,4 +95,22 @@ double hybrid_activation_delta(const memest_model& m, const ActivationLayout& x,
          static_cast<double>(mix.no_mlp) * (shares.mlp + shares.norm);
 }
 
+double mixer_adapter_saved_bytes(const memest_model& m, const ActivationLayout& x,
+                                 const MixerAdapterActivation& a, bool deltanet) {
+  if (x.recompute == MEMEST_RECOMPUTE_FULL) return 0;
+  const bool in_proj = (a.targets & (1u << MEMEST_LORA_IN_PROJ)) != 0;
+  const bool out_proj = (a.targets & (1u << MEMEST_LORA_OUT_PROJ)) != 0;
+  const double n = mixer_tokens(x);
+  const double h = static_cast<double>(m.hidden_size);
+  // out_proj's input width on this rank: d_inner (Mamba) or the values (gated DeltaNet)
+  const double out_width =
+      (deltanet ? delta_rule_widths(m).values
+                : static_cast<double>(m.mamba_num_heads * m.mamba_head_dim)) / x.tp;
+  const double in_linears = deltanet && !a.megatron ? 2.0 : 1.0;
+  double bytes = 0;
+  if (in_proj) bytes += n * h * (a.dropout ? 3.0 * in_linears : 2.0) + in_linears * 2 * n * a.rank;
+  if (out_proj) bytes += (a.dropout ? 3.0 * n * out_width : 0.0) + 2 * n * a.rank;
+  return bytes;
+}
+
 }  // namespace memest

@@ -74,4 +74,25 @@ BlockShares megatron_block_shares(const memest_model& m, const ActivationCoeffic
 double hybrid_activation_delta(const memest_model& m, const ActivationLayout& x,
                                const LayerMix& mix, const BlockShares& shares, bool megatron);
 
+// What LoRA adapters on one mixer's in_proj / out_proj (memest_lora_target bits in `targets`)
+// save per GPU per micro-batch, beyond the mixer's own saved bytes (kept as full training's:
+// what its frozen linears no longer save is not subtracted, the safe side). Each adapted linear
+// keeps its r-wide lora_A output for lora_B (2r bytes per token) and lora_A's input: in_proj's
+// is the normed layer input, which the frozen in_proj itself no longer keeps (2 bytes per
+// element, Megatron's column-parallel adapter gathers it whole from the sequence-parallel
+// shard); out_proj's is the input the mixer already keeps for it (the gated norm's output, or
+// the fused kernel's own copy), shared unless dropout gives lora_A its own output and mask (3
+// bytes per element). Qwen3-Next's two input linears (in_proj_qkvz, in_proj_ba) share their
+// input and keep a lora_A output each. Full recomputation keeps the block's input only: 0.
+// Hugging Face's fused Mamba-2 path hands out_proj's weight to the kernel itself, so peft's
+// adapter there is built but takes no gradient; it is counted as trained (the safe side).
+struct MixerAdapterActivation {
+  uint32_t targets = 0;
+  double rank = 0;
+  bool dropout = false;
+  bool megatron = false;  // Megatron-Core's one in_proj for gated DeltaNet, else Hugging Face's two
+};
+double mixer_adapter_saved_bytes(const memest_model& m, const ActivationLayout& x,
+                                 const MixerAdapterActivation& a, bool deltanet);
+
 }  // namespace memest

@@ -31,7 +31,7 @@ constexpr const char* kAdapter[] = {"none", "lora", "qlora"};
 // peft's module names for Llama-style models (the canonical names of README "LoRA and QLoRA")
 constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj",      "gate_proj",
                                        "up_proj",  "down_proj", "lm_head", "embed_tokens",
-                                       "router"};
+                                       "router",  "in_proj", "out_proj"};
 constexpr const char* kCompile[] = {"none", "all", "model", "loss"};
 constexpr const char* kOverlap[] = {"dp", "tp", "pp", "ep"};
 constexpr const char* kMoeDispatcher[] = {"alltoall", "deepep"};

@@ -1,7 +1,5 @@
 #include "plan/stack.hpp"
 
-#include "model/hybrid.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -563,6 +561,8 @@ void validate_adapter(const PretrainRequest& r) {
   narrow(MEMEST_LORA_DOWN_PROJ, std::min(h, f));
   narrow(MEMEST_LORA_LM_HEAD, std::min(h, m.vocab_size));
   narrow(MEMEST_LORA_EMBED_TOKENS, std::min(h, m.vocab_size));
+  narrow(MEMEST_LORA_IN_PROJ, mixer_adapter_side(m, MEMEST_LORA_IN_PROJ));
+  narrow(MEMEST_LORA_OUT_PROJ, mixer_adapter_side(m, MEMEST_LORA_OUT_PROJ));
   if (a.rank < 1 || a.rank > narrowest) {
     fail("training.adapter.rank",
          "must be between 1 and " + std::to_string(narrowest) +
@@ -651,14 +651,6 @@ void validate_adapter(const PretrainRequest& r) {
                     "or a model with standard attention",
            MEMEST_ERR_UNSUPPORTED);
     }
-  }
-  if (fw == MEMEST_FRAMEWORK_MEGATRON && is_hybrid(m)) {
-    // megatron_adapter_parameters counts a stage's layers as attention + MLP layers
-    fail("training.framework",
-         "LoRA on a hybrid model (Mamba / delta-rule mixers) under Megatron is not modelled: use "
-         "framework pytorch, fsdp, fsdp1 or deepspeed (peft targets its attention and MLP "
-         "layers' linears)",
-         MEMEST_ERR_UNSUPPORTED);
   }
   if ((a.targets & lora_bit(MEMEST_LORA_ROUTER)) && !is_moe(m)) {
     fail("training.adapter.targets", "router: the model is dense (num_experts = 0), it has no "

@@ -202,7 +202,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     const MegatronAdapterParams mp = megatron_adapter_parameters(
         m, plan.adapter.targets, static_cast<double>(plan.adapter.rank), t,
         static_cast<double>(plan.ep), static_cast<double>(plan.etp));
-    trainable = dense_layers * mp.dense_layer + moe_layers * mp.moe_layer;
+    trainable = dense_layers * mp.dense_layer + moe_layers * mp.moe_layer + mp.blocks.delta(mix);
     expert_trainable = moe_layers * mp.moe_experts;
     if (mtp_here) {
       for (int64_t j = 0; j < m.mtp_layers; ++j) {
@@ -218,7 +218,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     const AdapterParams ap = adapter_parameters(m, plan.adapter.targets,
                                                 static_cast<double>(plan.adapter.rank), "");
     trainable = ap.total();
-    adapter_block = std::max(ap.dense_layer, ap.moe_layer);
+    adapter_block = ap.largest_layer(m);
     // the frozen base holds the experts too (no gradient, no optimizer state); adapters run
     // without expert parallelism, so the experts shard with the rest (validate_adapter)
     // fsdp1 with fsdp_use_orig_params: the blocks' frozen weights share FlatParameters with
@@ -399,6 +399,18 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
         return megatron_lora_layer_delta(m, plan.layout, la, moe, etp, plan.moe_capacity_factor);
       };
       double lora = dense_layers * delta(false) + moe_layers * delta(true);
+      if (mix.any()) {
+        // a hybrid's layers: the attention's and the dense MLP's halves where they exist, the
+        // mixers' in_proj / out_proj adapters (activations/mixer_activations.hpp)
+        const MixerAdapterActivation ma{la.targets, la.rank, la.dropout, true};
+        AdapterBlocks halves;
+        halves.attention = megatron_lora_attention_delta(m, plan.layout, la);
+        halves.dense_mlp = megatron_lora_mlp_delta(m, plan.layout, la, false, etp,
+                                                   plan.moe_capacity_factor);
+        halves.mamba = mixer_adapter_saved_bytes(m, plan.layout, ma, false);
+        halves.deltanet = mixer_adapter_saved_bytes(m, plan.layout, ma, true);
+        lora += halves.delta(mix);
+      }
       if (mtp_here) {
         for (int64_t j = 0; j < m.mtp_layers; ++j) {
           lora += delta(is_moe_layer(m, m.num_hidden_layers + j));
@@ -427,6 +439,15 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     if (!plan.stack_terms.checkpointing) {
       activations +=
           in_flight * hybrid_activation_delta(m, plan.layout, mix, plan.stack_terms.shares, false);
+      if (plan.adapter.enabled()) {  // the mixers' in_proj / out_proj adapters under peft
+        const MixerAdapterActivation ma{plan.adapter.targets,
+                                        static_cast<double>(plan.adapter.rank),
+                                        plan.adapter.dropout > 0, false};
+        activations += in_flight * (static_cast<double>(mix.mamba + mix.parallel) *
+                                        mixer_adapter_saved_bytes(m, plan.layout, ma, false) +
+                                    static_cast<double>(mix.deltanet) *
+                                        mixer_adapter_saved_bytes(m, plan.layout, ma, true));
+      }
     }
   }
   if (plan.stack.fp8 || plan.stack.fp4) {

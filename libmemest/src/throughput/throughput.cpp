@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <utility>
 
 #include "activations/activations.hpp"
 #include "model/adapter.hpp"
@@ -272,6 +273,7 @@ double gradient_bytes(const Plan& p) {
 // an adapter (model/adapter.hpp; outside Megatron the adapters run unsplit, experts included).
 struct AdapterLayerParams {
   double dense = 0, moe = 0, moe_experts = 0, embed_tokens = 0, lm_head = 0;
+  AdapterBlocks blocks;  // a hybrid's layer kinds
 };
 AdapterLayerParams adapter_layer_params(const Context& x) {
   const Plan& p = x.plan;
@@ -284,12 +286,14 @@ AdapterLayerParams adapter_layer_params(const Context& x) {
     out.dense = mp.dense_layer;
     out.moe = mp.moe_layer;
     out.moe_experts = mp.moe_experts;
+    out.blocks = mp.blocks;
   } else {
     const AdapterParams ap = adapter_parameters(x.m, p.adapter.targets, r, "");
     out.dense = ap.dense_layer;
     out.moe = ap.moe_layer;
     out.embed_tokens = ap.embed_tokens;
     out.lm_head = ap.lm_head;
+    out.blocks = ap.blocks;
   }
   return out;
 }
@@ -732,6 +736,19 @@ LayerTimes layer_times(const Plan& plan) {
     if (is_moe(m)) {
       adapter_part(x, out.moe, plan.moe_parts.base.sharded + plan.moe_parts.routed, ap.moe_layer);
     }
+    if (mix.any()) {
+      // a hybrid's layer kinds change which linears hold adapters (AdapterBlocks::delta) and,
+      // under QLoRA, which base linears are dequantised (hybrid_params_delta)
+      const std::pair<LayerTime*, int64_t LayerMix::*> kinds[] = {
+          {&out.mamba_delta, &LayerMix::mamba},       {&out.deltanet_delta, &LayerMix::deltanet},
+          {&out.parallel_delta, &LayerMix::parallel}, {&out.no_mixer_delta, &LayerMix::no_mixer},
+          {&out.no_mlp_delta, &LayerMix::no_mlp}};
+      for (const auto& [delta, kind] : kinds) {
+        LayerMix one;
+        one.*kind = 1;
+        adapter_part(x, *delta, hybrid_params_delta(m, one).sharded, ap.blocks.delta(one));
+      }
+    }
   }
   out.head = head_and_loss(x);
   out.embed = embedding(x);
@@ -805,6 +822,10 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
       k.parts.add(kinds.no_mlp_delta, static_cast<double>(mix.no_mlp));
     }
     k.params = nd * dense_params + nm * moe_params;
+    if (mix.any()) {
+      const LayerParams mixers = hybrid_params_delta(m, mix);
+      k.params += mixers.sharded / x.t + mixers.replicated;
+    }
     k.expert_params = nm * moe_routed;
     if (i == 0) {
       k.parts.add(embed, 1);
@@ -823,8 +844,8 @@ Throughput estimate_throughput(const Plan& plan, const LayerTimes* cached) {
     }
     if (adapter) {
       // only the adapters have gradients to reduce and parameters to gather back
-      k.params = nd * ad.dense + nm * ad.moe + (i == 0 ? ad.embed_tokens : 0.0) +
-                 (i == plan.pp - 1 ? ad.lm_head : 0.0);
+      k.params = nd * ad.dense + nm * ad.moe + ad.blocks.delta(mix) +
+                 (i == 0 ? ad.embed_tokens : 0.0) + (i == plan.pp - 1 ? ad.lm_head : 0.0);
       k.expert_params = nm * ad.moe_experts;
       if (trains_mtp(plan) && i == plan.layers.mtp_stage(plan.pp)) {
         k.params += mtp * (is_moe(m) ? ad.moe : ad.dense);
