@@ -420,10 +420,15 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
   a.rank = add_integer(cmd, "--lora-rank", a.rank_value, "LoRA rank r (default 8, peft's)");
   a.alpha = add_real(cmd, "--lora-alpha", a.alpha_value, "LoRA alpha (default 8)", Sign::any);
   a.dropout = add_real(cmd, "--lora-dropout", a.dropout_value, "LoRA dropout (default 0)", Sign::any);
+  std::string targets;  // the library's lora_target names
+  for (const std::string& t : enum_names(MEMEST_ENUM_LORA_TARGET)) {
+    targets += (targets.empty() ? "" : ", ") + t;
+  }
   cmd.add_option("--lora-targets", a.targets_text,
-                 "Modules to adapt, comma-separated: q_proj, k_proj, v_proj, o_proj, gate_proj, "
-                 "up_proj, down_proj, lm_head, embed_tokens, router, or all-linear (peft's: every "
-                 "linear but the output layer) (default q_proj,v_proj)");
+                 "Modules to adapt, comma-separated: " + targets +
+                     " (in_proj, out_proj: a hybrid's Mamba / gated DeltaNet mixers), or "
+                     "all-linear (peft's: every linear but the output layer) (default "
+                     "q_proj,v_proj)");
   a.dtype = add_choice(cmd, "--adapter-dtype", a.dtype_value,
                        "Adapter weights, gradients and optimizer states (default fp32, as peft "
                        "casts them)", {"fp32", "bf16", "fp16"});

@@ -158,3 +158,44 @@ func TestMamba1ConfigTyped(t *testing.T) {
 		t.Fatalf("pretrain %+v (%v)", typed, err)
 	}
 }
+
+// ABI 1.14: LoRA on the mixers' in_proj and out_proj. The tiny Nemotron-H's Mamba-2 mixer at
+// rank 8: in_proj 64 -> 328 (3136) and out_proj 128 -> 64 (1536), 4672 under peft; with
+// Megatron-Bridge's Nemotron-H targets under Megatron 13376, stage 0 of pp 2 ("M-") 7744
+// (tests/unit/test_hybrid.cpp).
+func TestHybridMixerLoRA(t *testing.T) {
+	if names := memest.EnumNames(memest.EnumLoraTarget); len(names) < 12 || names[10] != "in_proj" || names[11] != "out_proj" {
+		t.Fatalf("lora_target names %v", names)
+	}
+	var config map[string]any
+	// (the config without its Infinity: encoding/json reads standard JSON only)
+	if err := json.Unmarshal([]byte(`{"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4,
+	 "hybrid_override_pattern": "M-*-", "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+	 "intermediate_size": 128, "vocab_size": 100, "mamba_num_heads": 8, "mamba_head_dim": 16,
+	 "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, "use_bias": false, "use_conv_bias": true,
+	 "tie_word_embeddings": false}`), &config); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(framework string, parallel map[string]any, adapter map[string]any) map[string]any {
+		t.Helper()
+		doc, err := memest.Request(map[string]any{"mode": "pretrain", "model": config, "gpu": "h100-80gb",
+			"parallel": parallel, "training": map[string]any{"seq_len": 256, "global_batch": 4,
+				"framework": framework, "adapter": adapter}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	peft := ask("pytorch", map[string]any{"gpus": 1},
+		map[string]any{"type": "lora", "rank": 8, "targets": []string{"in_proj", "out_proj"}})
+	if peft["trainable_parameters"].(float64) != 4672 {
+		t.Fatalf("peft trainable %v, want 4672", peft["trainable_parameters"])
+	}
+	bridge := ask("megatron", map[string]any{"gpus": 2, "pp": 2}, map[string]any{"type": "lora", "rank": 8,
+		"dtype": "bf16", "targets": []string{"q_proj", "o_proj", "up_proj", "down_proj", "in_proj", "out_proj"}})
+	stage0 := bridge["stages"].([]any)[0].(map[string]any)["adapter"].(map[string]any)
+	if bridge["trainable_parameters"].(float64) != 13376 || stage0["trainable_parameters"].(float64) != 7744 {
+		t.Fatalf("Megatron trainable %v, stage 0 %v; want 13376, 7744", bridge["trainable_parameters"],
+			stage0["trainable_parameters"])
+	}
+}

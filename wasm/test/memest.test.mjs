@@ -745,6 +745,25 @@ test('1.8 a hybrid config.json (Nemotron-H, a bare Infinity in it): 88472 parame
   if (want) assert.deepEqual(r, want, 'the CLI\'s whole answer');
 });
 
+test('1.14 LoRA on the mixers: in_proj and out_proj are library targets; on the tiny Nemotron-H\'s Mamba-2 mixer 4672 adapter parameters, 13376 with Megatron-Bridge\'s targets; the CLI\'s answer (when MEMEST_CLI is set)', async () => {
+  assert.deepEqual(memest.enums().lora_target.slice(10, 12), ['in_proj', 'out_proj']);
+  const asObject = JSON.parse(hybridText.replace('Infinity', 'null'));
+  const with_ = (training) => ({ ...asObject, training: { ...asObject.training, ...training } });
+  // in_proj 64 -> 328 at rank 8: 3136; out_proj 128 -> 64: 1536 (tests/unit/test_hybrid.cpp)
+  const peft = with_({ framework: 'pytorch', adapter: { type: 'lora', rank: 8, targets: ['in_proj', 'out_proj'] } });
+  const r = memest.answer(peft);
+  assert.equal(r.ok, true);
+  assert.equal(r.trainable_parameters, 4672);
+  const bridge = memest.answer(with_({ framework: 'megatron', adapter: { type: 'lora', rank: 8, dtype: 'bf16',
+    targets: ['q_proj', 'o_proj', 'up_proj', 'down_proj', 'in_proj', 'out_proj'] } }));
+  assert.equal(bridge.trainable_parameters, 13376);
+  const dense = memest.answer({ ...peft, model: 'llama-3.1-8b' });
+  assert.equal(dense.ok, false);
+  assert.equal(dense.error.field, 'training.adapter.targets');
+  const want = await cliAnswer(peft);
+  if (want) assert.deepEqual(r, want, 'the CLI\'s whole answer');
+});
+
 // 1.10: flash-attn's cross-entropy (loss flash_attn), fp8 parameters and LoRA under Megatron. The
 // bytes are the hand-derived values of tests/unit/test_memory_mechanisms_1_10.cpp and
 // tests/unit/test_megatron_lora.cpp.

@@ -1223,5 +1223,25 @@ test('1.8 a pasted hybrid config.json (Nemotron-H, a bare Infinity in it): the C
   assert.equal(refused.error.field, 'parallel.cp');
   assert.equal(await page.textContent('#err-cp'), refused.error.message);
   assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  // 1.14: LoRA on the Mamba-2 mixer's in_proj and out_proj (library target names, so
+  // checkboxes of the form): 4672 adapter parameters at rank 8 (tests/unit/test_hybrid.cpp),
+  // the CLI's answer with --lora-targets in_proj,out_proj
+  before = await probe();
+  await page.fill('#gpus', '1');
+  await page.fill('#cp', '1');
+  await settle(before);
+  await change(() => page.selectOption('#framework', 'pytorch'));
+  await change(() => page.selectOption('#adapter-type', 'lora'));
+  for (const t of ['in_proj', 'out_proj']) await change(() => page.check(`#lora-target-${t}`));
+  for (const t of ['q_proj', 'v_proj']) await change(() => page.uncheck(`#lora-target-${t}`));
+  await page.waitForFunction(() => location.hash.includes('lt=in_proj%2Cout_proj'));
+  await expectResult('LoRA on the Mamba-2 mixer');
+  const mixers = cliPretrain(['--config', file, '-g', 'h100-80gb', '--gpus', '1', '--tp', '1', '--cp', '1',
+    '--pp', '1', '--seq-len', '256', '--micro-batch', '1', '--global-batch', '4', '--framework', 'pytorch',
+    '--adapter', 'lora', '--lora-targets', 'in_proj,out_proj']);
+  assert.equal(mixers.trainable_parameters, 4672);
+  assert.equal(await page.getAttribute('#trainable-params', 'data-value'), '4672');
+  assert.equal(await page.textContent('#estimate'), `${g2(mixers.estimate_bytes)} GiB`);
+  await change(() => page.selectOption('#adapter-type', 'none'));
   assert.deepEqual(pageErrors, [], 'console errors');
 });

@@ -225,6 +225,19 @@ def test_1_8_hybrid_config_through_request(m):
     assert info.value.code == "unsupported" and info.value.field == "parallel.cp"
 
 
+def test_1_14_lora_on_the_mixers_through_request(m):
+    """in_proj and out_proj are library target names (10 and 11); on the Mamba-2 mixer at rank
+    8 they hold 3136 + 1536 = 4672 adapter parameters (tests/unit/test_hybrid.cpp)."""
+    names = m.enum_names(m.kinds["lora_target"])
+    assert names[10:12] == ["in_proj", "out_proj"]
+    resp = json.loads(m.request(
+        '{"mode": "pretrain", "model": ' + TINY_NEMOTRON_H + ', "gpu": "h100-80gb", '
+        '"parallel": {"gpus": 1}, "training": {"framework": "pytorch", "seq_len": 256, '
+        '"global_batch": 4, "adapter": {"type": "lora", "rank": 8, '
+        '"targets": ["in_proj", "out_proj"]}}}'))
+    assert resp["trainable_parameters"] == 4672
+
+
 
 def test_1_9_request_fields_through_request(m):
     """The 1.9 fields pass through Memest.request as the library spells them, on the hand-derived

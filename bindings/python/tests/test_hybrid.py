@@ -84,17 +84,36 @@ def test_lora_targets_the_attention_and_mlp_layers_it_finds(config):
     assert r.trainable_parameters == 7936
 
 
+def test_lora_on_the_mixers_under_peft_and_megatron(config):
+    # ABI 1.14. The Mamba-2 mixer's in_proj (64 -> 328) and out_proj (128 -> 64) at rank 8:
+    # 3136 + 1536 = 4672. Megatron-Bridge's Nemotron-H targets (linear_qkv, linear_proj, fc1,
+    # fc2, in_proj, out_proj): 2560 + 2 x 3072 + 4672 = 13376, stage 0 of pp 2 ("M-") 7744
+    # (tests/unit/test_hybrid.cpp)
+    assert "in_proj" in memest.enums()["lora_target"]
+    mixers = {"type": "lora", "rank": 8, "targets": ["in_proj", "out_proj"]}
+    r = memest.pretrain(config, "h100-80gb", gpus=1, framework="pytorch", seq_len=256,
+                        global_batch=4, adapter=mixers)
+    assert r.trainable_parameters == 4672
+    bridge = {"type": "lora", "rank": 8, "dtype": "bf16",
+              "targets": ["q_proj", "o_proj", "up_proj", "down_proj", "in_proj", "out_proj"]}
+    m = memest.pretrain(config, "h100-80gb", gpus=2, pp=2, framework="megatron", seq_len=256,
+                        global_batch=4, adapter=bridge)
+    assert m.trainable_parameters == 13376
+    assert m.stages[0].adapter.trainable_parameters == 7744
+
+
 def test_hybrid_refusals_name_the_field(config):
     with pytest.raises(memest.UnsupportedError) as info:
         memest.pretrain(config, "h100-80gb", gpus=2, cp=2, seq_len=256, global_batch=4,
                         framework="fsdp")
     assert info.value.field == "parallel.cp" and info.value.code == "unsupported"
     assert "framework fsdp has none" in str(info.value)
-    # LoRA on a hybrid is peft's, not Megatron's
-    with pytest.raises(memest.UnsupportedError) as info:
-        memest.pretrain(config, "h100-80gb", gpus=1, framework="megatron",
-                        adapter={"type": "lora", "dtype": "bf16"})
-    assert info.value.field == "training.framework"
+    # in_proj / out_proj need a Mamba or gated DeltaNet mixer: a dense model has none
+    dense = dict(config, hybrid_override_pattern="*-*-")
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain(dense, "h100-80gb", gpus=1, framework="pytorch",
+                        adapter={"type": "lora", "targets": ["in_proj"]})
+    assert info.value.field == "training.adapter.targets" and "has none" in str(info.value)
     with pytest.raises(memest.UnsupportedError) as info:
         memest.finetune(config, "h100-80gb", gpus=1, method="zero3")
     assert info.value.field == "model"

@@ -972,6 +972,16 @@ public class MemestTest {
         + " \"seq_len\": 256, \"global_batch\": 4, \"adapter\": {\"type\": \"lora\", \"rank\": 8,"
         + " \"targets\": [\"q_proj\", \"v_proj\", \"up_proj\", \"down_proj\"]}}}");
     check(jsonNumber(lora, "trainable_parameters") == 7936.0, "LoRA on a hybrid: 7936 adapter parameters");
+    // 1.14: in_proj and out_proj on the Mamba-2 mixer under Megatron (Megatron-Bridge's
+    // Nemotron-H targets): 2560 + 2 x 3072 + 4672 = 13376 (tests/unit/test_hybrid.cpp)
+    check(memest_lora_target.MEMEST_LORA_IN_PROJ == 10
+        && Memest.enumNames(memest_enum.MEMEST_ENUM_LORA_TARGET).get(11).equals("out_proj"),
+        "lora targets in_proj (10) and out_proj (11)");
+    String bridge = Memest.request("{\"mode\": \"pretrain\", \"model\": " + TINY_NEMOTRON_H
+        + ", \"gpu\": \"h100-80gb\", \"parallel\": {\"gpus\": 1}, \"training\": {\"framework\": \"megatron\","
+        + " \"seq_len\": 256, \"global_batch\": 4, \"adapter\": {\"type\": \"lora\", \"rank\": 8, \"dtype\": \"bf16\","
+        + " \"targets\": [\"q_proj\", \"o_proj\", \"up_proj\", \"down_proj\", \"in_proj\", \"out_proj\"]}}}");
+    check(jsonNumber(bridge, "trainable_parameters") == 13376.0, "Megatron LoRA on the mixers: 13376");
 
     // the setter copies at most MEMEST_MAX_PATTERN_LAYERS characters and ends the array
     Model hand = new Model();
