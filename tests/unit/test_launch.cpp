@@ -797,6 +797,42 @@ TEST_CASE("launch: axolotl lora_target_linear adapts an MoE model's router too")
         json::array({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}));
 }
 
+TEST_CASE("launch: a hybrid's in_proj / out_proj targets by their frameworks' names") {
+  ImportOptions o = on_h100();
+  o.gpus = 1;
+  // the tiny Nemotron-H of tests/unit/test_hybrid.cpp: its attention names its output o_proj,
+  // its Mamba-2 mixer in_proj and out_proj
+  o.model = {{"model_type", "nemotron_h"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+             {"hybrid_override_pattern", "M-*-"}, {"num_attention_heads", 4},
+             {"num_key_value_heads", 2}, {"head_dim", 16}, {"intermediate_size", 128},
+             {"vocab_size", 100}, {"mamba_num_heads", 8}, {"mamba_head_dim", 16},
+             {"ssm_state_size", 16}, {"n_groups", 2}, {"conv_kernel", 4}};
+  const std::string body =
+      "adapter: lora\n"
+      "lora_r: 8\n"
+      "lora_target_modules:\n"
+      "  - q_proj\n"
+      "  - in_proj\n"
+      "  - out_proj\n"
+      "sequence_len: 256\n"
+      "micro_batch_size: 1\n";
+  const ImportResult h = import_one("hybrid.yaml", "base_model: nvidia/Nemotron-H-8B-Base-8K\n" + body, o);
+  CHECK(h.format == "axolotl");
+  CHECK(field(h, "training.adapter.targets") == json::array({"q_proj", "in_proj", "out_proj"}));
+  // on a model without such mixers out_proj is the attention's output projection (OPT's name)
+  ImportOptions dense = on_h100();
+  dense.gpus = 1;
+  const ImportResult d = import_one("llama.yaml", "base_model: meta-llama/Llama-3.1-8B\n"
+                                    "adapter: lora\nlora_target_modules: [q_proj, out_proj]\n"
+                                    "sequence_len: 256\nmicro_batch_size: 1\n", dense);
+  CHECK(field(d, "training.adapter.targets") == json::array({"q_proj", "o_proj"}));
+  // Qwen3-Next's two input linears are both in_proj (the names are mapped before the model)
+  const ImportResult q = import_one("qwen3-next.yaml", "base_model: Qwen/Qwen3-Next-80B-A3B-Instruct\n"
+                                    "adapter: lora\nlora_target_modules: [in_proj_qkvz, in_proj_ba, out_proj]\n"
+                                    "sequence_len: 256\nmicro_batch_size: 1\n", o);
+  CHECK(field(q, "training.adapter.targets") == json::array({"in_proj", "out_proj"}));
+}
+
 TEST_CASE("launch: accelerate FSDP is fsdp (FSDP2) with fsdp_version 2, else fsdp1") {
   ImportOptions o = on_h100();
   o.model = "llama-3.1-8b";

@@ -361,7 +361,10 @@ void derive_global_batch(RequestBuilder& b) {
 // pipeline_parallel_layers_per_stage.
 void settle_with_model(RequestBuilder& b) {
   if (!b.has("model")) return;  // asked for by require_given
-  if (b.pending_auto.empty() && !b.layers_per_stage && !b.all_linear_targets &&
+  const json* given = b.get("training.adapter.targets");
+  const bool names_out_proj = given && given->is_array() &&
+                              std::find(given->begin(), given->end(), json("out_proj")) != given->end();
+  if (b.pending_auto.empty() && !b.layers_per_stage && !b.all_linear_targets && !names_out_proj &&
       !(b.clm_block_size && !b.has("training.seq_len"))) {
     return;
   }
@@ -374,6 +377,20 @@ void settle_with_model(RequestBuilder& b) {
     b.from_default("training.seq_len", std::min<int64_t>(1024, m.max_position_embeddings), "transformers",
                    "run_clm.py block_size = min(1024, model_max_length)",
                    "examples/pytorch/language-modeling/run_clm.py");
+  }
+  if (names_out_proj && !b.all_linear_targets) {
+    // "out_proj" is a Mamba / gated DeltaNet mixer's output projection on a hybrid (its
+    // attention's is o_proj: NemotronH, Jamba, Falcon-H1, Qwen3-Next); elsewhere the
+    // attention's output projection (OPT, BART name it so)
+    const LayerMix all = layer_mix(m, 0, m.num_hidden_layers);
+    if (all.mamba + all.parallel + all.deltanet == 0 || uses_kda(m)) {
+      json renamed = json::array();
+      for (const json& t : *given) {
+        const json name = t == "out_proj" ? json("o_proj") : t;
+        if (std::find(renamed.begin(), renamed.end(), name) == renamed.end()) renamed.push_back(name);
+      }
+      b.request["training"]["adapter"]["targets"] = renamed;
+    }
   }
   if (b.all_linear_targets && b.has("training.adapter.targets")) {
     // peft's all-linear: every nn.Linear but the output layer, for this model (an MoE router

@@ -79,12 +79,12 @@ class RequestBuilder {
   };
   std::vector<Pending> pending_auto;
   std::optional<Setting> layers_per_stage;
-  bool all_linear_targets = false;
-  bool clm_block_size = false;
+  bool all_linear_targets = false;  // peft "all-linear": an MoE model's router too
+  bool clm_block_size = false;      // run_clm.py: its block size from the model when not given
   // Megatron's vocabulary before padding to a multiple of divisor x tp
   // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding); 0 = none
   int64_t megatron_vocab = 0;
-  int64_t megatron_vocab_divisor = 128;  // run_clm.py: its block size from the model when not given  // peft "all-linear": an MoE model's router too
+  int64_t megatron_vocab_divisor = 128;
 
  private:
   void put(const std::string& field, json value, json origin);

@@ -30,7 +30,10 @@ json canonical_targets(const Setting& s) {
   auto add = [&](const std::string& n) {
     static const std::pair<const char*, const char*> kNames[] = {
         {"q_proj", "q_proj"}, {"k_proj", "k_proj"}, {"v_proj", "v_proj"}, {"o_proj", "o_proj"},
-        {"output_proj", "o_proj"}, {"out_proj", "o_proj"}, {"gate_proj", "gate_proj"},
+        // out_proj: a hybrid's mixer output projection, or on a model without such mixers the
+        // attention's (OPT, BART); import.cpp settle_with_model decides with the model
+        {"output_proj", "o_proj"}, {"out_proj", "out_proj"}, {"gate_proj", "gate_proj"},
+        {"in_proj", "in_proj"}, {"in_proj_qkvz", "in_proj"}, {"in_proj_ba", "in_proj"},
         {"up_proj", "up_proj"}, {"down_proj", "down_proj"}, {"w1", "gate_proj"}, {"w3", "up_proj"},
         {"w2", "down_proj"}, {"lm_head", "lm_head"}, {"output", "lm_head"},
         {"embed_tokens", "embed_tokens"}, {"qkv_proj", "q_proj"}, {"gate_up_proj", "gate_proj"},
@@ -44,7 +47,8 @@ json canonical_targets(const Setting& s) {
     }
     throw Error(MEMEST_ERR_UNSUPPORTED, s.file + ":" + s.key,
                 where(s) + ": target module \"" + echo(n) + "\" is not one memest knows (q_proj "
-                "k_proj v_proj o_proj gate_proj up_proj down_proj lm_head embed_tokens)");
+                "k_proj v_proj o_proj gate_proj up_proj down_proj lm_head embed_tokens, a "
+                "hybrid's in_proj out_proj, or their frameworks' names for them)");
   };
   if (s.value.is_array()) {
     for (const json& v : s.value) {
