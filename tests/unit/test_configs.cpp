@@ -133,6 +133,37 @@ TEST_CASE("Kimi-Linear's real config.json: KDA layers where linear_attn_config l
   CHECK(m.moe_first_dense_layers == 1);
 }
 
+TEST_CASE("FalconMamba's real config.json: 64 Mamba-1 layers, the saved intermediate_size") {
+  const std::string text = read_text(std::string(MEMEST_TEST_DATA) + "/configs/falcon-mamba-7b.json");
+  REQUIRE(!text.empty());
+  memest_model m = memest_test::sized<memest_model>();
+  REQUIRE(memest_model_from_config_json(text.c_str(), &m) == MEMEST_OK);
+  CHECK(std::string(m.mixer_pattern) == std::string(64, 'S'));
+  CHECK(std::string(m.mlp_pattern) == std::string(64, '-'));
+  CHECK(m.mamba_num_heads == 8192);  // intermediate_size, not expand (16) x hidden
+  CHECK(m.mamba_head_dim == 1);
+  CHECK(m.mamba_state_size == 16);
+  CHECK(m.mamba_dt_rank == 256);  // time_step_rank
+  CHECK(m.mamba_norm == 0);       // its B/C/dt RMSNorms hold no weight
+  CHECK(m.tie_word_embeddings == 0);
+  // its _name_or_path "./" names nothing: the model is called by its type
+  CHECK(std::string(m.name) == "custom-falcon_mamba");
+  // a Mamba config without the keys: expand x hidden, dt rank "auto" = ceil(h / 16), tied head
+  // (the tiny model of tests/unit/test_hybrid.cpp's Mamba-1 derivation)
+  memest_model tiny = memest_test::sized<memest_model>();
+  REQUIRE(memest_model_from_config_json(R"({"model_type": "mamba", "hidden_size": 64,
+      "num_hidden_layers": 2, "state_size": 8, "vocab_size": 100})", &tiny) == MEMEST_OK);
+  CHECK(tiny.mamba_num_heads == 128);
+  CHECK(tiny.mamba_dt_rank == 4);
+  CHECK(tiny.tie_word_embeddings == 1);
+  // per layer: in_proj 64 x 256 = 16384, conv1d 128 x 4 + 128 = 640, x_proj 128 x (4 + 16) =
+  // 2560, dt_proj 4 x 128 + 128 = 640, A_log 128 x 8 = 1024, D 128, out_proj 128 x 64 = 8192,
+  // the norm 64: 29632; two layers, the tied embedding 6400 and the final norm 64: 65728
+  memest_param_count c = memest_test::sized<memest_param_count>();
+  REQUIRE(memest_model_parameter_count(&tiny, &c) == MEMEST_OK);
+  CHECK(c.total == 65728);
+}
+
 TEST_CASE("Jamba's real config.json: Mamba-1 layers, attention every 8th, experts every 2nd") {
   const std::string text = read_text(std::string(MEMEST_TEST_DATA) + "/configs/ai21-jamba-1.5-mini.json");
   REQUIRE(!text.empty());

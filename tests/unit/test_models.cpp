@@ -107,7 +107,7 @@ TEST_CASE("Model type conventions") {
 TEST_CASE("Unsupported and malformed configs are refused with the field named") {
   memest_model m = memest_test::sized<memest_model>();
   memest_model_init(&m, sizeof m);
-  CHECK(memest_model_from_config_json(R"({"model_type": "falcon_mamba", "hidden_size": 4096})", &m) ==
+  CHECK(memest_model_from_config_json(R"({"model_type": "rwkv", "hidden_size": 4096})", &m) ==
         MEMEST_ERR_UNSUPPORTED);
   CHECK(std::string(memest_last_error_field()) == "model.model_type");
   // The refusal lists the supported families.

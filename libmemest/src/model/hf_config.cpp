@@ -1,5 +1,7 @@
 #include "model/hf_config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -249,6 +251,17 @@ std::vector<Convention> make_conventions() {
   add("granitemoehybrid", nullptr);  // experts read by read_hybrid (GraniteMoeHybridMoE)
   add("mamba2", [](Convention& c) { c.gated_mlp = false; });  // no attention, no MLP
   add("jamba", nullptr);  // Mamba-1 layers, attention every attn_layer_period (read_jamba)
+  // Mamba-1 language models: a norm and a Mamba-1 mixer per layer, no attention, no MLP
+  // (modeling_mamba.py MambaBlock, modeling_falcon_mamba.py); the head tied unless the file
+  // says otherwise (PretrainedConfig's default; FalconMamba-7B unties it)
+  add("mamba", [](Convention& c) {
+    c.gated_mlp = false;
+    c.tied_default = true;
+  });
+  add("falcon_mamba", [](Convention& c) {
+    c.gated_mlp = false;
+    c.tied_default = true;
+  });
   add("kimi_linear", [](Convention& c) {  // KDA layers beside MLA, DeepSeek-V3's experts
     c.mla = true;
     c.experts = Experts::DeepSeek;
@@ -317,6 +330,8 @@ constexpr std::pair<const char*, const char*> kArchitectures[] = {
     {"GraniteMoeHybridForCausalLM", "granitemoehybrid"},
     {"Mamba2ForCausalLM", "mamba2"},
     {"JambaForCausalLM", "jamba"},
+    {"MambaForCausalLM", "mamba"},
+    {"FalconMambaForCausalLM", "falcon_mamba"},
     {"KimiLinearForCausalLM", "kimi_linear"},
 };
 
@@ -328,8 +343,6 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
 
 // Shapes this version does not model, with the reason.
 constexpr std::pair<const char*, const char*> kUnsupported[] = {
-    {"mamba", "a state-space model, not a transformer"},
-    {"falcon_mamba", "a state-space model, not a transformer"},
     {"rwkv", "a recurrent model, not a transformer"},
     {"t5", "an encoder-decoder model"},
     {"bart", "an encoder-decoder model"},
@@ -790,6 +803,42 @@ void read_qwen3_next(const JsonFields& f, memest_model& m) {
   m.linear_conv_kernel = maybe(f, {"linear_conv_kernel_dim"}, 4, 1, kBig);
 }
 
+// A Mamba-1 mixer's dt_rank under `key`: an integer, or "auto" (and absent) for
+// ceil(hidden / 16) (JambaConfig, MambaConfig, FalconMambaConfig).
+int64_t dt_rank_of(const JsonFields& f, const char* key, int64_t hidden) {
+  const json* rank = f.object(key);
+  const bool automatic = !rank || (rank->is_string() && rank->get<std::string>() == "auto");
+  if (rank && rank->is_string() && !automatic) fail(f.path_of(key), "must be a positive integer or \"auto\"");
+  return automatic ? (hidden + 15) / 16 : need(f, {key}, 1, kBig);
+}
+
+// Mamba and FalconMamba (configuration_mamba.py MambaConfig, configuration_falcon_mamba.py):
+// every layer a norm and a Mamba-1 mixer (MambaMixer: in_proj h x 2 d_inner, conv1d, x_proj,
+// dt_proj, A_log, D, out_proj; use_bias on in_proj and out_proj, use_conv_bias), no MLP.
+// d_inner is the file's intermediate_size, or expand x hidden without it (the config class
+// sets expand x hidden first, and a saved intermediate_size then overrides it: FalconMamba-7B
+// saves expand 16 with intermediate_size 8192). FalconMamba's RMSNorms on B, C and dt carry
+// no weight (rms_forward): no parameters, as Mamba's absent ones (mamba_norm 0); their saved
+// fp32 tensors, (dt_rank + 2 state) wide per token, are left out of the activations.
+void read_mamba1_lm(const JsonFields& f, memest_model& m) {
+  const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
+  const int64_t inner = maybe(f, {"intermediate_size"}, maybe(f, {"expand"}, 2, 1, kBig) * m.hidden_size, 1, kBig);
+  m.mamba_num_heads = inner;  // d_inner channels held as heads of dimension 1 (as Jamba's)
+  m.mamba_head_dim = 1;
+  m.mamba_groups = 1;
+  m.mamba_state_size = maybe(f, {"state_size"}, 16, 1, kBig);
+  m.mamba_conv_kernel = maybe(f, {"conv_kernel"}, 4, 1, kBig);
+  m.mamba_dt_rank = dt_rank_of(f, "time_step_rank", m.hidden_size);
+  m.mamba_proj_bias = f.boolean("use_bias").value_or(false);
+  m.mamba_conv_bias = f.boolean("use_conv_bias").value_or(true);
+  m.mamba_norm = 0;
+  // no attention: its fields mirror the mixer's channels, as Mamba2's do its heads
+  m.num_attention_heads = m.num_key_value_heads = inner;
+  m.head_dim = 1;
+  set_pattern(m.mixer_pattern, std::string(static_cast<size_t>(layers), kMixerMamba1), f.path_of("num_hidden_layers"));
+  set_pattern(m.mlp_pattern, std::string(static_cast<size_t>(layers), kMlpNone), f.path_of("num_hidden_layers"));
+}
+
 // Jamba (configuration_jamba.py JambaConfig, its defaults): layer i is attention when
 // i % attn_layer_period == attn_layer_offset, else Mamba-1; its MLP is the MoE of num_experts
 // MLPs of intermediate_size (a router without bias) when i % expert_layer_period ==
@@ -826,12 +875,7 @@ void read_jamba(const JsonFields& f, memest_model& m) {
   m.mamba_groups = 1;
   m.mamba_state_size = maybe(f, {"mamba_d_state"}, 16, 1, kBig);
   m.mamba_conv_kernel = maybe(f, {"mamba_d_conv"}, 4, 1, kBig);
-  const json* rank = f.object("mamba_dt_rank");
-  const bool automatic = !rank || (rank->is_string() && rank->get<std::string>() == "auto");
-  if (rank && rank->is_string() && !automatic) {
-    fail(f.path_of("mamba_dt_rank"), "must be a positive integer or \"auto\"");
-  }
-  m.mamba_dt_rank = automatic ? (m.hidden_size + 15) / 16 : need(f, {"mamba_dt_rank"}, 1, kBig);
+  m.mamba_dt_rank = dt_rank_of(f, "mamba_dt_rank", m.hidden_size);
   m.mamba_proj_bias = f.boolean("mamba_proj_bias").value_or(false);
   m.mamba_conv_bias = f.boolean("mamba_conv_bias").value_or(true);
   m.mamba_norm = 1;
@@ -883,6 +927,7 @@ void read_kimi_linear(const JsonFields& outer, memest_model& m) {
 void read_hybrid(const JsonFields& f, const std::string& type, memest_model& m) {
   if (type == "nemotron_h") return read_nemotron_h(f, m);
   if (type == "jamba") return read_jamba(f, m);
+  if (type == "mamba" || type == "falcon_mamba") return read_mamba1_lm(f, m);
   if (type == "kimi_linear") return read_kimi_linear(f, m);
   if (type == "qwen3_next") return read_qwen3_next(f, m);
   const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
@@ -989,7 +1034,10 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   JsonFields outer(object, prefix, Nulls::Absent);
   memest_model m = default_model();
   if (auto name = outer.string("name")) copy_name(m.name, *name);
-  else if (auto path = outer.string("_name_or_path")) copy_name(m.name, *path);
+  else if (auto path = outer.string("_name_or_path");
+           path && std::any_of(path->begin(), path->end(), [](unsigned char ch) { return std::isalnum(ch); })) {
+    copy_name(m.name, *path);  // (a save_pretrained from "./" names nothing: custom-<type> below)
+  }
 
   // A bare count: only the model-states mode accepts it (validate_model decides).
   const bool has_dims = outer.first_present({"hidden_size", "n_embd", "n_embed", "d_model"});
@@ -1053,6 +1101,8 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
   m.num_hidden_layers = need(f, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, 1, kBig);
   if (type == "gemma3_text") {  // Gemma3TextConfig defaults for what text_config leaves out
     m.num_attention_heads = maybe(f, {"num_attention_heads"}, 8, 1, kBig);
+  } else if (type == "mamba" || type == "falcon_mamba") {
+    m.num_attention_heads = 1;  // no attention: read_mamba1_lm mirrors the mixer's channels
   } else {
     m.num_attention_heads = need(f, {"num_attention_heads", "n_head", "num_heads", "n_heads"}, 1, kBig);
   }
@@ -1127,7 +1177,8 @@ memest_model model_from_json(const json& object, const std::string& prefix) {
     m.mtp_layers = maybe(f, {"num_nextn_predict_layers"}, 0, 0, kBig);
   }
   if (type == "nemotron_h" || type == "qwen3_next" || type == "falcon_h1" || type == "bamba" ||
-      type == "granitemoehybrid" || type == "mamba2" || type == "jamba" || type == "kimi_linear") {
+      type == "granitemoehybrid" || type == "mamba2" || type == "jamba" || type == "kimi_linear" ||
+      type == "mamba" || type == "falcon_mamba") {
     read_hybrid(f, type, m);
   }
   if (type == "deepseek_v32") {
