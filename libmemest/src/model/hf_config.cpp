@@ -812,6 +812,29 @@ int64_t dt_rank_of(const JsonFields& f, const char* key, int64_t hidden) {
   return automatic ? (hidden + 15) / 16 : need(f, {key}, 1, kBig);
 }
 
+// A Mamba-1 mixer of d_inner `inner` under a family's key names (JambaConfig's mamba_*,
+// MambaConfig's plain ones; the defaults are both classes'): its channels held as heads of
+// dimension 1 in one B/C group; `norms`: RMSNorms with weights on dt, B and C (Jamba's).
+struct Mamba1Keys {
+  const char* state;
+  const char* conv;
+  const char* dt_rank;
+  const char* proj_bias;
+  const char* conv_bias;
+};
+void read_mamba1_mixer(const JsonFields& f, memest_model& m, int64_t inner, const Mamba1Keys& k,
+                       bool norms) {
+  m.mamba_num_heads = inner;
+  m.mamba_head_dim = 1;
+  m.mamba_groups = 1;
+  m.mamba_state_size = maybe(f, {k.state}, 16, 1, kBig);
+  m.mamba_conv_kernel = maybe(f, {k.conv}, 4, 1, kBig);
+  m.mamba_dt_rank = dt_rank_of(f, k.dt_rank, m.hidden_size);
+  m.mamba_proj_bias = f.boolean(k.proj_bias).value_or(false);
+  m.mamba_conv_bias = f.boolean(k.conv_bias).value_or(true);
+  m.mamba_norm = norms ? 1 : 0;
+}
+
 // Mamba and FalconMamba (configuration_mamba.py MambaConfig, configuration_falcon_mamba.py):
 // every layer a norm and a Mamba-1 mixer (MambaMixer: in_proj h x 2 d_inner, conv1d, x_proj,
 // dt_proj, A_log, D, out_proj; use_bias on in_proj and out_proj, use_conv_bias), no MLP.
@@ -823,15 +846,7 @@ int64_t dt_rank_of(const JsonFields& f, const char* key, int64_t hidden) {
 void read_mamba1_lm(const JsonFields& f, memest_model& m) {
   const int64_t layers = std::min<int64_t>(m.num_hidden_layers, MEMEST_MAX_PATTERN_LAYERS + 1);
   const int64_t inner = maybe(f, {"intermediate_size"}, maybe(f, {"expand"}, 2, 1, kBig) * m.hidden_size, 1, kBig);
-  m.mamba_num_heads = inner;  // d_inner channels held as heads of dimension 1 (as Jamba's)
-  m.mamba_head_dim = 1;
-  m.mamba_groups = 1;
-  m.mamba_state_size = maybe(f, {"state_size"}, 16, 1, kBig);
-  m.mamba_conv_kernel = maybe(f, {"conv_kernel"}, 4, 1, kBig);
-  m.mamba_dt_rank = dt_rank_of(f, "time_step_rank", m.hidden_size);
-  m.mamba_proj_bias = f.boolean("use_bias").value_or(false);
-  m.mamba_conv_bias = f.boolean("use_conv_bias").value_or(true);
-  m.mamba_norm = 0;
+  read_mamba1_mixer(f, m, inner, {"state_size", "conv_kernel", "time_step_rank", "use_bias", "use_conv_bias"}, false);
   // no attention: its fields mirror the mixer's channels, as Mamba2's do its heads
   m.num_attention_heads = m.num_key_value_heads = inner;
   m.head_dim = 1;
@@ -870,15 +885,9 @@ void read_jamba(const JsonFields& f, memest_model& m) {
     m.num_experts_per_tok = maybe(f, {"num_experts_per_tok"}, 2, 1, kMaxExperts);
     m.moe_intermediate_size = m.intermediate_size;
   }
-  m.mamba_num_heads = maybe(f, {"mamba_expand"}, 2, 1, kBig) * m.hidden_size;  // d_inner
-  m.mamba_head_dim = 1;
-  m.mamba_groups = 1;
-  m.mamba_state_size = maybe(f, {"mamba_d_state"}, 16, 1, kBig);
-  m.mamba_conv_kernel = maybe(f, {"mamba_d_conv"}, 4, 1, kBig);
-  m.mamba_dt_rank = dt_rank_of(f, "mamba_dt_rank", m.hidden_size);
-  m.mamba_proj_bias = f.boolean("mamba_proj_bias").value_or(false);
-  m.mamba_conv_bias = f.boolean("mamba_conv_bias").value_or(true);
-  m.mamba_norm = 1;
+  read_mamba1_mixer(f, m, maybe(f, {"mamba_expand"}, 2, 1, kBig) * m.hidden_size,
+                    {"mamba_d_state", "mamba_d_conv", "mamba_dt_rank", "mamba_proj_bias", "mamba_conv_bias"},
+                    true);
   set_pattern(m.mixer_pattern, mixers, f.path_of("num_hidden_layers"));
   set_pattern(m.mlp_pattern, mlps, f.path_of("num_hidden_layers"));
 }
