@@ -751,10 +751,10 @@ test('1.14 LoRA on the mixers: in_proj and out_proj are library targets; on the 
   const with_ = (training) => ({ ...asObject, training: { ...asObject.training, ...training } });
   // in_proj 64 -> 328 at rank 8: 3136; out_proj 128 -> 64: 1536 (tests/unit/test_hybrid.cpp)
   const peft = with_({ framework: 'pytorch', adapter: { type: 'lora', rank: 8, targets: ['in_proj', 'out_proj'] } });
-  const r = memest.answer(peft);
+  const r = memest.request(peft);
   assert.equal(r.ok, true);
   assert.equal(r.trainable_parameters, 4672);
-  const bridge = memest.answer(with_({ framework: 'megatron', adapter: { type: 'lora', rank: 8, dtype: 'bf16',
+  const bridge = memest.request(with_({ framework: 'megatron', adapter: { type: 'lora', rank: 8, dtype: 'bf16',
     targets: ['q_proj', 'o_proj', 'up_proj', 'down_proj', 'in_proj', 'out_proj'] } }));
   assert.equal(bridge.trainable_parameters, 13376);
   const dense = memest.answer({ ...peft, model: 'llama-3.1-8b' });
