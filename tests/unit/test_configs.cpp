@@ -162,6 +162,15 @@ TEST_CASE("FalconMamba's real config.json: 64 Mamba-1 layers, the saved intermed
   memest_param_count c = memest_test::sized<memest_param_count>();
   REQUIRE(memest_model_parameter_count(&tiny, &c) == MEMEST_OK);
   CHECK(c.total == 65728);
+  // LoRA's default q_proj / v_proj have no module there: the refusal names what does
+  const std::string request = R"({"mode": "pretrain", "gpu": "h100-80gb", "parallel": {"gpus": 1},
+      "training": {"framework": "pytorch", "seq_len": 256, "adapter": {"type": "lora"}},
+      "model": {"model_type": "mamba", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100}})";
+  char* answer = nullptr;
+  CHECK(memest_request_json(request.c_str(), &answer) == MEMEST_ERR_UNSUPPORTED);
+  const std::string refusal(answer);
+  memest_string_free(answer);
+  CHECK(refusal.find("target in_proj / out_proj") != std::string::npos);
 }
 
 TEST_CASE("Jamba's real config.json: Mamba-1 layers, attention every 8th, experts every 2nd") {

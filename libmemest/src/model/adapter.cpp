@@ -167,13 +167,15 @@ AdapterParams adapter_parameters(const memest_model& m, uint32_t targets, double
         m.num_hidden_layers - mix.mamba - mix.deltanet - mix.no_mixer);
     const bool attention_targets = q || k || v || has(MEMEST_LORA_O_PROJ);
     const bool mlp_targets = gate || up || has(MEMEST_LORA_DOWN_PROJ) || has(MEMEST_LORA_ROUTER);
+    const bool has_mlps = dense_layers - static_cast<double>(mix.no_mlp) + moe_layers > 0;
     if (attention_targets && attention_layers == 0) {
-      fail(field, "q_proj, k_proj, v_proj and o_proj: the model has no attention layers (its "
-                  "mixer_pattern holds Mamba / delta-rule mixers only); target its MLPs or "
-                  "in_proj / out_proj",
+      fail(field, std::string("q_proj, k_proj, v_proj and o_proj: the model has no attention "
+                              "layers (its mixer_pattern holds Mamba / delta-rule mixers only); "
+                              "target ") +
+                      (has_mlps ? "its MLPs or " : "") + "in_proj / out_proj",
            MEMEST_ERR_UNSUPPORTED);
     }
-    if (mlp_targets && dense_layers - static_cast<double>(mix.no_mlp) + moe_layers == 0) {
+    if (mlp_targets && !has_mlps) {
       fail(field, "gate_proj, up_proj, down_proj and router: the model has no MLP layers (its "
                   "mlp_pattern is all '-'); target its attention or in_proj / out_proj",
            MEMEST_ERR_UNSUPPORTED);
