@@ -321,6 +321,19 @@ void add_stack_options(CLI::App& cmd, StackOptions& st) {
                       kernel_names + " (default: " + kernels.front() +
                       ": megatron fused, the other frameworks flash2)",
                   MEMEST_ENUM_ATTENTION_KERNEL);
+  const std::vector<std::string> masters = enum_names(MEMEST_ENUM_MASTER_WEIGHTS);
+  std::string master_names;
+  for (const std::string& n : masters) master_names += (master_names.empty() ? "" : ", ") + n;
+  add_enum_choice(cmd, "--master-weights", st.master_weights,
+                  "The copy the optimizer updates beside the weights (megatron, deepspeed; "
+                  "Megatron-Core --main-params-dtype / store_param_remainders, Apex "
+                  "DistributedFusedAdam store_params): " + master_names + " (default: " +
+                      masters.front() + ": fp32 beside 16-bit weights)",
+                  MEMEST_ENUM_MASTER_WEIGHTS);
+  add_choice(cmd, "--optimizer-state-dtype", st.optimizer_state_dtype,
+             "The optimizer moments' dtype (Megatron-Core --exp-avg-dtype/--exp-avg-sq-dtype, "
+             "NeMo optim.dtype; default: fp32 beside a master, else the weights')",
+             {"fp32", "bf16", "fp16", "fp8"});
   add_choice(cmd, "--reduce-dtype", st.reduce_dtype,
              "FSDP MixedPrecisionPolicy reduce_dtype: the gradient reduction's dtype (fsdp, "
              "fsdp1; default: --grad-dtype)", {"fp32", "bf16", "fp16"});
@@ -405,6 +418,10 @@ void put_stack(const StackOptions& st, ojson& training) {
   if (st.fsdp_use_orig_params) training["fsdp_use_orig_params"] = true;
   if (st.fp4) training["fp4"] = true;
   if (st.use_liger_kernel) training["use_liger_kernel"] = true;
+  if (!st.master_weights.empty()) training["master_weights"] = st.master_weights;
+  if (!st.optimizer_state_dtype.empty()) {
+    training["optimizer_state_dtype"] = st.optimizer_state_dtype;
+  }
   if (st.recompute_modules_given != nullptr && st.recompute_modules_given->count() > 0) {
     training["recompute_modules"] = recompute_modules_value(st.recompute_modules);
   }

@@ -138,6 +138,9 @@ struct StackOptions {
   bool fsdp_use_orig_params = false;  // --fsdp-use-orig-params (1.9)
   bool fp4 = false;                // --fp4 (1.9)
   bool use_liger_kernel = false;   // --use-liger-kernel (1.12)
+  // 1.15: how the optimizer stores its states; empty: the library's default
+  std::string master_weights;         // --master-weights: a name of MEMEST_ENUM_MASTER_WEIGHTS
+  std::string optimizer_state_dtype;  // --optimizer-state-dtype fp32|bf16|fp16|fp8
   // --recompute-modules (1.11): a comma-separated list of MEMEST_ENUM_RECOMPUTE_MODULE names;
   // empty: none given (Megatron's default, core_attn)
   std::string recompute_modules;

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 14
+#define MEMEST_VERSION_MINOR 15
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.14.0"
+#define MEMEST_VERSION_STRING "1.15.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -394,6 +394,24 @@ typedef enum memest_recompute_module {
   MEMEST_RECOMPUTE_MODULE_COUNT = 7
 } memest_recompute_module;
 
+/** (1.15) The copy of the trained weights the optimizer updates beside the weights the model
+ *  computes with (memest_pretrain_request.master_weights), as the stacks store it:
+ *  Megatron-Core's --main-params-dtype and store_param_remainders
+ *  (megatron/core/optimizer/optimizer_config.py), Apex's DistributedFusedAdam store_params /
+ *  store_param_remainders in the optimizer's dtype (NeMo's optim.dtype,
+ *  apex/contrib/optimizers/distributed_fused_adam.py). */
+typedef enum memest_master_weights {
+  MEMEST_MASTER_AUTO = 0,      /* the framework's: fp32 under megatron and deepspeed with 16-bit
+                                  or fp8 weights, none otherwise (default) */
+  MEMEST_MASTER_FP32 = 1,      /* an fp32 copy: 4 bytes per parameter */
+  MEMEST_MASTER_BF16 = 2,      /* a bf16 copy (DistributedFusedAdam in bf16 over fp8 weights) */
+  MEMEST_MASTER_FP16 = 3,      /* an fp16 copy (--main-params-dtype fp16) */
+  MEMEST_MASTER_REMAINDER = 4, /* the 16 bits an fp32 value has beyond bf16 weights: 2 bytes
+                                  (store_param_remainders) */
+  MEMEST_MASTER_NONE = 5,      /* none: the optimizer steps the weights themselves */
+  MEMEST_MASTER_COUNT = 6
+} memest_master_weights;
+
 /** The training stack that runs the model (README "Training stack"). */
 typedef enum memest_framework {
   MEMEST_FRAMEWORK_MEGATRON = 0,  /* Megatron-LM / Megatron-Core + Transformer Engine (default) */
@@ -627,7 +645,8 @@ typedef enum memest_enum {
   MEMEST_ENUM_MOE_DISPATCHER = 15,  /* (1.5) memest_moe_dispatcher: "alltoall", "deepep" */
   MEMEST_ENUM_ATTENTION_KERNEL = 16, /* (1.5) memest_attention_kernel: "auto", "flash2", "fused" */
   MEMEST_ENUM_RECOMPUTE_MODULE = 17, /* (1.11) memest_recompute_module: "core_attn", "moe_act", ... */
-  MEMEST_ENUM_COUNT = 18
+  MEMEST_ENUM_MASTER_WEIGHTS = 18,  /* (1.15) memest_master_weights: "auto", "fp32", ... */
+  MEMEST_ENUM_COUNT = 19
 } memest_enum;
 
 /** Number of values of enumeration `which` (values are 0 .. count-1); 0 for an unknown one. */
@@ -818,6 +837,12 @@ typedef struct memest_pretrain_request {
                                  backward; frameworks pytorch, deepspeed, fsdp and fsdp1.
                                  Liger's fused linear cross-entropy is loss LINEAR_FUSED.
                                  0 (default): the modules as written */
+  /* appended in 1.15: how the optimizer stores its states (K when optimizer_bytes < 0) */
+  int32_t master_weights;     /* memest_master_weights (default AUTO): the master copy; frameworks
+                                 megatron and deepspeed */
+  double optimizer_state_bytes; /* bytes per element of the optimizer's moments (Megatron-Core
+                                   --exp-avg-dtype / --exp-avg-sq-dtype, NeMo's optim.dtype);
+                                   0 (default): fp32 beside a master, else the weights' dtype */
 } memest_pretrain_request;
 
 /** Memory of one pipeline stage (one GPU of that stage). */

@@ -41,6 +41,7 @@ constexpr const char* kStepPart[] = {"compute", "recompute", "bubble",    "tp_co
 // Megatron-Core's own spellings (transformer_config.py recompute_modules)
 constexpr const char* kRecomputeModule[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
                                             "mlp",       "moe",     "shared_experts"};
+constexpr const char* kMasterWeights[] = {"auto", "fp32", "bf16", "fp16", "remainder", "none"};
 
 template <std::size_t N>
 constexpr uint32_t count_of(const char* const (&)[N]) {
@@ -63,6 +64,7 @@ static_assert(count_of(kMoeDispatcher) == MEMEST_MOE_DISPATCHER_COUNT, "MoE disp
 static_assert(count_of(kAttentionKernel) == MEMEST_ATTENTION_KERNEL_COUNT, "attention kernel names");
 static_assert(count_of(kStepPart) == MEMEST_STEP_PART_COUNT, "step part names");
 static_assert(count_of(kRecomputeModule) == MEMEST_RECOMPUTE_MODULE_COUNT, "recompute module names");
+static_assert(count_of(kMasterWeights) == MEMEST_MASTER_COUNT, "master weights names");
 static_assert(MEMEST_FAMILY_GPT + 1 == count_of(kFamily), "memest_family names");
 
 }  // namespace
@@ -87,6 +89,7 @@ EnumTable enum_table(memest_enum which) {
     case MEMEST_ENUM_MOE_DISPATCHER: return {kMoeDispatcher, count_of(kMoeDispatcher)};
     case MEMEST_ENUM_ATTENTION_KERNEL: return {kAttentionKernel, count_of(kAttentionKernel)};
     case MEMEST_ENUM_RECOMPUTE_MODULE: return {kRecomputeModule, count_of(kRecomputeModule)};
+    case MEMEST_ENUM_MASTER_WEIGHTS: return {kMasterWeights, count_of(kMasterWeights)};
     case MEMEST_ENUM_COUNT: break;
   }
   return {nullptr, 0};

@@ -52,7 +52,9 @@ constexpr const char* kPretrainTraining[] = {
     // Megatron-Core's --recompute-modules (1.11)
     "recompute_modules",
     // Liger-Kernel in the Hugging Face blocks (1.12)
-    "use_liger_kernel"};
+    "use_liger_kernel",
+    // how the optimizer stores its states (1.15)
+    "master_weights", "optimizer_state_dtype"};
 struct TrainingGiven {
   bool micro_batch = false;
   bool recompute = false;

@@ -57,6 +57,31 @@ const char* dtype_name(double bytes) {
   return bytes == 4 ? "fp32" : bytes == 1 ? "fp8" : "bf16";
 }
 
+// training.master_weights and training.optimizer_state_dtype in effect: auto resolved as a
+// derived K resolves it (plan/stack.hpp derived_optimizer_bytes); with K given whole, as given.
+ojson master_weights_json(const PretrainRequest& r) {
+  int32_t m = r.stack.master_weights;
+  if (m == MEMEST_MASTER_AUTO && r.precision.optimizer_bytes == MEMEST_OPTIMIZER_BYTES_DERIVE) {
+    m = keeps_master(r.stack.framework, r.precision.param_bytes) ? MEMEST_MASTER_FP32
+                                                                  : MEMEST_MASTER_NONE;
+  }
+  return enum_name(MEMEST_ENUM_MASTER_WEIGHTS, m);
+}
+
+ojson optimizer_state_json(const PretrainRequest& r) {
+  if (r.stack.optimizer_state_bytes > 0) return dtype_name(r.stack.optimizer_state_bytes);
+  const int32_t o = r.precision.optimizer;
+  const bool typed_states = o == MEMEST_OPTIMIZER_ADAM || o == MEMEST_OPTIMIZER_ADAMW ||
+                            o == MEMEST_OPTIMIZER_ADAMW_FOREACH ||
+                            o == MEMEST_OPTIMIZER_SGD_MOMENTUM;
+  if (!typed_states || r.precision.optimizer_bytes != MEMEST_OPTIMIZER_BYTES_DERIVE) {
+    return "default";
+  }
+  const double master =
+      master_weight_bytes(r.stack.master_weights, r.stack.framework, r.precision.param_bytes);
+  return dtype_name(master > 0 ? 4.0 : r.precision.param_bytes);
+}
+
 // The overhead model's parts for one stage, by name (README "Overhead model").
 ojson overheads_json(const memest_stage& s) {
   return {{"context_bytes", s.context_bytes},
@@ -266,7 +291,9 @@ ojson pretrain_response(const PretrainRequest& r) {
                                                   r.seq_len / std::max<int64_t>(1, r.cp))},
             {"fsdp_use_orig_params", r.stack.fsdp_use_orig_params == 1},
             {"fp4", r.stack.fp4 == 1},
-            {"use_liger_kernel", r.stack.use_liger_kernel == 1}}},
+            {"use_liger_kernel", r.stack.use_liger_kernel == 1},
+            {"master_weights", master_weights_json(r)},
+            {"optimizer_state_dtype", optimizer_state_json(r)}}},
           {"estimate_bytes", res.estimate_bytes},
           {"estimate_gib", res.estimate_bytes / kGiB},
           {"peak_bytes", res.peak_bytes},

@@ -348,6 +348,33 @@ std::vector<RequestField> build() {
       boolean("training.use_liger_kernel", &C::use_liger_kernel, stack(&S::use_liger_kernel),
               "--use-liger-kernel", FlagForm::WhenTrue,
               "Liger-Kernel's fused RMSNorm and gated-MLP kernels in the Hugging Face blocks"),
+      // 1.15: how the optimizer stores what it updates (plan/stack.hpp derived_optimizer_bytes)
+      [] {
+        RequestField f = enumerated(
+            "training.master_weights", MEMEST_ENUM_MASTER_WEIGHTS, &C::master_weights,
+            stack(&S::master_weights), "--master-weights",
+            "the copy the optimizer updates (megatron, deepspeed; --main-params-dtype, "
+            "store_param_remainders); auto: fp32 beside 16-bit weights");
+        f.example = "remainder";
+        return f;
+      }(),
+      [] {
+        RequestField f = row("training.optimizer_state_dtype", FieldKind::Dtype,
+                             "--optimizer-state-dtype", FlagForm::Value,
+                             "the optimizer moments' dtype (--exp-avg-dtype, NeMo optim.dtype); "
+                             "default: fp32 beside a master, else the weights'");
+        f.read = [](const JsonFields& j, R& r) {
+          if (j.has("optimizer_state_dtype")) {
+            r.stack.optimizer_state_bytes = dtype_bytes(j, "optimizer_state_dtype", 4);
+          }
+        };
+        f.value = [](const R& r) {
+          return r.stack.optimizer_state_bytes > 0 ? ojson(dtype_text(r.stack.optimizer_state_bytes))
+                                                   : ojson("default");
+        };
+        f.example = "bf16";
+        return with_c(f, &C::optimizer_state_bytes, stack(&S::optimizer_state_bytes));
+      }(),
       enumerated("training.moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER, &C::moe_dispatcher,
                  stack(&S::moe_dispatcher), "--moe-dispatcher",
                  "how MoE layers send tokens between expert-parallel ranks"),

@@ -931,8 +931,9 @@ Plan make_plan_unchecked(const PretrainRequest& r, const LayoutCheck& check,
   plan.num_microbatches = check.num_microbatches;
   plan.precision = r.precision;
   if (plan.precision.optimizer_bytes == MEMEST_OPTIMIZER_BYTES_DERIVE) {
-    plan.precision.optimizer_bytes = derived_optimizer_bytes(
-        r.precision.optimizer, r.stack.framework, r.precision.param_bytes);
+    plan.precision.optimizer_bytes =
+        derived_optimizer_bytes(r.precision.optimizer, r.stack.framework, r.precision.param_bytes,
+                                r.stack.master_weights, r.stack.optimizer_state_bytes);
   }
   plan.stack = r.stack;
   plan.adapter = r.adapter;

@@ -72,6 +72,11 @@ struct Stack {
   // 1.12: Liger-Kernel's fused RMSNorm and gated-MLP kernels in the Hugging Face blocks
   // (activations/stack_activations.hpp EagerBlockOptions::liger)
   int32_t use_liger_kernel = 0;
+  // 1.15: how the optimizer stores what it updates (K when derived; plan/stack.hpp
+  // derived_optimizer_bytes): the master copy (memest_master_weights) and the moments' bytes
+  // per element (0: fp32 beside a master, else the weights' dtype)
+  int32_t master_weights = MEMEST_MASTER_AUTO;
+  double optimizer_state_bytes = 0;
   // The reduction's bytes per element in effect.
   double reduce_dtype_bytes(double grad_bytes) const {
     return reduce_bytes > 0 ? reduce_bytes : grad_bytes;

@@ -47,10 +47,27 @@ double optimizer_moment_bytes(int32_t optimizer, double state_bytes) {
 }
 
 double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double param_bytes) {
+  return derived_optimizer_bytes(optimizer, framework, param_bytes, MEMEST_MASTER_AUTO, 0);
+}
+
+double master_weight_bytes(int32_t master_weights, int32_t framework, double param_bytes) {
+  switch (master_weights) {
+    case MEMEST_MASTER_FP32: return 4;
+    case MEMEST_MASTER_BF16:
+    case MEMEST_MASTER_FP16:
+    case MEMEST_MASTER_REMAINDER: return 2;
+    case MEMEST_MASTER_NONE: return 0;
+    default: return keeps_master(framework, param_bytes) ? 4 : 0;
+  }
+}
+
+double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double param_bytes,
+                               int32_t master_weights, double state_bytes) {
   // With a master the states are fp32 beside it; without one torch.optim creates them like
-  // the parameter (zeros_like(p)): in its stored dtype.
-  const bool master = keeps_master(framework, param_bytes);
-  return optimizer_moment_bytes(optimizer, master ? 4.0 : param_bytes) + (master ? 4.0 : 0.0);
+  // the parameter (zeros_like(p)): in its stored dtype. A given dtype replaces either.
+  const double master = master_weight_bytes(master_weights, framework, param_bytes);
+  const double state = state_bytes > 0 ? state_bytes : master > 0 ? 4.0 : param_bytes;
+  return optimizer_moment_bytes(optimizer, state) + master;
 }
 
 int32_t effective_zero(int32_t framework, int32_t zero) {
@@ -137,6 +154,56 @@ void check_bucket(const char* field, double v) {
 
 std::string name_of(int32_t framework) { return enum_name(MEMEST_ENUM_FRAMEWORK, framework); }
 
+// 1.15: training.master_weights and training.optimizer_state_dtype, the parts of a derived K.
+void validate_optimizer_storage(const PretrainRequest& r) {
+  const Stack& st = r.stack;
+  check_enum("training.master_weights", MEMEST_ENUM_MASTER_WEIGHTS, st.master_weights);
+  const double s = st.optimizer_state_bytes;
+  if (s != 0 && s != 1 && s != 2 && s != 4) {
+    fail("training.optimizer_state_dtype", "must be fp32, bf16, fp16 or fp8 (or left out)");
+  }
+  const bool master_given = st.master_weights != MEMEST_MASTER_AUTO;
+  if (!master_given && s == 0) return;
+  const char* field = master_given ? "training.master_weights" : "training.optimizer_state_dtype";
+  if (r.precision.optimizer_bytes != MEMEST_OPTIMIZER_BYTES_DERIVE) {
+    fail(field, "says how K is stored, so K cannot also be given whole: leave "
+                "training.optimizer_bytes out (C API: optimizer_bytes = "
+                "MEMEST_OPTIMIZER_BYTES_DERIVE)");
+  }
+  if (r.adapter.enabled()) {
+    fail(field, "applies to the trained weights of full training; an adapter's states follow "
+                "training.adapter.dtype");
+  }
+  const int32_t o = r.precision.optimizer;
+  if (s != 0 && o != MEMEST_OPTIMIZER_ADAM && o != MEMEST_OPTIMIZER_ADAMW &&
+      o != MEMEST_OPTIMIZER_ADAMW_FOREACH && o != MEMEST_OPTIMIZER_SGD_MOMENTUM) {
+    fail("training.optimizer_state_dtype",
+         std::string("needs an optimizer whose states take a dtype (adam, adamw, adamw_foreach, "
+                     "sgd_momentum); ") + enum_name(MEMEST_ENUM_OPTIMIZER, o) +
+             (o == MEMEST_OPTIMIZER_SGD ? " keeps no states" : " keeps its own"));
+  }
+  if (!master_given) return;
+  const int32_t fw = st.framework;
+  if (fw != MEMEST_FRAMEWORK_MEGATRON && fw != MEMEST_FRAMEWORK_DEEPSPEED) {
+    fail("training.master_weights",
+         "a master copy beside the weights is kept by frameworks megatron and deepspeed; under " +
+             std::string(enum_name(MEMEST_ENUM_FRAMEWORK, reported_framework(st))) +
+             " the optimizer steps the stored parameters (param_dtype fp32 keeps fp32 ones)");
+  }
+  const double p = r.precision.param_bytes;
+  if (p >= 4 && st.master_weights != MEMEST_MASTER_NONE) {
+    fail("training.master_weights", "fp32 parameters are their own master: none (or leave it out)");
+  }
+  if (st.master_weights == MEMEST_MASTER_REMAINDER && p != 2) {
+    fail("training.master_weights", "remainder keeps the 16 bits an fp32 value has beyond bf16 "
+                                    "weights: it needs param_dtype bf16");
+  }
+  if (st.master_weights == MEMEST_MASTER_NONE && p < 2) {
+    fail("training.master_weights", "fp8 weights are updated through a master copy: none is not "
+                                    "possible with param_dtype fp8");
+  }
+}
+
 }  // namespace
 
 void validate_stack(const PretrainRequest& r) {
@@ -196,6 +263,7 @@ void validate_stack(const PretrainRequest& r) {
 
   const int32_t fw = st.framework;
   const bool megatron = fw == MEMEST_FRAMEWORK_MEGATRON;
+  validate_optimizer_storage(r);
   const int32_t zero = effective_zero(fw, r.zero);
   const bool fsdp = fw == MEMEST_FRAMEWORK_FSDP;
   if (st.reduce_bytes != 0 && !fsdp) {

@@ -47,6 +47,20 @@ double optimizer_moment_bytes(int32_t optimizer, double state_bytes);
 // gives 8 + 4 = 12, the 4D paper's K; FSDP2 with fp32 storage 8, pure bf16 (torchtune) 4.
 double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double param_bytes);
 
+// Bytes per parameter of the master copy (memest_master_weights): 4 for fp32, 2 for a bf16 or
+// fp16 copy and for the remainders (the low 16 bits of an fp32 value whose high 16 bits are the
+// bf16 weight itself: Apex distributed_fused_adam.py store_param_remainders, Megatron-Core
+// optimizer_config.py store_param_remainders), 0 for none; AUTO: 4 when keeps_master.
+double master_weight_bytes(int32_t master_weights, int32_t framework, double param_bytes);
+
+// K with the master and the moments as the request stores them (Stack::master_weights,
+// Stack::optimizer_state_bytes): moments of state_bytes each (0: fp32 beside a master, the
+// weights' dtype without one) + the master. NeMo's Nemotron-4 340B recipe (Apex
+// DistributedFusedAdam with optim.dtype bf16 over bf16 weights: no master, bf16 moments) gives
+// 4; its Llama 3.1 recipes (fp32 states over bf16 weights: remainders) 10.
+double derived_optimizer_bytes(int32_t optimizer, int32_t framework, double param_bytes,
+                               int32_t master_weights, double state_bytes);
+
 // The ZeRO stage the framework actually runs for a requested `zero`:
 //  fsdp: 1 (the request default, meaningless for fully_shard) reads as fully_shard's default
 //    reshard_after_forward=True, i.e. 3;

@@ -14,10 +14,13 @@ StackStates stack_state_bytes(const StackStateInput& in) {
   const int32_t z = in.zero;
   const double g = in.shard_group;
   const bool fsdp = st.framework == MEMEST_FRAMEWORK_FSDP;
-  // master bytes inside K (only a derived K is known to hold one; a given K is taken whole)
-  const double master_per_param = keeps_master(st.framework, p.param_bytes)
-                                      ? std::min(4.0, p.optimizer_bytes)
-                                      : 0.0;
+  // master bytes inside K (a K given whole is taken to hold the fp32 master where the
+  // framework keeps one; a stored master as training.master_weights says)
+  const double master_per_param =
+      st.master_weights != MEMEST_MASTER_AUTO
+          ? master_weight_bytes(st.master_weights, st.framework, p.param_bytes)
+      : keeps_master(st.framework, p.param_bytes) ? std::min(4.0, p.optimizer_bytes)
+                                                   : 0.0;
   StackStates s;
   // The ZeRO partitioning, common to Megatron's distributed optimizer, DeepSpeed and FSDP
   // (FSDP shards parameters, gradients and optimizer together for zero 2 and 3; 0 replicates).
