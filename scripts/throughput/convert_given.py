@@ -167,6 +167,36 @@ def model_for(row, assumed):
 
 
 # ---------------------------------------------------------------- training stack
+def optimizer_storage(row, training, assumed):
+    """NeMo 24.09's DGXC recipes (dgxc-benchmarking@e6afea3aea) run Apex's DistributedFusedAdam
+    (optim.name distributed_fused_adam, megatron_amp_O2: bf16 weights) and fp8 runs keep fp8
+    weights (+model.fp8_params in llama3.1/ and nemotron/configure.sh; fp8_params: true in
+    nemo_megatron/gpt3_175b_hydra.yaml). NeMo's megatron_base_model.py setup_optimization then
+    sets the optimizer's store: fp8_params -> store_params (a master in optim.dtype); optim.dtype
+    equal to the model's -> no master; fp32 states over bf16 weights -> store_param_remainders.
+    Only Nemotron-4 340B's yaml sets optim.dtype: bf16."""
+    src_file = row["source_file"]
+    fp8 = row["precision"].startswith("fp8")
+    fp8_params = fp8 or "nemo_megatron/" in src_file  # the 175B yaml sets it for both
+    bf16_states = "nemotron/README_340b" in src_file
+    why = ("optimizer: Apex DistributedFusedAdam (NeMo megatron_base_model.py "
+           "setup_optimization, dgxc-benchmarking@e6afea3aea recipe yaml): ")
+    if fp8:
+        training["param_dtype"] = "fp8"
+    if bf16_states:
+        training["optimizer_state_dtype"] = "bf16"
+        training["master_weights"] = "bf16" if fp8_params else "none"
+        assumed.append(why + "optim.dtype bf16; " + (
+            "fp8_params: a bf16 master (store_params) beside fp8 weights" if fp8_params else
+            "equal to the model's dtype: no master, bf16 moments"))
+    elif fp8_params:
+        assumed.append(why + "fp8_params: an fp32 master (store_params) and fp32 moments" +
+                       (", fp8 weights" if fp8 else ""))
+    else:
+        training["master_weights"] = "remainder"
+        assumed.append(why + "fp32 moments over bf16 weights: store_param_remainders (2 bytes "
+                       "of master per parameter)")
+
 def framework_for(row):
     """memest framework and the row's ZeRO stage under it."""
     src, fw, p = source_key(row), row["framework"], row["parallel"]
@@ -211,6 +241,11 @@ def recompute_for(row, src, assumed):
     if r == "none":
         return "none"
     if r == "not stated":
+        if src == "nemo-dgxc" and "nemotron/README_340b" in row["source_file"]:
+            assumed.append("recompute: not stated in the table; the recipe's "
+                           "nemotron/nemotron4-340b-synth.yaml (dgxc-benchmarking@e6afea3aea) sets "
+                           "activations_checkpoint_granularity: selective (core attention)")
+            return "selective"
         if src == "nemo-dgxc":
             assumed.append("recompute: not stated; NeMo 24.09 DGXC recipes run without activation recompute")
             return "none"
@@ -261,6 +296,14 @@ INCONSISTENT = {
     "bloom-prequel-t14-18B-h14336L10a64-dp1tp8pp1mbs1-gbs2048":
         "inconsistent: its step time implies more than an A100's peak FLOP/s; its TFLOP/s column says 142.59",
 }
+# gpt-oss-20b's config.json fields as memest reads them, with logits_fp32 false (above).
+GPT_OSS_20B_CONFIG = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+    "intermediate_size": 2880, "num_hidden_layers": 24, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 201088,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False, "attention_bias": True,
+    "num_local_experts": 32, "num_experts_per_tok": 4, "experts_per_token": 4,
+    "sliding_window": 128, "hidden_act": "silu", "name": "gpt-oss-20b", "logits_fp32": False}
 # The same yamls' ep_size for the gpt-oss rows, whose table shows EP "-" but runs DeepEP.
 AUTOMODEL_GPTOSS_EP = {"automodel-pretrain-gpt-oss-20b-8gpu": 8,
                        "automodel-pretrain-gpt-oss-120b-64gpu": 64}
@@ -456,6 +499,14 @@ def convert(row):
                        "nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py "
                        "setup_mcore_distributed_parallel sets DistributedDataParallelConfig("
                        "grad_reduce_in_fp32=(optim.grad_sync_dtype == 'fp32'))")
+    if src == "nemo-dgxc":
+        optimizer_storage(row, training, assumed)
+        if "nemo_megatron/" in row["source_file"] or "nemotron/README_340b" in row["source_file"]:
+            # configure.sh exports NVTE_FUSED_ATTN=0 for GPT-3 175B and Nemotron-4 340B:
+            # Transformer Engine's FlashAttention backend, not cuDNN's fused attention
+            training["attention_kernel"] = "flash2"
+            assumed.append("attention: NVTE_FUSED_ATTN=0 in the recipe's configure.sh "
+                           "(dgxc-benchmarking@e6afea3aea): FlashAttention-2 through Transformer Engine")
     if src == "opt":
         training["param_dtype"] = "fp32"
         training["grad_dtype"] = "fp32"
@@ -471,6 +522,14 @@ def convert(row):
         # gpt-oss's FlexAttention (sinks, sliding window) keeps the FlashAttention-2 default.
         training["attention_kernel"] = "fused"
         assumed.append("attention: Transformer Engine / cuDNN fused attention (kernel column 'TE')")
+    if row["id"] == "automodel-pretrain-gpt-oss-20b-8gpu":
+        # AutoModel's own gpt-oss code computes the loss on bf16 logits (the benchmark yaml's
+        # MaskedCrossEntropy(fp32_upcast=False)): the preset's config with logits_fp32 false
+        model = dict(GPT_OSS_20B_CONFIG)
+        training["loss"] = "unfused_16bit"
+        assumed.append("loss: the benchmark yaml's MaskedCrossEntropy(fp32_upcast=False) on the "
+                       "bf16 logits of AutoModel's own gpt-oss code: loss unfused_16bit with "
+                       "model.logits_fp32 false")
     if src == "automodel" and "lora" in row["id"]:
         # PeftConfig target_modules '*_proj', dim 16, alpha 32 (dropout 0.1 in the 8B yaml).
         training["adapter"] = {"type": "lora", "rank": 16, "alpha": 32,
