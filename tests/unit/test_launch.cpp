@@ -1244,6 +1244,107 @@ TEST_CASE("launch: a NeMo 1 config's precision, fp8, fp8_params and distributed_
   CHECK(w["warnings"][0].dump().find("megatron_amp_O2") != std::string::npos);
 }
 
+TEST_CASE("launch: how NeMo's DistributedFusedAdam and Megatron's precision-aware optimizer store K") {
+  // NeMo megatron_base_model.py setup_optimization: fp8_params keeps a master in optim.dtype
+  // (store_params), optim.dtype equal to the bf16 weights none, fp32 over bf16 the remainders.
+  auto nemo = [](const std::string& extra_model, const std::string& extra_optim) {
+    return "trainer:\n"                               // 1
+           "  devices: 8\n"                           // 2
+           "  num_nodes: 1\n"                         // 3
+           "  precision: bf16\n"                      // 4
+           "model:\n"                                 // 5
+           "  micro_batch_size: 1\n"                  // 6
+           "  global_batch_size: 128\n"               // 7
+           "  encoder_seq_length: 2048\n"             // 8
+           "  megatron_amp_O2: true\n" +              // 9
+           extra_model +                              // 10 (when given)
+           "  optim:\n"
+           "    name: distributed_fused_adam\n" +
+           extra_optim;
+  };
+  auto import = [](const std::string& text, const char* name) {
+    const json files = json::array({{{"name", name}, {"text", text}}});
+    return test::ok({{"mode", "import"}, {"files", files}, {"gpu", "h100-80gb"}, {"gpus", 8},
+                     {"model", "llama-3.1-8b"}});
+  };
+  // Llama 3.1's recipe: fp32 states over bf16 weights -> remainders (derived), K 10
+  const json llama = import(nemo("", ""), "llama3_8b.yaml");
+  CHECK(llama["request"]["training"]["master_weights"] == "remainder");
+  CHECK(!llama["request"]["training"].contains("optimizer_state_dtype"));
+  CHECK(llama["origins"]["training.master_weights"]["from"] == "derived");
+  // Nemotron-4 340B's: optim.dtype bf16 over bf16 weights -> bf16 moments, no master
+  const json nemotron = import(nemo("", "    dtype: bf16\n"), "nemotron4_340b.yaml");
+  CHECK(nemotron["request"]["training"]["optimizer_state_dtype"] == "bf16");
+  CHECK(nemotron["request"]["training"]["master_weights"] == "none");
+  // ... in fp8 with fp8_params: a bf16 master beside fp8 weights (line 12)
+  const json fp8 = import(nemo("  fp8: True\n  fp8_hybrid: True\n  fp8_params: True\n",
+                               "    dtype: bf16\n"), "nemotron4_340b.yaml");
+  CHECK(fp8["request"]["training"]["param_dtype"] == "fp8");
+  CHECK(fp8["request"]["training"]["master_weights"] == "bf16");
+  // fp8_params without fp8 (GPT-3 175B's yaml) still stores an fp32 master: store_params
+  const json gpt3 = import(nemo("  fp8_params: true\n", ""), "gpt3_175b.yaml");
+  CHECK(gpt3["request"]["training"]["master_weights"] == "fp32");
+  CHECK(gpt3["origins"]["training.master_weights"]["line"] == 10);
+  // optim.store_params given says it itself
+  const json given = import(nemo("", "    store_params: true\n"), "llama3_8b.yaml");
+  CHECK(given["request"]["training"]["master_weights"] == "fp32");
+  // the estimate of the imported Nemotron request keeps 4 bytes of K
+  json req = nemotron["request"];
+  req["parallel"]["zero"] = 1;
+  const json est = test::ok(req);
+  CHECK(est["stages"][0]["optimizer_bytes"].get<double>() ==
+        4 * est["stages"][0]["parameters"].get<double>() / 8);
+
+  // Megatron-LM: --use-precision-aware-optimizer with fp32 main params over --bf16 -> remainders;
+  // --exp-avg-dtype / --exp-avg-sq-dtype bf16 -> bf16 moments; without the flag they are ignored
+  auto megatron = [](const std::string& flags) {
+    return "torchrun pretrain_gpt.py --tensor-model-parallel-size 1 --micro-batch-size 1 "
+           "--global-batch-size 8 --seq-length 2048 --bf16 --use-distributed-optimizer " +
+           flags + "\n";
+  };
+  const json aware = import(megatron("--use-precision-aware-optimizer --exp-avg-dtype bf16 "
+                                     "--exp-avg-sq-dtype bf16"), "train.sh");
+  CHECK(aware["request"]["training"]["master_weights"] == "remainder");
+  CHECK(aware["request"]["training"]["optimizer_state_dtype"] == "bf16");
+  CHECK(aware["warnings"].empty());
+  const json fp16 = import(megatron("--use-precision-aware-optimizer --main-params-dtype fp16"),
+                           "train.sh");
+  CHECK(fp16["request"]["training"]["master_weights"] == "fp16");
+  const json mixed = import(megatron("--use-precision-aware-optimizer --exp-avg-dtype bf16"),
+                            "train.sh");
+  CHECK(mixed["request"]["training"]["optimizer_state_dtype"] == "fp32");  // the wider
+  REQUIRE(mixed["warnings"].size() == 1);
+  const json ignored = import(megatron("--exp-avg-dtype bf16"), "train.sh");
+  CHECK(!ignored["request"]["training"].contains("optimizer_state_dtype"));
+  CHECK(!ignored["request"]["training"].contains("master_weights"));
+  REQUIRE(ignored["warnings"].size() == 1);
+  CHECK(ignored["warnings"][0].dump().find("precision-aware") != std::string::npos);
+
+  // emit writes them back as the same flags, and the flags import to the same storage
+  json layout = test::ok(aware["request"]);
+  json plan = aware["request"];
+  const json emitted = test::ok({{"mode", "emit"}, {"format", "megatron"}, {"request", plan}});
+  const std::string text = emitted["text"];
+  CHECK(text.find("--use-precision-aware-optimizer") != std::string::npos);
+  CHECK(text.find("--exp-avg-dtype bf16") != std::string::npos);
+  CHECK(text.find("--exp-avg-sq-dtype bf16") != std::string::npos);
+  CHECK(text.find("--main-params-dtype") == std::string::npos);  // fp32 is its default
+  const json back = import("torchrun pretrain_gpt.py " + text, "train.sh");
+  CHECK(back["request"]["training"]["master_weights"] == "remainder");
+  CHECK(back["request"]["training"]["optimizer_state_dtype"] == "bf16");
+  CHECK(test::ok(back["request"])["stages"][0]["optimizer_bytes"] ==
+        layout["stages"][0]["optimizer_bytes"]);
+  // the default stores nothing to say; NeMo's no-master store has no Megatron-LM flag
+  plan["training"].erase("optimizer_state_dtype");
+  plan["training"].erase("master_weights");
+  const json plain = test::ok({{"mode", "emit"}, {"format", "megatron"}, {"request", plan}});
+  CHECK(plain["text"].get<std::string>().find("precision-aware") == std::string::npos);
+  plan["training"]["master_weights"] = "none";
+  const json refused = test::request({{"mode", "emit"}, {"format", "megatron"}, {"request", plan}}).body;
+  CHECK(refused["ok"] == false);
+  CHECK(refused["error"]["message"].get<std::string>().find("master_weights none") != std::string::npos);
+}
+
 TEST_CASE("launch: a NeMo 1 config's activations_checkpoint_* is Megatron's recomputation") {
   // NeMo-Framework-Launcher's conf/training/*/*.yaml: model.activations_checkpoint_granularity
   // (null, selective, full), _method and _num_layers, which NeMo hands to Megatron-Core as

@@ -40,6 +40,33 @@ std::string value_text(const json& v) {
   return v.dump();
 }
 
+// How the optimizer stores K (the response's echo, in effect) as Megatron-LM's
+// --use-precision-aware-optimizer flags (megatron/core/optimizer/optimizer_config.py: fp32 main
+// parameters over bf16 weights keep the remainders, --main-params-dtype fp16 an fp16 copy,
+// --exp-avg-dtype / --exp-avg-sq-dtype the moments).
+void megatron_optimizer_storage(const json& t, const std::string& param, const std::string& field,
+                                Out& o) {
+  const std::string master = get_str(t, "master_weights", "fp32");
+  const std::string states = get_str(t, "optimizer_state_dtype", "default");
+  const bool custom_states = states != "default" && states != "fp32";
+  if (master == "none" || master == "bf16") {
+    fail(field, "master_weights " + master + " (Apex DistributedFusedAdam's store under NeMo) "
+                "has no Megatron-LM flag: its precision-aware optimizer keeps fp32 main "
+                "parameters (the remainders over bf16 weights) or fp16 ones");
+  }
+  if (master == "fp32" && custom_states && param == "bf16") {
+    fail(field, "Megatron-LM's precision-aware optimizer keeps the fp32 remainders over bf16 "
+                "weights, not a whole fp32 copy: emit master_weights remainder");
+  }
+  if (master != "remainder" && master != "fp16" && !custom_states) return;
+  o.add("--use-precision-aware-optimizer", true);
+  if (master == "fp16") o.add("--main-params-dtype", "fp16");
+  if (custom_states) {
+    o.add("--exp-avg-dtype", states);
+    o.add("--exp-avg-sq-dtype", states);
+  }
+}
+
 // Megatron-LM's flags (megatron/training/arguments.py).
 json megatron(const json& l, const json& t, int64_t layers, const std::string& field) {
   Out o;
@@ -90,6 +117,7 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
   if (p == "bf16") o.add("--bf16", true);
   if (get_bool(t, "fp8")) o.add("--fp8-format", "hybrid");
   if (get_bool(t, "fp4")) o.add("--fp4-format", "e2m1");
+  megatron_optimizer_storage(t, p, field, o);
   if (get_str(t, "moe_dispatcher", "alltoall") == "deepep") o.add("--moe-token-dispatcher-type", "flex");
   std::string text;
   for (const json& s : o.settings) {

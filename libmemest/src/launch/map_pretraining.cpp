@@ -318,6 +318,98 @@ int64_t tokenizer_vocab(const std::string& type) {
 
 }  // namespace
 
+
+// How the optimizer stores what it updates (training.master_weights,
+// training.optimizer_state_dtype; plan/stack.hpp derived_optimizer_bytes).
+//  Megatron-LM: --use-precision-aware-optimizer with --main-params-dtype (fp32: the fp32
+//    remainders over bf16 weights, store_param_remainders' default; fp16: an fp16 copy) and
+//    --exp-avg-dtype / --exp-avg-sq-dtype (megatron/core/optimizer/optimizer_config.py;
+//    without the flag Megatron ignores them).
+//  NeMo 1 (model.optim.name distributed_fused_adam): Apex's DistributedFusedAdam with
+//    optim.dtype (default fp32) as NeMo's setup_optimization sets it up
+//    (nemo/collections/nlp/models/language_modeling/megatron_base_model.py): fp8_params keeps
+//    a master in optim.dtype (store_params), optim.dtype equal to the 16-bit weights none,
+//    fp32 over bf16 weights the remainders (store_param_remainders); optim.store_params /
+//    optim.store_param_remainders given say it themselves.
+namespace {
+
+void map_optimizer_storage(const MegatronArgs& a, RequestBuilder& b, const Setting* nemo_dfa) {
+  const json* pd = b.get("training.param_dtype");
+  const std::string param = pd && pd->is_string() ? pd->get<std::string>() : "fp32";
+  const Setting* aware_at = nullptr;
+  bool aware_seen = false;
+  const bool aware = a.flag("use-precision-aware-optimizer", &aware_seen, &aware_at);
+  const Setting* main_dtype = a.take("main-params-dtype");
+  const Setting* avg = a.take("exp-avg-dtype");
+  const Setting* avg_sq = a.take("exp-avg-sq-dtype");
+  if (!aware) {
+    for (const Setting* v : {main_dtype, avg, avg_sq}) {
+      if (v) b.warn(*v, v->key + " applies with --use-precision-aware-optimizer only "
+                        "(megatron/core/optimizer/optimizer_config.py): ignored");
+    }
+  } else {
+    const std::string md = main_dtype ? string_of(*main_dtype) : "fp32";
+    if (md == "fp16") {
+      b.from_file("training.master_weights", "fp16", *main_dtype);
+    } else if (param == "bf16") {
+      b.derived("training.master_weights", "remainder",
+                "--use-precision-aware-optimizer with fp32 main parameters over bf16 weights "
+                "keeps the fp32 remainders (store_param_remainders, default True: "
+                "megatron/core/optimizer/optimizer_config.py)");
+    }
+    const auto bytes = [](const std::string& d) { return d == "fp32" ? 4 : d == "fp8" ? 1 : 2; };
+    const std::string e = avg ? string_of(*avg) : "fp32";
+    const std::string q = avg_sq ? string_of(*avg_sq) : "fp32";
+    if (avg || avg_sq) {
+      const std::string wider = bytes(q) > bytes(e) ? q : e;
+      b.from_file("training.optimizer_state_dtype", wider, avg ? *avg : *avg_sq);
+      if (e != q) {
+        b.warn(avg ? *avg : *avg_sq, "exp_avg in " + e + " and exp_avg_sq in " + q +
+                                         ": memest has one dtype for both moments, counted "
+                                         "as the wider, " + wider);
+      }
+    }
+  }
+  if (!nemo_dfa) return;
+  const Setting* dtype = a.take("optim.dtype");
+  const Setting* store_params = a.take("optim.store_params");
+  const Setting* remainders = a.take("optim.store_param_remainders");
+  const Setting* fp8_params = a.take("fp8_params");
+  std::string state = dtype ? string_of(*dtype) : "fp32";
+  if (state == "bf16-mixed" || state == "bfloat16" || state == "torch.bfloat16") state = "bf16";
+  if (state == "16" || state == "float16" || state == "torch.float16") state = "fp16";
+  if (state == "32" || state == "float32" || state == "torch.float32") state = "fp32";
+  if (state != "fp32" && state != "bf16" && state != "fp16") {
+    if (dtype) b.warn(*dtype, "optim.dtype " + state + " is not modelled: held as fp32");
+    state = "fp32";
+  }
+  if (dtype && state != "fp32") b.from_file("training.optimizer_state_dtype", state, *dtype);
+  const std::string model = param == "fp8" ? "bf16" : param;  // fp8 weights sit in a bf16 model
+  if (store_params && boolean_of(*store_params)) {
+    b.from_file("training.master_weights", state, *store_params);
+  } else if (remainders && boolean_of(*remainders)) {
+    b.from_file("training.master_weights", "remainder", *remainders);
+  } else if (store_params) {
+    b.from_file("training.master_weights", "none", *store_params);
+  } else if ((fp8_params && boolean_of(*fp8_params)) || param == "fp8") {
+    // fp8_params (store_params): a master in optim.dtype
+    if (fp8_params) b.from_file("training.master_weights", state, *fp8_params);
+    else b.derived("training.master_weights", state, "fp8_params keeps the optimizer's own copy "
+                   "(store_params: NeMo megatron_base_model.py setup_optimization)");
+  } else if (state == model) {
+    b.derived("training.master_weights", "none",
+              "Apex DistributedFusedAdam with optim.dtype equal to the weights' keeps no master "
+              "(store_params False: NeMo megatron_base_model.py setup_optimization)");
+  } else if (state == "fp32" && model == "bf16") {
+    b.derived("training.master_weights", "remainder",
+              "Apex DistributedFusedAdam with fp32 states over bf16 weights keeps the fp32 "
+              "remainders (store_param_remainders: NeMo megatron_base_model.py "
+              "setup_optimization)");
+  }
+}
+
+}  // namespace
+
 void map_megatron(MapContext& c) {
   RequestBuilder& b = c.b;
   MegatronArgs a(c.run);
@@ -359,6 +451,7 @@ void map_megatron(MapContext& c) {
     if (seen) b.from_file("parallel.sp", on && tp > 1, *sp);
     else b.from_default("parallel.sp", false, kMegatron, "--sequence-parallel off", kArguments);
   }
+  const Setting* nemo_dfa = nullptr;  // NeMo 1's optim.name distributed_fused_adam (Apex)
   {
     const Setting* at = nullptr;
     bool seen = false;
@@ -377,7 +470,7 @@ void map_megatron(MapContext& c) {
     } else if (seen) {
       b.from_file("parallel.zero", dist ? 1 : 0, *at);
     } else if (const Setting* opt = a.take("optim.name");
-               opt && string_of(*opt) == "distributed_fused_adam") {
+               opt && string_of(*opt) == "distributed_fused_adam" && (nemo_dfa = opt)) {
       // a NeMo 1 config's model.optim.name: NeMo's DistributedFusedAdam shards the optimizer
       // states and the fp32 main parameters over the data-parallel group
       // (nemo/core/optim/distributed_adam.py), as Megatron's distributed optimizer does
@@ -542,6 +635,7 @@ void map_megatron(MapContext& c) {
       }
     }
   }
+  map_optimizer_storage(a, b, nemo_dfa);
   if (const Setting* v = a.take("fp4-format")) {
     // --fp4-format e2m1 (megatron/training/arguments.py): Transformer Engine's NVFP4 recipe.
     // --first-last-layers-bf16 keeps end layers out of it, which is not modelled: every layer
