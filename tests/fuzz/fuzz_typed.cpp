@@ -263,8 +263,9 @@ struct State {
 // appended since: the training stack (1.2), MoE, adapters (1.3), the step-time model (1.5),
 // the precision policy (1.6), pipeline layouts and DDP (1.7), hybrid layer patterns and mixers
 // (1.8: fields 80-82), chunked losses, FSDP1's mixed flat parameters and NVFP4 (1.9: fields
-// 83-85), Megatron's recompute modules (1.11: field 86), Liger-Kernel (1.12: field 87).
-constexpr int kFieldCount = 88;
+// 83-85), Megatron's recompute modules (1.11: field 86), Liger-Kernel (1.12: field 87), the optimizer's storage
+// (1.15: fields 88-89).
+constexpr int kFieldCount = 90;
 
 // Layout strings for pretrain.pipeline_layout: valid ones for the presets' depths, Megatron's
 // documented DeepSeek-V3 example, and malformed ones (the parser's refusals).
@@ -546,6 +547,9 @@ void apply(State& s, uint8_t field, Reader& in) {
     case 86: p.recompute_modules = static_cast<uint32_t>(in.integer()); break;
     // ---- appended in 1.12
     case 87: p.use_liger_kernel = static_cast<int32_t>(in.integer()); break;
+    // ---- appended in 1.15
+    case 88: p.master_weights = static_cast<int32_t>(in.integer()); break;
+    case 89: p.optimizer_state_bytes = in.number(); break;
     default: {  // a wrong struct size for the output (relative to sizeof)
       s.result_size_set = true;
       s.result_size = 0;  // resolved per mode: marker for "size_for(sizeof result)"

@@ -35,7 +35,9 @@ F = dict(hidden_size=0, layers=1, heads=2, kv_heads=3, model_flag=10, num_parame
          # 1.11: Megatron's recompute modules (bits of memest_recompute_module)
          recompute_modules=86,
          # 1.12: Liger-Kernel in the Hugging Face blocks (int32 0/1)
-         use_liger_kernel=87)
+         use_liger_kernel=87,
+         # 1.15: the optimizer's storage (memest_master_weights; the moments' bytes, a double)
+         master_weights=88, optimizer_state_bytes=89)
 
 
 def i(v):
@@ -119,6 +121,12 @@ SEEDS = {
                                   ("pp", i(1)), ("zero", i(0)), ("seq_len", i(2048)),
                                   ("global_batch", i(8)), ("recompute", i(0)), ("framework", i(3)),
                                   ("use_liger_kernel", i(1))),
+    # 1.15: Llama-3.1-8B under Megatron on 8 GPUs, K derived (optimizer_bytes -1) with the fp32
+    # remainders (master_weights 4) and bf16 moments (2 bytes): K 6
+    "pretrain_optimizer_storage": seed(PRETRAIN, "llama-3.1-8b", "h100-80gb", ("gpus", i(8)),
+                                       ("tp", i(1)), ("pp", i(1)), ("seq_len", i(2048)),
+                                       ("global_batch", i(8)), ("optimizer_bytes", d(-1.0)),
+                                       ("master_weights", i(4)), ("optimizer_state_bytes", d(2.0))),
 }
 
 
