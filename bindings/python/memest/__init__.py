@@ -57,7 +57,8 @@ __all__ = [
     "import_launch", "emit_launch",
     "load_config", "load_gpu_profile", "describe_config", "models", "gpus", "version_number",
     "enums", "verdict_bands", "peak_verdict_bands", "verdict_words", "peak_error_sigma",
-    "search_max_oom_probability", "recipes", "recompute_modules", "request_fields",
+    "search_max_oom_probability", "recipes", "recompute_modules", "master_weights_names",
+    "request_fields",
     "MemestError", "InvalidArgumentError", "MissingFieldError", "FieldTypeError", "ParseError",
     "UnknownPresetError", "UnknownFieldError", "UnsupportedError", "SizeOverflowError",
     "StructSizeError", "NullPointerError", "OutOfRangeError", "NoMemoryError", "InternalError",
@@ -85,6 +86,12 @@ def recompute_modules() -> List[str]:
     """Megatron-Core's recompute module names, by value (enums()["recompute_module"], 1.11):
     what pretrain(recompute_modules=[...]) and search() take."""
     return list(_native.enums()["recompute_module"])
+
+
+def master_weights_names() -> List[str]:
+    """The master copies the optimizer may keep, by value (enums()["master_weights"], 1.15):
+    what pretrain(master_weights=...) and search() take."""
+    return list(_native.enums()["master_weights"])
 
 
 def verdict_bands() -> Dict[str, float]:
@@ -181,7 +188,9 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
            loss_chunks: Optional[int] = None, fsdp_use_orig_params: Optional[bool] = None,
            fp4: Optional[bool] = None,
            recompute_modules: Any = None,
-           use_liger_kernel: Optional[bool] = None) -> Dict[str, Any]:
+           use_liger_kernel: Optional[bool] = None,
+           master_weights: Optional[str] = None,
+           optimizer_state_dtype: Optional[str] = None) -> Dict[str, Any]:
     """The training-stack fields of the training block (docs/training-stack.md), by their JSON
     names; None leaves a field out (the library's default). The library checks every value and
     combination."""
@@ -197,7 +206,8 @@ def _stack(framework: Optional[str], optimizer_in_backward: Optional[bool],
                     fsdp_use_orig_params=fsdp_use_orig_params, fp4=fp4,
                     recompute_modules=None if recompute_modules is None
                     else _names(recompute_modules),
-                    use_liger_kernel=use_liger_kernel)
+                    use_liger_kernel=use_liger_kernel, master_weights=master_weights,
+                    optimizer_state_dtype=optimizer_state_dtype)
 
 
 def request_json(request: Union[str, bytes]) -> str:
@@ -305,6 +315,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
              fp4: Optional[bool] = None,
              recompute_modules: Optional[List[str]] = None,
              use_liger_kernel: Optional[bool] = None,
+             master_weights: Optional[str] = None,
+             optimizer_state_dtype: Optional[str] = None,
              recipe: Optional[str] = None) -> PretrainResult:
     """Per-GPU memory of 4D-parallel pretraining (DP x TP x PP x CP, SP, ZeRO/distributed
     optimizer, recomputation), per the 4D-parallelism paper (Llama) or Korthikanti et al. (GPT).
@@ -408,6 +420,21 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     Under "megatron", for LayerNorm models and hybrids InvalidArgumentError names
     "training.use_liger_kernel".
 
+    How the optimizer stores what it updates (1.15), the parts of a derived K (leave
+    optimizer_bytes out): master_weights, the copy the optimizer updates beside the weights,
+    a name of enums()["master_weights"] (master_weights_names()): "auto" (the default: fp32
+    beside 16-bit weights under "megatron" and "deepspeed", none elsewhere), "fp32", "bf16",
+    "fp16" (Megatron-Core's --main-params-dtype), "remainder" (the 16 bits an fp32 value has
+    beyond bf16 weights: store_param_remainders) or "none"; optimizer_state_dtype, the moments'
+    dtype ("fp32", "bf16", "fp16", "fp8": Megatron-Core's --exp-avg-dtype, NeMo's optim.dtype;
+    default fp32 beside a master, else the weights'). r.master_weights and
+    r.optimizer_state_dtype echo the values in effect (training.master_weights,
+    training.optimizer_state_dtype). An unknown name, master_weights other than "auto" under
+    another framework, a master the weights' dtype rules out (fp32 beside fp32 weights,
+    remainders over fp8) or master_weights beside optimizer_bytes raises InvalidArgumentError
+    naming "training.master_weights"; an unknown dtype, optimizer_state_dtype with optimizer
+    "adamw_8bit" or "sgd" or beside optimizer_bytes, "training.optimizer_state_dtype".
+
     What a user compares with a measured run, and the verdict's margin (1.6):
     torch_max_memory_allocated_bytes / torch_max_memory_reserved_bytes (what torch.cuda reports,
     the CUDA context left out), nvidia_smi_bytes (reserved + context + paged memory), the peak's
@@ -441,7 +468,8 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
                                       logits_held, ddp, loss_chunks,
                                       fsdp_use_orig_params, fp4, recompute_modules,
-                                      use_liger_kernel),
+                                      use_liger_kernel, master_weights,
+                                      optimizer_state_dtype),
                              adapter=dict(adapter) if adapter is not None else None),
     }
     if recipe is not None:
@@ -533,6 +561,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
            fp4: Optional[bool] = None,
            recompute_modules: Optional[List[str]] = None,
            use_liger_kernel: Optional[bool] = None,
+           master_weights: Optional[str] = None,
+           optimizer_state_dtype: Optional[str] = None,
            max_oom_probability: Optional[float] = None,
            emit: Optional[str] = None) -> SearchResult:
     """Ranks parallel layouts by predicted throughput among those predicted to fit (the
@@ -550,11 +580,11 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     `fp8` and `compile`, `tie` (within s.tie_margin of the best's tokens/s), `gap_to_best` and
     `throughput` (the step's parts, as pretrain()'s).
     reduce_dtype, loss_parallel, autocast, fp8_all_gather, no_sync, logits_held, ddp (1.7),
-    loss_chunks, fsdp_use_orig_params and fp4 (1.9), recompute_modules (1.11) and
-    use_liger_kernel (1.12) are pretrain()'s. max_oom_probability
-    (default search_max_oom_probability()) ranks only the layouts whose probability of running
-    out of memory is at most this (the rest are pruned as "oom"); each row has
-    `oom_probability`, `margin_bytes` and `peak_high_bytes`.
+    loss_chunks, fsdp_use_orig_params and fp4 (1.9), recompute_modules (1.11),
+    use_liger_kernel (1.12), master_weights and optimizer_state_dtype (1.15) are pretrain()'s.
+    max_oom_probability (default search_max_oom_probability()) ranks only the layouts whose
+    probability of running out of memory is at most this (the rest are pruned as "oom"); each
+    row has `oom_probability`, `margin_bytes` and `peak_high_bytes`.
     emit ("megatron", "torchtitan", "deepspeed", "accelerate"): the result's `launch` is the best
     layout in that stack's own flags or keys (an EmitResult, as emit_launch() gives it)."""
     req = {
@@ -570,7 +600,8 @@ def search(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
                                       loss_parallel, autocast, fp8_all_gather, no_sync,
                                       logits_held, ddp, loss_chunks,
                                       fsdp_use_orig_params, fp4, recompute_modules,
-                                      use_liger_kernel)),
+                                      use_liger_kernel, master_weights,
+                                      optimizer_state_dtype)),
         "search": _section(top=top, layouts=_layouts(layouts),
                            max_tp=max_tp, max_cp=max_cp, max_pp=max_pp, max_vpp=max_vpp,
                            max_micro_batch=max_micro_batch, recompute=recompute, zero=zero,

@@ -435,6 +435,21 @@ class PretrainResult(Result):
         return bool((self._data.get("training") or {}).get("use_liger_kernel", False))
 
     @property
+    def master_weights(self) -> Optional[str]:
+        """The master copy the optimizer updates, in effect (1.15; a master_weights_names() name:
+        "fp32" by default under megatron and deepspeed with 16-bit weights, "none" where there is
+        none, "auto" when optimizer_bytes gave K whole; training.master_weights of the
+        response)."""
+        return (self._data.get("training") or {}).get("master_weights")
+
+    @property
+    def optimizer_state_dtype(self) -> Optional[str]:
+        """The optimizer moments' dtype in effect (1.15; "fp32", "bf16", "fp16", "fp8", or
+        "default" for an optimizer without moments or when optimizer_bytes gave K whole;
+        training.optimizer_state_dtype of the response)."""
+        return (self._data.get("training") or {}).get("optimizer_state_dtype")
+
+    @property
     def moe_dispatcher(self) -> Optional[str]:
         """How MoE tokens cross expert-parallel ranks in the step time (an enums()["moe_dispatcher"]
         name; training.moe_dispatcher of the response)."""

@@ -61,6 +61,7 @@ constexpr EnumKind kEnums[] = {
     {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER},
     {"attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL},
     {"recompute_module", MEMEST_ENUM_RECOMPUTE_MODULE},
+    {"master_weights", MEMEST_ENUM_MASTER_WEIGHTS},
 };
 
 memest_enum enum_kind(const std::string &key) {
