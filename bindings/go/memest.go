@@ -156,6 +156,7 @@ const (
 	EnumMoeDispatcher   = Enum(C.MEMEST_ENUM_MOE_DISPATCHER)   // 1.5: "alltoall", "deepep"
 	EnumAttentionKernel = Enum(C.MEMEST_ENUM_ATTENTION_KERNEL) // 1.5: "auto", "flash2", "fused"
 	EnumRecomputeModule = Enum(C.MEMEST_ENUM_RECOMPUTE_MODULE) // 1.11: "core_attn", "moe_act", ...
+	EnumMasterWeights   = Enum(C.MEMEST_ENUM_MASTER_WEIGHTS)   // 1.15: "auto", "fp32", ...
 )
 
 // EnumNames lists an enumeration's names by value, from the library's table

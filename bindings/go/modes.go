@@ -116,6 +116,19 @@ func RecomputeModuleBits(names ...string) (uint32, error) {
 	return bits, nil
 }
 
+// The copy of the weights the optimizer updates beside the weights the model computes with
+// (memest_master_weights, 1.15; their names: EnumNames(EnumMasterWeights)): the values of
+// PretrainRequest.MasterWeights, as Megatron-Core's --main-params-dtype and
+// store_param_remainders and Apex's DistributedFusedAdam (NeMo's optim.dtype) store it.
+const (
+	MasterAuto      = int(C.MEMEST_MASTER_AUTO)      // the framework's (default): fp32 under megatron and deepspeed, else none
+	MasterFP32      = int(C.MEMEST_MASTER_FP32)      // an fp32 copy: 4 bytes per parameter
+	MasterBF16      = int(C.MEMEST_MASTER_BF16)      // a bf16 copy (DistributedFusedAdam over fp8 weights)
+	MasterFP16      = int(C.MEMEST_MASTER_FP16)      // an fp16 copy (--main-params-dtype fp16)
+	MasterRemainder = int(C.MEMEST_MASTER_REMAINDER) // the 16 bits fp32 has beyond bf16 weights: 2 bytes
+	MasterNone      = int(C.MEMEST_MASTER_NONE)      // none: the optimizer steps the weights themselves
+)
+
 // How an MoE layer moves its tokens between expert-parallel ranks (memest_moe_dispatcher,
 // 1.5; their names: EnumNames(EnumMoeDispatcher)): the values of PretrainRequest.MoeDispatcher.
 const (
@@ -335,6 +348,18 @@ type PretrainRequest struct {
 	// naming "training.use_liger_kernel" under FrameworkMegatron, for LayerNorm models and
 	// hybrids.
 	UseLigerKernel bool
+	// How the optimizer stores what it updates (1.15), the parts of a derived K (OptimizerBytes =
+	// OptimizerBytesDerive). MasterWeights (JSON training.master_weights): MasterAuto (the
+	// default), MasterFP32, MasterBF16, MasterFP16, MasterRemainder or MasterNone; other than
+	// MasterAuto only under FrameworkMegatron and FrameworkDeepSpeed. OptimizerStateBytes (JSON
+	// training.optimizer_state_dtype): bytes per element of the optimizer's moments, 4, 2 or 1
+	// (Megatron-Core's --exp-avg-dtype, NeMo's optim.dtype); 0 (the default): fp32 beside a
+	// master, else the weights' dtype. Either beside a K given whole, a master another framework
+	// does not keep or a value past the last is refused naming "training.master_weights" /
+	// "training.optimizer_state_dtype"; so is a moments' dtype for OptimizerSGD or
+	// OptimizerAdamW8bit.
+	MasterWeights       int
+	OptimizerStateBytes float64
 }
 
 func (r *PretrainRequest) toC() C.memest_pretrain_request {
@@ -366,6 +391,7 @@ func (r *PretrainRequest) toC() C.memest_pretrain_request {
 	c.loss_chunks, c.fsdp_use_orig_params, c.fp4 = C.int32_t(r.LossChunks), boolInt(r.FSDPUseOrigParams), boolInt(r.FP4)
 	c.recompute_modules = C.uint32_t(r.RecomputeModules)
 	c.use_liger_kernel = boolInt(r.UseLigerKernel)
+	c.master_weights, c.optimizer_state_bytes = C.int32_t(r.MasterWeights), C.double(r.OptimizerStateBytes)
 	return c
 }
 
@@ -403,6 +429,7 @@ func NewPretrainRequest(model *Model, gpu *GPU) *PretrainRequest {
 		LossChunks: int(c.loss_chunks), FSDPUseOrigParams: c.fsdp_use_orig_params != 0, FP4: c.fp4 != 0,
 		RecomputeModules: uint32(c.recompute_modules),
 		UseLigerKernel:   c.use_liger_kernel != 0,
+		MasterWeights:    int(c.master_weights), OptimizerStateBytes: float64(c.optimizer_state_bytes),
 	}
 }
 
