@@ -318,9 +318,9 @@ public class MemestTest {
         memest_enum.MEMEST_ENUM_RECOMPUTE, memest_enum.MEMEST_ENUM_ACTIVATION_MODEL,
         memest_enum.MEMEST_ENUM_PRUNE_REASON, memest_enum.MEMEST_ENUM_FINETUNE_METHOD,
         memest_enum.MEMEST_ENUM_ADAPTER, memest_enum.MEMEST_ENUM_LORA_TARGET, memest_enum.MEMEST_ENUM_COMPILE,
-        memest_enum.MEMEST_ENUM_RECOMPUTE_MODULE};
+        memest_enum.MEMEST_ENUM_RECOMPUTE_MODULE, memest_enum.MEMEST_ENUM_MASTER_WEIGHTS};
     String[] keys = {"status", "family", "verdict", "recompute", "activation_model", "prune_reason", "finetune_method",
-        "adapter", "lora_target", "compile", "recompute_module"};
+        "adapter", "lora_target", "compile", "recompute_module", "master_weights"};
     for (int k = 0; k < kinds.length; k++) {
       List<String> names = Memest.enumNames(kinds[k]);
       check(!names.isEmpty(), keys[k]);
@@ -471,6 +471,74 @@ public class MemestTest {
     lg.setUse_liger_kernel(1);
     lg.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
     expectError(() -> Memest.pretrain(lg), "invalid_argument", "training.use_liger_kernel");
+
+    // 1.15: how the optimizer stores what it updates (master_weights, optimizer_state_bytes: the
+    // parts of a derived K) through the typed struct, on the hand-derived values of
+    // tests/unit/test_optimizer_storage.cpp: Llama-3.1-8B (8,030,261,248 parameters) on 8 H100s,
+    // megatron, zero 1 sharding K over 8, seq 2048, micro batch 1, global batch 8, no
+    // recomputation. Stage optimizer bytes K * 8030261248 / 8: K 12 (fp32 master + fp32 moments)
+    // 12045391872, K 10 (remainders) 10037826560 with a 2007565312-byte master, K 4 (no master,
+    // bf16 moments) 4015130624.
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_MASTER_WEIGHTS).equals(
+        java.util.Arrays.asList("auto", "fp32", "bf16", "fp16", "remainder", "none")), "master_weights names");
+    check(Memest.enumValue(memest_enum.MEMEST_ENUM_MASTER_WEIGHTS, "remainder")
+        == memest_master_weights.MEMEST_MASTER_REMAINDER, "remainder value");
+    PretrainRequest mwr = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
+    mwr.setGpus(8); mwr.setTp(1); mwr.setPp(1); mwr.setZero(1);
+    mwr.setSeq_len(2048); mwr.setMicro_batch(1); mwr.setGlobal_batch(8);
+    mwr.setRecompute(memest_recompute.MEMEST_RECOMPUTE_NONE);
+    mwr.setFramework(memest_framework.MEMEST_FRAMEWORK_MEGATRON);
+    mwr.setGrad_bytes(MemestNativeConstants.MEMEST_GRAD_BYTES_DERIVE);
+    mwr.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    check(mwr.getMaster_weights() == memest_master_weights.MEMEST_MASTER_AUTO, "master_weights default AUTO");
+    check(mwr.getOptimizer_state_bytes() == 0, "optimizer_state_bytes default 0");
+    Memest.Pretrain msBase = Memest.pretrain(mwr);
+    check(msBase.stages().get(0).getOptimizer_bytes() == 12045391872.0,
+        "K 12: " + msBase.stages().get(0).getOptimizer_bytes());
+    check(msBase.stages().get(0).getMaster_weights_bytes() == 4015130624.0, "fp32 master 4015130624");
+    mwr.setMaster_weights(memest_master_weights.MEMEST_MASTER_REMAINDER);
+    Memest.Pretrain msRem = Memest.pretrain(mwr);
+    check(msRem.stages().get(0).getOptimizer_bytes() == 10037826560.0,
+        "K 10 with remainders: " + msRem.stages().get(0).getOptimizer_bytes());
+    check(msRem.stages().get(0).getMaster_weights_bytes() == 2007565312.0,
+        "remainders 2007565312: " + msRem.stages().get(0).getMaster_weights_bytes());
+    String msJson = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8, \"tp\": 1, \"pp\": 1, \"zero\": 1},"
+        + " \"training\": {\"framework\": \"megatron\", \"seq_len\": 2048, \"micro_batch\": 1, \"global_batch\": 8,"
+        + " \"recompute\": \"none\", \"master_weights\": \"remainder\"}}");
+    check(jsonNumber(msJson, "peak_bytes") == msRem.result().getPeak_bytes(),
+        "typed == JSON remainder peak: " + jsonNumber(msJson, "peak_bytes") + " vs " + msRem.result().getPeak_bytes());
+    check(jsonNumber(msJson, "master_weights_bytes") == 2007565312.0, "JSON remainders 2007565312");
+    check(msJson.replaceAll("\\s+", "").contains("\"master_weights\":\"remainder\",\"optimizer_state_dtype\":\"fp32\""),
+        "echoed master_weights / optimizer_state_dtype");
+    mwr.setMaster_weights(memest_master_weights.MEMEST_MASTER_NONE);
+    mwr.setOptimizer_state_bytes(2);
+    Memest.Pretrain msBf16 = Memest.pretrain(mwr);
+    check(msBf16.stages().get(0).getOptimizer_bytes() == 4015130624.0,
+        "K 4 without a master, bf16 moments: " + msBf16.stages().get(0).getOptimizer_bytes());
+    check(msBf16.stages().get(0).getMaster_weights_bytes() == 0, "no master");
+    String bf16Json = Memest.request("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+        + " \"parallel\": {\"gpus\": 8, \"tp\": 1, \"pp\": 1, \"zero\": 1},"
+        + " \"training\": {\"framework\": \"megatron\", \"seq_len\": 2048, \"micro_batch\": 1, \"global_batch\": 8,"
+        + " \"recompute\": \"none\", \"master_weights\": \"none\", \"optimizer_state_dtype\": \"bf16\"}}");
+    check(jsonNumber(bf16Json, "peak_bytes") == msBf16.result().getPeak_bytes(),
+        "typed == JSON no-master bf16 peak: " + jsonNumber(bf16Json, "peak_bytes") + " vs " + msBf16.result().getPeak_bytes());
+    check(msBf16.result().getPeak_bytes() < msRem.result().getPeak_bytes()
+        && msRem.result().getPeak_bytes() < msBase.result().getPeak_bytes(), "peaks fall with K");
+    // refusals by field: K given whole beside them, a 3-byte dtype, past the last value, fsdp
+    mwr.setOptimizer_bytes(12);
+    expectError(() -> Memest.pretrain(mwr), "invalid_argument", "training.master_weights");
+    mwr.setMaster_weights(memest_master_weights.MEMEST_MASTER_AUTO);
+    expectError(() -> Memest.pretrain(mwr), "invalid_argument", "training.optimizer_state_dtype");
+    mwr.setOptimizer_bytes(MemestNativeConstants.MEMEST_OPTIMIZER_BYTES_DERIVE);
+    mwr.setOptimizer_state_bytes(3);
+    expectError(() -> Memest.pretrain(mwr), "invalid_argument", "training.optimizer_state_dtype");
+    mwr.setOptimizer_state_bytes(0);
+    mwr.setMaster_weights(memest_master_weights.MEMEST_MASTER_COUNT);
+    expectError(() -> Memest.pretrain(mwr), "invalid_argument", "training.master_weights");
+    mwr.setMaster_weights(memest_master_weights.MEMEST_MASTER_FP32);
+    mwr.setFramework(memest_framework.MEMEST_FRAMEWORK_FSDP);
+    expectError(() -> Memest.pretrain(mwr), "invalid_argument", "training.master_weights");
 
     // the layout search, typed: the same ranking and prune counts as the JSON search mode
     PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "a100-40gb");
