@@ -25,7 +25,11 @@ peak_fp4_tflops, and the preset "h100-pcie-80gb" (in `gpu_presets()`); with 1.11
 training.recompute_modules (Megatron-Core's recompute module names, `enum_names(ENUM_KINDS.recompute_module)`,
 echoed as the modules in effect) and the fine-tuning response's peak_verdict beside its verdict;
 with 1.12, training.use_liger_kernel (Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU in the Hugging
-Face blocks, echoed in every pretraining response's training block).
+Face blocks, echoed in every pretraining response's training block); with 1.15,
+training.master_weights (the copy the optimizer updates, `enum_names(ENUM_KINDS.master_weights)`:
+"auto", "fp32", "bf16", "fp16", "remainder", "none"; megatron and deepspeed) and
+training.optimizer_state_dtype (the optimizer moments' dtype), the parts of a derived K (leave
+training.optimizer_bytes out), both echoed as the values in effect.
 
 Set `ENV["MEMEST_LIBRARY"]` to the path of libmemest.so before loading when it is not on the
 loader's path. (Julia is not installed on memest's CI: bindings/julia/test/ drives exactly these
@@ -66,7 +70,7 @@ const ENUM_KINDS = (status = 0, family = 1, verdict = 2, recompute = 3, activati
                     prune_reason = 5, finetune_method = 6, framework = 7, loss = 8,
                     optimizer = 9, adapter = 10, lora_target = 11, compile = 12, overlap = 13,
                     step_part = 14, moe_dispatcher = 15, attention_kernel = 16,
-                    recompute_module = 17)
+                    recompute_module = 17, master_weights = 18)
 
 """
     enum_names(which::Integer) -> Vector{String}

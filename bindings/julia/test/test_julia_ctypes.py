@@ -358,6 +358,40 @@ def test_1_12_use_liger_kernel_through_request(m):
     assert info.value.code == "invalid_argument" and info.value.field == "training.use_liger_kernel"
 
 
+def test_1_15_optimizer_storage_through_request(m):
+    """How the optimizer stores what it updates (1.15) passes through Memest.request as
+    training.master_weights and training.optimizer_state_dtype, its names from the library's
+    table (ENUM_KINDS.master_weights = 18), on the hand-derived values of
+    tests/unit/test_optimizer_storage.cpp: Llama-3.1-8B (8,030,261,248 parameters) on 8 H100s,
+    megatron, zero 1 sharding K over 8, so stage 0's optimizer bytes are K * 1003782656:
+    12045391872 by default (K 12), 10037826560 with remainders (K 10, a 2007565312-byte
+    master), 4015130624 without a master and bf16 moments (K 4); refused by field under fsdp."""
+    names = m.enum_names(m.kinds["master_weights"])
+    assert names == ["auto", "fp32", "bf16", "fp16", "remainder", "none"]
+    assert m.enum_value(m.kinds["master_weights"], "remainder") == 4
+
+    def stage(framework="megatron", **extra):
+        training = {"framework": framework, "seq_len": 2048, "micro_batch": 1, "global_batch": 8,
+                    "recompute": "none", **extra}
+        resp = json.loads(m.request(json.dumps({
+            "mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb",
+            "parallel": {"gpus": 8, "tp": 1, "pp": 1, "zero": 1}, "training": training})))
+        s = resp["stages"][0]
+        return (s["optimizer_bytes"], s["stack"]["master_weights_bytes"],
+                resp["training"]["master_weights"], resp["training"]["optimizer_state_dtype"])
+    assert stage() == (12045391872, 4015130624, "fp32", "fp32")
+    assert stage(master_weights="remainder") == (10037826560, 2007565312, "remainder", "fp32")
+    assert stage(master_weights="none", optimizer_state_dtype="bf16") == \
+        (4015130624, 0, "none", "bf16")
+    with pytest.raises(twin.MemestError) as info:
+        stage("fsdp", master_weights="fp32")
+    assert info.value.code == "invalid_argument" and info.value.field == "training.master_weights"
+    with pytest.raises(twin.MemestError) as info:
+        stage(optimizer_state_dtype="bf16", optimizer="sgd")
+    assert info.value.code == "invalid_argument" and \
+        info.value.field == "training.optimizer_state_dtype"
+
+
 # ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")
