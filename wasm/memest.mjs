@@ -111,6 +111,26 @@ import createMemestCore from './build/memest_core.mjs';
  *                                         deepspeed, fsdp, fsdp1): fewer saved activations;
  *                                         refused under megatron, for LayerNorm models and
  *                                         hybrids; echoed in every pretraining response
+ * @property {string} [master_weights]    (1.15) the master copy of the weights the optimizer
+ *                                         updates, a name of the C enumeration
+ *                                         memest_master_weights (the fields mode's choices for
+ *                                         training.master_weights): "auto"
+ *                                         (default: the framework's; fp32 beside 16-bit weights
+ *                                         under megatron and deepspeed), "fp32", "bf16", "fp16",
+ *                                         "remainder" (the 16 bits an fp32 value has beyond bf16
+ *                                         weights: Megatron-Core store_param_remainders, Apex
+ *                                         DistributedFusedAdam), "none" (the optimizer steps the
+ *                                         weights themselves); Megatron-Core --main-params-dtype,
+ *                                         Apex store_params. Only frameworks megatron and
+ *                                         deepspeed take a value other than "auto"; needs K
+ *                                         derived (refused beside optimizer_bytes); echoed as the
+ *                                         master in effect ("fp32" for a default megatron request)
+ * @property {'fp32'|'bf16'|'fp16'|'fp8'} [optimizer_state_dtype] (1.15) the dtype of the
+ *                                         optimizer's moments (Megatron-Core --exp-avg-dtype,
+ *                                         NeMo optim.dtype); left out: the optimizer's own.
+ *                                         Refused with adamw_8bit, paged_* and sgd, and beside
+ *                                         optimizer_bytes; echoed as the dtype in effect ("fp32"
+ *                                         for a default megatron request)
  * @property {{type: string, quantize_lm_head?: boolean, [key: string]: any}} [adapter]
  *                                         LoRA / QLoRA; quantize_lm_head (1.6): qlora with an
  *                                         untied head, the LM head in NF4 too
@@ -230,6 +250,9 @@ export class MemestError extends Error {
  * @property {string[]} attention_kernel  "auto", ...: training.attention_kernel
  * @property {string[]} recompute_module  (1.11) "core_attn", "moe_act", "layernorm", ...:
  *                                        training.recompute_modules
+ * @property {string[]} [master_weights] (1.15) "auto", "fp32", "bf16", "fp16", "remainder",
+ *                                        "none": training.master_weights (MEMEST_ENUM_MASTER_WEIGHTS;
+ *                                        present once the library's enums mode lists the kind)
  */
 
 /**

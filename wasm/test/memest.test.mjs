@@ -933,3 +933,114 @@ test('1.12 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is s
     assert.deepEqual(memest.request(req), want);
   }
 });
+
+// 1.15: how the optimizer stores what it updates (training.master_weights and
+// training.optimizer_state_dtype, the parts of a derived K) on the hand-derived values of
+// tests/unit/test_optimizer_storage.cpp: Llama-3.1-8B (8,030,261,248 parameters) on 8 x H100
+// under megatron, zero 1 (the distributed optimizer shards K over 8: 1,003,782,656 parameters'
+// worth each), seq 2048, micro batch 1, global batch 8, no recomputation. By default an fp32
+// master beside the bf16 weights and fp32 moments: 4 + 2 * 4 = 12 B per parameter,
+// 12 * 1003782656 = 12045391872 B; the remainders over bf16 weights: 2 + 8 = 10 B, 10037826560 B
+// (the master 2 * 1003782656 = 2007565312 B); no master and bf16 moments: 2 * 2 = 4 B,
+// 4015130624 B.
+const storage = (training = {}, framework = 'megatron') => ({
+  mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 8, tp: 1, pp: 1, zero: 1 },
+  training: { framework, seq_len: 2048, micro_batch: 1, global_batch: 8, recompute: 'none', ...training },
+});
+
+test('1.15 master_weights and optimizer_state_dtype: the hand values, the echoes, pretrainTable() reads them', () => {
+  const base = memest.request(storage());
+  assert.equal(base.stages[0].optimizer_bytes, 12045391872);
+  assert.equal(base.stages[0].stack.master_weights_bytes, 4015130624);
+  assert.equal(base.training.master_weights, 'fp32');
+  assert.equal(base.training.optimizer_state_dtype, 'fp32');
+  const rem = memest.request(storage({ master_weights: 'remainder' }));
+  assert.equal(rem.stages[0].optimizer_bytes, 10037826560);
+  assert.equal(rem.stages[0].stack.master_weights_bytes, 2007565312);
+  assert.equal(rem.training.master_weights, 'remainder');
+  assert.equal(rem.training.optimizer_state_dtype, 'fp32');
+  assert.equal(rem.stages[0].weights_bytes, base.stages[0].weights_bytes, 'the weights do not move');
+  assert.equal(rem.stages[0].activations_bytes, base.stages[0].activations_bytes, 'the activations do not move');
+  assert.ok(base.peak_bytes - rem.peak_bytes >= 2007565312, 'the peak falls by at least the 2 bytes');
+  const none = memest.request(storage({ master_weights: 'none', optimizer_state_dtype: 'bf16' }));
+  assert.equal(none.stages[0].optimizer_bytes, 4015130624);
+  assert.equal(none.stages[0].stack.master_weights_bytes, 0);
+  assert.equal(none.training.master_weights, 'none');
+  assert.equal(none.training.optimizer_state_dtype, 'bf16');
+  // deepspeed keeps a master too: the remainders there are 10 B as well
+  assert.equal(memest.request(storage({ master_weights: 'remainder' }, 'deepspeed')).stages[0].optimizer_bytes, 10037826560);
+  // the layouts table reads both as request() does (cell: gpus, tp, cp, pp, micro batch)
+  const [cell] = memest.pretrainTable(storage({ master_weights: 'none', optimizer_state_dtype: 'bf16' }), [[8, 1, 1, 1, 1]]);
+  assert.equal(cell.ok, true, JSON.stringify(cell.error));
+  assert.equal(cell.peak_bytes, none.peak_bytes, 'pretrainTable() reads master_weights and optimizer_state_dtype');
+});
+
+test('1.15 the master_weights names: the C enumeration and the field registry\'s choices agree', () => {
+  const want = ['auto', 'fp32', 'bf16', 'fp16', 'remainder', 'none'];
+  const core = memest.core;
+  const which = 18;  // MEMEST_ENUM_MASTER_WEIGHTS
+  assert.equal(core._memest_enum_count(which), want.length);
+  want.forEach((name, v) => assert.equal(core.UTF8ToString(core._memest_enum_name(which, v)), name, `master_weights[${v}]`));
+  assert.equal(core._memest_enum_name(which, want.length), 0, 'NULL past the end');
+  const fields = memest.request({ mode: 'fields' }).fields;
+  const master = fields.find((f) => f.path === 'training.master_weights');
+  assert.equal(master.kind, 'enum');
+  assert.equal(master.default, 'auto');
+  assert.deepEqual(master.choices, want);
+  const moments = fields.find((f) => f.path === 'training.optimizer_state_dtype');
+  assert.equal(moments.kind, 'dtype');
+  for (const d of ['fp32', 'bf16', 'fp16', 'fp8']) assert.ok(moments.choices.includes(d), d);
+});
+
+test('1.15 master_weights and optimizer_state_dtype: refusals by field', () => {
+  const field = (req) => {
+    const d = memest.answer(req);
+    assert.equal(d.ok, false, `refused: ${JSON.stringify(req.training)}`);
+    return d.error.field;
+  };
+  // only megatron and deepspeed take a master other than auto
+  for (const fw of ['fsdp', 'fsdp1', 'pytorch']) {
+    assert.equal(field(storage({ master_weights: 'fp32' }, fw)), 'training.master_weights', fw);
+  }
+  // K given whole beside them
+  assert.equal(field(storage({ master_weights: 'remainder', optimizer_bytes: 12 })), 'training.master_weights');
+  assert.equal(field(storage({ optimizer_state_dtype: 'bf16', optimizer_bytes: 12 })), 'training.optimizer_state_dtype');
+  // moments the optimizer stores its own way
+  for (const optimizer of ['adamw_8bit', 'sgd']) {
+    assert.equal(field(storage({ optimizer_state_dtype: 'bf16', optimizer })), 'training.optimizer_state_dtype', optimizer);
+  }
+  // remainders need bf16 weights; fp32 weights are their own master
+  assert.equal(field(storage({ master_weights: 'remainder', fp8: true, param_dtype: 'fp8' })), 'training.master_weights');
+  assert.equal(field(storage({ master_weights: 'fp32', param_dtype: 'fp32' })), 'training.master_weights');
+  // not a name, not a string
+  assert.equal(field(storage({ master_weights: 'fp64' })), 'training.master_weights');
+  assert.equal(field(storage({ master_weights: 1 })), 'training.master_weights');
+  assert.equal(field(storage({ optimizer_state_dtype: 'int4' })), 'training.optimizer_state_dtype');
+  // the search reads them too, and refuses them under fsdp as pretraining does
+  const search = { mode: 'search', model: 'llama-3.1-8b', gpu: 'h100-80gb', parallel: { gpus: 8 },
+    training: { framework: 'fsdp', seq_len: 2048, global_batch: 8, master_weights: 'fp32' }, search: { top: 3 } };
+  assert.equal(field(search), 'training.master_weights');
+});
+
+test('1.15 through WASM equals the CLI\'s `memest request` (when MEMEST_CLI is set)', async (t) => {
+  const reqs = [storage(), storage({ master_weights: 'remainder' }),
+    storage({ master_weights: 'none', optimizer_state_dtype: 'bf16' }),
+    storage({ master_weights: 'remainder' }, 'deepspeed'),
+    storage({ master_weights: 'fp32' }, 'fsdp'), storage({ optimizer_state_dtype: 'bf16', optimizer: 'sgd' })];
+  const refused = ['training.master_weights', 'training.optimizer_state_dtype'];
+  for (const [i, req] of reqs.entries()) {
+    const want = await cliAnswer(req);
+    if (!want) { t.skip('MEMEST_CLI not set (scripts/test.d/30-web.sh sets it)'); return; }
+    if (i < 4) {
+      assert.equal(want.ok, true, JSON.stringify(want.error));
+      assert.deepEqual(memest.request(req), want, JSON.stringify(req.training));
+    } else {
+      // a refusal: the same error document (answer() adds its status, which the CLI does not write)
+      assert.equal(want.ok, false);
+      assert.equal(want.error.field, refused[i - 4]);
+      const { status, ...got } = memest.answer(req);
+      assert.equal(typeof status, 'number');
+      assert.deepEqual(got, want, JSON.stringify(req.training));
+    }
+  }
+});
