@@ -610,7 +610,7 @@ static void typed_enums(void) {
                                          "framework", "loss", "optimizer", "adapter",
                                          "lora_target", "compile", "overlap", "step_part",
                                          "moe_dispatcher", "attention_kernel",
-                                         "recompute_module"};
+                                         "recompute_module", "master_weights"};
   for (int e = 0; e < MEMEST_ENUM_COUNT; ++e) {
     char pattern[64];
     snprintf(pattern, sizeof pattern, "\"%s\": [", keys[e]);
@@ -940,6 +940,86 @@ static void typed_1_12(void) {
   CHECK(strcmp(memest_last_error_field(), "training.use_liger_kernel") == 0);
 }
 
+/* 1.15: master_weights and optimizer_state_bytes (the parts of a derived K) through the typed
+   struct, on the values of tests/unit/test_optimizer_storage.cpp: Llama-3.1-8B (8,030,261,248
+   parameters) on 8 H100s, megatron, zero 1 sharding K over 8, seq 2048, micro batch 1, global
+   batch 8, no recomputation. Stage optimizer bytes K * 8030261248 / 8: K 12 by default
+   (12045391872), K 10 with remainders (10037826560, a 2007565312-byte master), K 4 without a
+   master and bf16 moments (4015130624). */
+static void typed_1_15(void) {
+  memest_model model;
+  memest_gpu gpu;
+  memest_pretrain_request r;
+  memest_pretrain_result out;
+  memest_stage stage;
+  char *json;
+  model.struct_size = sizeof model;
+  gpu.struct_size = sizeof gpu;
+  CHECK(memest_model_from_preset("llama-3.1-8b", &model) == MEMEST_OK);
+  CHECK(memest_gpu_from_preset("h100-80gb", &gpu) == MEMEST_OK);
+  CHECK(memest_pretrain_request_init(&r, sizeof r) == MEMEST_OK);
+  CHECK(r.master_weights == MEMEST_MASTER_AUTO);
+  CHECK(r.optimizer_state_bytes == 0);
+  CHECK(memest_enum_count(MEMEST_ENUM_MASTER_WEIGHTS) == MEMEST_MASTER_COUNT);
+  CHECK(memest_enum_value(MEMEST_ENUM_MASTER_WEIGHTS, "remainder") == MEMEST_MASTER_REMAINDER);
+  CHECK(strcmp(memest_enum_name(MEMEST_ENUM_MASTER_WEIGHTS, MEMEST_MASTER_NONE), "none") == 0);
+  r.model = &model;
+  r.gpu = &gpu;
+  r.gpus = 8; r.tp = 1; r.pp = 1; r.zero = 1;
+  r.seq_len = 2048; r.micro_batch = 1; r.global_batch = 8;
+  r.framework = MEMEST_FRAMEWORK_MEGATRON; r.recompute = MEMEST_RECOMPUTE_NONE;
+  r.grad_bytes = MEMEST_GRAD_BYTES_DERIVE;
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  out.struct_size = sizeof out;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.optimizer_bytes == 12045391872.0);
+  CHECK(stage.master_weights_bytes == 4015130624.0);
+  r.master_weights = MEMEST_MASTER_REMAINDER;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.optimizer_bytes == 10037826560.0);
+  CHECK(stage.master_weights_bytes == 2007565312.0);
+  json = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+                " \"parallel\": {\"gpus\": 8, \"tp\": 1, \"pp\": 1, \"zero\": 1},"
+                " \"training\": {\"framework\": \"megatron\", \"seq_len\": 2048, \"micro_batch\": 1,"
+                " \"global_batch\": 8, \"recompute\": \"none\", \"master_weights\": \"remainder\"}}");
+  CHECK(json_number(json, "peak_bytes") == out.peak_bytes);
+  CHECK(json_number(json, "master_weights_bytes") == stage.master_weights_bytes);
+  CHECK(json != NULL && strstr(json, "\"master_weights\": \"remainder\"") != NULL);
+  memest_string_free(json);
+  r.master_weights = MEMEST_MASTER_NONE;
+  r.optimizer_state_bytes = 2;
+  CHECK(memest_pretrain(&r, &out, &stage, sizeof stage, 1) == MEMEST_OK);
+  CHECK(stage.optimizer_bytes == 4015130624.0);
+  CHECK(stage.master_weights_bytes == 0);
+  json = answer("{\"mode\": \"pretrain\", \"model\": \"llama-3.1-8b\", \"gpu\": \"h100-80gb\","
+                " \"parallel\": {\"gpus\": 8, \"tp\": 1, \"pp\": 1, \"zero\": 1},"
+                " \"training\": {\"framework\": \"megatron\", \"seq_len\": 2048, \"micro_batch\": 1,"
+                " \"global_batch\": 8, \"recompute\": \"none\", \"master_weights\": \"none\","
+                " \"optimizer_state_dtype\": \"bf16\"}}");
+  CHECK(json_number(json, "peak_bytes") == out.peak_bytes);
+  CHECK(json != NULL && strstr(json, "\"optimizer_state_dtype\": \"bf16\"") != NULL);
+  memest_string_free(json);
+  /* K given whole beside them, past the last value, 3-byte moments, fsdp: refused by field */
+  r.optimizer_bytes = 12;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.master_weights") == 0);
+  r.master_weights = MEMEST_MASTER_AUTO;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.optimizer_state_dtype") == 0);
+  r.optimizer_bytes = MEMEST_OPTIMIZER_BYTES_DERIVE;
+  r.optimizer_state_bytes = 3;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.optimizer_state_dtype") == 0);
+  r.optimizer_state_bytes = 0;
+  r.master_weights = MEMEST_MASTER_COUNT;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.master_weights") == 0);
+  r.master_weights = MEMEST_MASTER_FP32;
+  r.framework = MEMEST_FRAMEWORK_FSDP;
+  CHECK(memest_pretrain(&r, &out, NULL, sizeof stage, 0) == MEMEST_ERR_INVALID_ARGUMENT);
+  CHECK(strcmp(memest_last_error_field(), "training.master_weights") == 0);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--typed") == 0) {
     typed_pretrain();
@@ -951,6 +1031,7 @@ int main(int argc, char **argv) {
     typed_1_9();
     typed_1_11();
     typed_1_12();
+    typed_1_15();
     typed_models();
     typed_enums();
     json_bad_inputs();
