@@ -14,6 +14,8 @@ import { $, el, fillSelect } from './dom.js';
 
 /** The dtype names a request's param_dtype / grad_dtype take (README "JSON request"). */
 const DTYPES = ['bf16', 'fp16', 'fp32', 'fp8'];
+/** Those the optimizer's moments take (training.optimizer_state_dtype, 1.15). */
+const STATE_DTYPES = ['fp32', 'bf16', 'fp16', 'fp8'];
 /** Those FSDP's reduce_dtype takes (training.reduce_dtype). */
 const REDUCE_DTYPES = ['fp32', 'bf16', 'fp16'];
 
@@ -155,7 +157,8 @@ export function syncFields(s) {
   $('buckets-hint').hidden = showApplying(BUCKETS, (b) => bucketApplies(b, s)) === 0;
   // DDP on one GPU: only where the library reads training.ddp (state.js DDP_ONE)
   $(`${DDP_ONE.id}-field`).hidden = !ddpApplies(s, s.tab === 'search' ? 'search' : 'pretrain');
-  // the 1.9 fields (loss chunks, use_orig_params, fp4) and 1.12 use_liger_kernel, only where the library reads each
+  // the 1.9 fields (loss chunks, use_orig_params, fp4), 1.12 use_liger_kernel and the 1.15
+  // optimizer storage (master weights, moments' dtype), only where the library reads each
   // (state.js FIELDS_19)
   for (const f of FIELDS_19) $(`${f.id}-field`).hidden = !field19Applies(f, s, s.tab === 'search' ? 'search' : 'pretrain');
   // Megatron's recompute modules: under megatron with selective recomputation (state.js
@@ -209,6 +212,15 @@ export function syncRecomputeOptions(problem) {
   }
 }
 
+/** The library's master_weights names (1.15): its enums mode's kind master_weights, or, where
+ *  that mode does not list the kind, the choices its field registry (the "fields" mode) gives
+ *  training.master_weights: the same names of the same C enumeration. */
+function masterWeightNames(enums) {
+  if (enums.master_weights) return enums.master_weights;
+  const doc = memest.answer({ mode: 'fields' });
+  return (doc.ok && doc.fields.find((f) => f.path === 'training.master_weights')?.choices) || [];
+}
+
 /** Fills the form's option lists from the library's enums (its "enums" mode). */
 export function fillFormChoices(enums) {
   $('recompute').replaceChildren(...enums.recompute.map((name) => new Option(name, name)));
@@ -237,6 +249,12 @@ export function fillFormChoices(enums) {
   }
   $('reduce-dtype').replaceChildren(new Option('default (the gradient dtype)', ''),
     ...REDUCE_DTYPES.map((name) => new Option(name, name)));
+  // the optimizer's storage (1.15): the library's master_weights names (its default, auto,
+  // first: left out of the request) and the moments' dtypes ('' = the optimizer's own)
+  $('master-weights').replaceChildren(...masterWeightNames(enums).map((name) => new Option(
+    name === 'auto' ? 'auto (the framework\'s)' : name, name)));
+  $('optimizer-state-dtype').replaceChildren(new Option('default (the optimizer\'s)', ''),
+    ...STATE_DTYPES.map((name) => new Option(name, name)));
   // LoRA / QLoRA: the adapter types and target names are the library's; the adapter dtypes the
   // JSON request's names
   $('adapter-type').replaceChildren(...enums.adapter.map((name) => new Option(name, name)));

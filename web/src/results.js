@@ -161,7 +161,7 @@ function clearStep() {
  *  says them; a part the library adds later shows under its own name. */
 const STACK_PART_NAMES = {
   framework_buffer_bytes: 'framework buffers (FSDP / DDP / DeepSpeed)',
-  master_weights_bytes: 'fp32 master weights',
+  master_weights_bytes: 'master weights (the optimizer\'s copy)',
   loss_bytes: 'loss temporaries',
   recompute_bytes: 'recompute working set',
   offload_staging_bytes: 'offload staging buffers',

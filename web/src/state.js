@@ -61,6 +61,11 @@ export const DEFAULTS = Object.freeze({
   // Liger-Kernel's fused RMSNorm and SwiGLU/GeGLU in the Hugging Face blocks (1.12,
   // training.use_liger_kernel; FIELDS_19 says where the library reads it): off, as the library's
   lgr: '0',
+  // how the optimizer stores what it updates (1.15, FIELDS_19 says where the library reads each):
+  // the master copy of the weights (training.master_weights, a master_weights name of the
+  // library; 'auto', its default, is left out of the request) and the dtype of the optimizer's
+  // moments (training.optimizer_state_dtype; '' = the optimizer's own, left out)
+  mw: 'auto', osd: '',
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
@@ -373,14 +378,22 @@ export const CHUNKED_LOSSES = Object.freeze(['chunked', 'chunked_lm_head', 'chun
  * The request fields of C ABI 1.9, each a control of the training stack shown, and sent, only
  * where the library reads it (as DDP_ONE): the state key, the request field, the control's id,
  * its kind ('int': a number input, '' = the default, left out; 'flag': a checkbox, checked
- * sends true) and where it applies (mode 'pretrain' or 'search'):
+ * sends true; 'name': a select of names, '' or the default left out) and where it applies (mode 'pretrain' or 'search'):
  *  - loss_chunks: a chunked loss (chunked, chunked_lm_head, chunked_linear);
  *  - fsdp_use_orig_params: framework fsdp1 with a LoRA / QLoRA adapter (pretraining only: the
  *    search takes no adapter); the library checks the dtype and ZeRO stage;
  *  - fp4: framework megatron; the library checks the GPU (fp4) and fp8;
  *  - use_liger_kernel (1.12): every framework but megatron; the library refuses it for
- *    LayerNorm models and hybrids.
+ *    LayerNorm models and hybrids;
+ *  - master_weights and optimizer_state_dtype (1.15, kind 'name': a select, the default left
+ *    out): the frameworks of OPTIMIZER_STORAGE, megatron and deepspeed (the library refuses a
+ *    master under the others; it checks the optimizer and the dtypes).
  */
+/** The frameworks whose optimizer storage the request may set (1.15: training.master_weights
+ *  and training.optimizer_state_dtype): the library refuses a master other than auto elsewhere. */
+export const OPTIMIZER_STORAGE = Object.freeze(['megatron', 'deepspeed']);
+const storageApplies = (s) => OPTIMIZER_STORAGE.includes(s.fw ?? DEFAULTS.fw);
+
 export const FIELDS_19 = Object.freeze([
   { key: 'lc', field: 'loss_chunks', id: 'loss-chunks', kind: 'int',
     applies: (s) => CHUNKED_LOSSES.includes(s.loss ?? DEFAULTS.loss) },
@@ -391,6 +404,12 @@ export const FIELDS_19 = Object.freeze([
   // refuses it for LayerNorm models and hybrids, shown next to the box)
   { key: 'lgr', field: 'use_liger_kernel', id: 'use-liger-kernel', kind: 'flag',
     applies: (s) => (s.fw ?? DEFAULTS.fw) !== 'megatron' },
+  // 1.15: the master copy (a select of the library's master_weights names) and the moments'
+  // dtype, under megatron and deepspeed (pretraining and the search read both)
+  { key: 'mw', field: 'master_weights', id: 'master-weights', kind: 'name', frameworks: OPTIMIZER_STORAGE,
+    applies: storageApplies },
+  { key: 'osd', field: 'optimizer_state_dtype', id: 'optimizer-state-dtype', kind: 'name',
+    frameworks: OPTIMIZER_STORAGE, applies: storageApplies },
 ]);
 
 /** Whether the library reads a FIELDS_19 field of the form (mode as ddpApplies). */
@@ -406,6 +425,8 @@ export function fields19(state, mode = 'pretrain') {
     const v = String(state[f.key] ?? DEFAULTS[f.key]).trim();
     if (f.kind === 'flag') {
       if (v === '1') out[f.field] = true;
+    } else if (f.kind === 'name') {  // a name as it is (the library refuses an unknown one)
+      if (v !== '' && v !== DEFAULTS[f.key]) out[f.field] = v;
     } else if (v !== '' && v !== DEFAULTS[f.key]) {
       out[f.field] = num(v);
     }

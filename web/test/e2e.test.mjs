@@ -1245,3 +1245,102 @@ test('1.8 a pasted hybrid config.json (Nemotron-H, a bare Infinity in it): the C
   await change(() => page.selectOption('#adapter-type', 'none'));
   assert.deepEqual(pageErrors, [], 'console errors');
 });
+
+// 1.15: how the optimizer stores what it updates (state.js FIELDS_19 'mw' and 'osd': the selects
+// "Master weights" and "Optimizer state dtype", under megatron and deepspeed). Llama-3.1-8B on
+// 8 x H100, zero 1, seq 2048, micro batch 1, global batch 8, no recomputation
+// (tests/unit/test_optimizer_storage.cpp): the stage's optimizer states are 12 B per parameter
+// over 8 shards by default (12045391872), 10 B with the fp32 remainders over the bf16 weights
+// (10037826560, the master 2007565312), 4 B with no master and bf16 moments (4015130624).
+const STORAGE = { mode: 'pretrain', model: 'llama-3.1-8b', gpu: 'h100-80gb',
+  parallel: { gpus: 8, tp: 1, cp: 1, pp: 1, vpp: 1, sp: true, zero: 1 },
+  training: { seq_len: 2048, micro_batch: 1, global_batch: 8, recompute: 'none', flash_attention: true } };
+const storageRequest = (training) => ({ ...STORAGE, training: { ...STORAGE.training, ...training } });
+
+/** Fails unless the page shows `want`'s peak, stage rows (optimizer bytes among them) and master
+ *  weights part. */
+async function expectStorage(want, what) {
+  await expectHeadline(want, what);
+  const rows = await page.$$eval('#stages-table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.equal(rows.length, want.stages.length, what);
+  want.stages.forEach((s, k) => assert.deepEqual(rows[k].slice(3), [s.weights_bytes, s.gradients_bytes, s.optimizer_bytes,
+    s.activations_bytes, s.total_bytes, s.overhead_bytes, s.peak_bytes].map(g2), `${what}: stage ${k}`));
+  const master = want.stages[want.peak_stage].stack.master_weights_bytes;
+  const shown = await page.$$eval('#stack-parts li[data-part="master_weights_bytes"] .part-value', (els) => els.map((e) => e.textContent));
+  assert.equal(typeof master, 'number', `${what}: the CLI's master weights part`);
+  assert.deepEqual(shown, [`${g2(master)} GiB`], `${what}: the master weights part`);
+}
+
+test('1.15 optimizer storage: master weights remainder on the page is the CLI\'s answer, URL keys mw and osd, hidden under fsdp', async () => {
+  // the library's names: its enums mode's kind master_weights where it lists one, else its field
+  // registry's choices for training.master_weights (the same C enumeration)
+  const names = cli({ mode: 'enums' }).enums.master_weights
+    ?? cli({ mode: 'fields' }).fields.find((f) => f.path === 'training.master_weights').choices;
+  assert.deepEqual(names, ['auto', 'fp32', 'bf16', 'fp16', 'remainder', 'none'], 'the library\'s master_weights names');
+  const base = cli(STORAGE);
+  const rem = cli(storageRequest({ master_weights: 'remainder' }));
+  const none = cli(storageRequest({ master_weights: 'none', optimizer_state_dtype: 'bf16' }));
+  for (const [want, what] of [[base, 'default'], [rem, 'remainder'], [none, 'none + bf16']]) {
+    assert.equal(want.ok, true, `${what}: ${JSON.stringify(want.error)}`);
+  }
+  assert.equal(base.stages[0].optimizer_bytes, 12045391872);
+  assert.equal(base.training.master_weights, 'fp32');
+  assert.equal(base.training.optimizer_state_dtype, 'fp32');
+  assert.equal(rem.stages[0].optimizer_bytes, 10037826560);
+  assert.equal(rem.stages[0].stack.master_weights_bytes, 2007565312);
+  assert.equal(none.stages[0].optimizer_bytes, 4015130624);
+  assert.ok(base.peak_bytes - rem.peak_bytes >= 2007565312, 'the remainders lower the peak');
+  // megatron (the page's default framework): both shown, at their defaults, the library's names
+  await show(hashFor(STORAGE));
+  await expectStorage(base, 'megatron, the defaults');
+  assert.equal(await page.isVisible('#master-weights'), true, 'master weights shown under megatron');
+  assert.equal(await page.isVisible('#optimizer-state-dtype'), true, 'optimizer state dtype shown under megatron');
+  assert.deepEqual(await page.$$eval('#master-weights option', (os) => os.map((o) => o.value)), names);
+  assert.deepEqual(await page.$$eval('#optimizer-state-dtype option', (os) => os.map((o) => o.value)),
+    ['', 'fp32', 'bf16', 'fp16', 'fp8']);
+  assert.equal(await page.inputValue('#master-weights'), 'auto');
+  assert.equal(await page.inputValue('#optimizer-state-dtype'), '');
+  assert.ok(!/[#&](mw|osd)=/.test(await page.evaluate(() => location.hash)), 'the defaults stay out of the URL');
+  // the remainders, set in the form
+  await change(() => page.selectOption('#master-weights', 'remainder'));
+  await page.waitForFunction(() => location.hash.includes('mw=remainder'));
+  await expectStorage(rem, 'master weights remainder');
+  // no master, bf16 moments
+  await change(() => page.selectOption('#master-weights', 'none'));
+  await change(() => page.selectOption('#optimizer-state-dtype', 'bf16'));
+  await page.waitForFunction(() => location.hash.includes('mw=none') && location.hash.includes('osd=bf16'));
+  await expectStorage(none, 'no master, bf16 moments');
+  // the link round-trips
+  await show(hashFor(STORAGE, { mw: 'remainder' }));
+  await expectStorage(rem, 'the link with mw=remainder');
+  assert.equal(await page.inputValue('#master-weights'), 'remainder');
+  await page.screenshot({ path: `${RESULTS}optimizer-storage.png`, fullPage: true });
+  // deepspeed keeps a master too: shown, sent, the CLI's answer (10 B as well)
+  const ds = cli(storageRequest({ framework: 'deepspeed', master_weights: 'remainder' }));
+  assert.equal(ds.ok, true, JSON.stringify(ds.error));
+  assert.equal(ds.stages[0].optimizer_bytes, 10037826560);
+  await change(() => page.selectOption('#framework', 'deepspeed'));
+  assert.equal(await page.isVisible('#master-weights'), true, 'shown under deepspeed');
+  await expectStorage(ds, 'deepspeed, remainder');
+  // a refusal next to its field: 8-bit Adam keeps its own moments
+  const refused = cli(storageRequest({ optimizer: 'adamw_8bit', optimizer_state_dtype: 'bf16' }));
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.field, 'training.optimizer_state_dtype');
+  await show(hashFor(STORAGE, { opt: 'adamw_8bit', osd: 'bf16' }), { error: true });
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#err-optimizer-state-dtype'), refused.error.message);
+  assert.equal(await page.getAttribute('#optimizer-state-dtype', 'aria-invalid'), 'true');
+  // under fsdp both are hidden and not sent (the library refuses a master there)
+  const fsdpRefused = cli(storageRequest({ framework: 'fsdp', master_weights: 'remainder' }));
+  assert.equal(fsdpRefused.ok, false);
+  assert.equal(fsdpRefused.error.field, 'training.master_weights');
+  const fsdp = cli(storageRequest({ framework: 'fsdp' }));
+  await show(hashFor(STORAGE, { mw: 'remainder', osd: 'bf16' }));
+  await expectStorage(cli(storageRequest({ master_weights: 'remainder', optimizer_state_dtype: 'bf16' })), 'remainder + bf16 moments');
+  await change(() => page.selectOption('#framework', 'fsdp'));
+  assert.equal(await page.isVisible('#master-weights'), false, 'master weights hidden under fsdp');
+  assert.equal(await page.isVisible('#optimizer-state-dtype'), false, 'optimizer state dtype hidden under fsdp');
+  await expectHeadline(fsdp, 'fsdp with mw and osd still in the state');
+  assert.ok((await page.evaluate(() => location.hash)).includes('mw=remainder'), 'the state keeps them for megatron');
+  await show('#');
+});
