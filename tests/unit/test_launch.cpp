@@ -628,6 +628,43 @@ TEST_CASE("launch: Megatron pads the GPT-2 vocabulary to 128 x tp") {
 
 // ================================================================== import_launch: DeepSpeed, HF
 
+TEST_CASE("launch: DeepSpeed's bf16 master weights and optimizer states") {
+  // deepspeed/runtime/precision_config.py: bf16_master_weights_and_grads keeps the master
+  // partition in bf16, bf16_optimizer_states the moments: K = 2 + 2 x 2 = 6 bytes
+  ImportOptions o = on_h100();
+  o.model = "llama-3.1-8b";
+  o.gpus = 8;
+  o.seq_len = 2048;
+  const ImportResult r = import_one("ds_config.json",
+                                    "{\n"                                                // 1
+                                    "  \"train_micro_batch_size_per_gpu\": 1,\n"          // 2
+                                    "  \"bf16\": {\"enabled\": true,\n"                 // 3
+                                    "           \"bf16_master_weights_and_grads\": true,\n"  // 4
+                                    "           \"bf16_optimizer_states\": true},\n"      // 5
+                                    "  \"zero_optimization\": {\"stage\": 1}\n"          // 6
+                                    "}\n",
+                                    o);
+  CHECK(field(r, "training.master_weights") == "bf16");
+  CHECK(origin(r, "training.master_weights")["line"] == 4);
+  CHECK(field(r, "training.optimizer_state_dtype") == "bf16");
+  CHECK(origin(r, "training.optimizer_state_dtype")["line"] == 5);
+  const json est = test::ok(r.request);
+  // 8,030,261,248 parameters x 6 bytes over dp 8
+  CHECK(est["stages"][0]["optimizer_bytes"].get<double>() == 6 * 8030261248.0 / 8);
+  CHECK(r.warnings.empty());
+  // emit writes both keys back
+  const json emitted = test::ok({{"mode", "emit"}, {"format", "deepspeed"}, {"request", r.request}});
+  const json back = json::parse(emitted["text"].get<std::string>());
+  CHECK(back["bf16"]["bf16_master_weights_and_grads"] == true);
+  CHECK(back["bf16"]["bf16_optimizer_states"] == true);
+  // Megatron's remainders have no DeepSpeed key: refused
+  json rem = r.request;
+  rem["training"]["master_weights"] = "remainder";
+  rem["training"].erase("optimizer_state_dtype");
+  const json refused = test::request({{"mode", "emit"}, {"format", "deepspeed"}, {"request", rem}}).body;
+  CHECK(refused["ok"] == false);
+}
+
 TEST_CASE("launch: DeepSpeed \"auto\" buckets take the HF Trainer's values from hidden_size") {
   ImportOptions o = on_h100();
   o.model = "llama-3.1-8b";  // hidden_size 4096
@@ -1343,6 +1380,15 @@ TEST_CASE("launch: how NeMo's DistributedFusedAdam and Megatron's precision-awar
   const json refused = test::request({{"mode", "emit"}, {"format", "megatron"}, {"request", plan}}).body;
   CHECK(refused["ok"] == false);
   CHECK(refused["error"]["message"].get<std::string>().find("master_weights none") != std::string::npos);
+  // fp32 weights echo master none (their own): nothing to write, nothing refused
+  plan["training"].erase("master_weights");
+  plan["training"]["param_dtype"] = "fp32";
+  for (const char* format : {"megatron", "deepspeed"}) {
+    CAPTURE(format);
+    const json fp32 = test::ok({{"mode", "emit"}, {"format", format}, {"request", plan}});
+    CHECK(fp32["text"].get<std::string>().find("precision-aware") == std::string::npos);
+    CHECK(fp32["text"].get<std::string>().find("master_weights") == std::string::npos);
+  }
 }
 
 TEST_CASE("launch: a NeMo 1 config's activations_checkpoint_* is Megatron's recomputation") {

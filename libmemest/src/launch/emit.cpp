@@ -49,6 +49,7 @@ void megatron_optimizer_storage(const json& t, const std::string& param, const s
   const std::string master = get_str(t, "master_weights", "fp32");
   const std::string states = get_str(t, "optimizer_state_dtype", "default");
   const bool custom_states = states != "default" && states != "fp32";
+  if (master == "none" && param == "fp32") return;  // fp32 weights are their own master
   if (master == "none" || master == "bf16") {
     fail(field, "master_weights " + master + " (Apex DistributedFusedAdam's store under NeMo) "
                 "has no Megatron-LM flag: its precision-aware optimizer keeps fp32 main "
@@ -218,6 +219,22 @@ json deepspeed(const json& l, const json& t, const std::string& field) {
   if (get_bool(off, "params")) ds["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
   const std::string p = dtype_of(t.value("param_bytes", 2.0));
   if (p == "bf16") ds["bf16"] = {{"enabled", true}};
+  // how the optimizer stores K (deepspeed/runtime/precision_config.py): a 16-bit master of the
+  // weights' dtype, bf16 moments beside a bf16 master; the others have no DeepSpeed key
+  const std::string master = get_str(t, "master_weights", "fp32");
+  const std::string states = get_str(t, "optimizer_state_dtype", "default");
+  const bool custom_states = states != "default" && states != "fp32";
+  if (master == "bf16" && p == "bf16") {
+    ds["bf16"]["bf16_master_weights_and_grads"] = true;
+    if (states == "bf16") ds["bf16"]["bf16_optimizer_states"] = true;
+  } else if ((master != "fp32" && !(master == "none" && p == "fp32")) || custom_states) {
+    fail(field, "master_weights " + master + " with optimizer_state_dtype " + states +
+                    " has no DeepSpeed setting: DeepSpeed keeps an fp32 master and fp32 states, "
+                    "or with bf16 weights bf16 ones (bf16_master_weights_and_grads, "
+                    "bf16_optimizer_states)");
+  } else if (states == "bf16") {
+    fail(field, "bf16_optimizer_states needs bf16_master_weights_and_grads: master_weights bf16");
+  }
   Out o;
   for (auto it = ds.begin(); it != ds.end(); ++it) o.add(it.key(), it.value());
   return {{"settings", o.settings}, {"text", ds.dump(2) + "\n"}};

@@ -955,6 +955,18 @@ void apply_deepspeed(MapContext& c, const Settings& ds) {
       }
     }
   }
+  // 16-bit masters (1.15; deepspeed/runtime/precision_config.py): bf16_master_weights_and_grads
+  // (fp16_master_weights_and_grads) keeps ZeRO's master partition in 16 bits,
+  // bf16_optimizer_states the moments too
+  for (const char* kind : {"bf16", "fp16"}) {
+    const std::string key = std::string(kind) + "." + kind + "_master_weights_and_grads";
+    if (const Setting* v = ds.take(key); v && boolean_of(*v)) {
+      b.from_file("training.master_weights", kind, *v);
+    }
+  }
+  if (const Setting* v = ds.take("bf16.bf16_optimizer_states"); v && boolean_of(*v)) {
+    b.from_file("training.optimizer_state_dtype", "bf16", *v);
+  }
   if (const Setting* v = ds.take("optimizer.type")) {
     const std::string t = string_of(*v);
     const Setting* torch_adam = ds.take("optimizer.params.torch_adam");
