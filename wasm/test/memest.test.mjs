@@ -194,7 +194,7 @@ test('enums() and verdictBands() are the library\'s tables (the C functions agre
   const e = memest.enums();
   const kinds = ['status', 'family', 'verdict', 'recompute', 'activation_model', 'prune_reason', 'finetune_method',
     'framework', 'loss', 'optimizer', 'adapter', 'lora_target', 'compile', 'overlap', 'step_part', 'moe_dispatcher', 'attention_kernel',
-    'recompute_module'];
+    'recompute_module', 'master_weights'];
   assert.deepEqual(Object.keys(e), kinds);
   assert.deepEqual(e.compile, ['none', 'all', 'model', 'loss']);
   kinds.forEach((key, which) => {

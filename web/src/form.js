@@ -212,15 +212,6 @@ export function syncRecomputeOptions(problem) {
   }
 }
 
-/** The library's master_weights names (1.15): its enums mode's kind master_weights, or, where
- *  that mode does not list the kind, the choices its field registry (the "fields" mode) gives
- *  training.master_weights: the same names of the same C enumeration. */
-function masterWeightNames(enums) {
-  if (enums.master_weights) return enums.master_weights;
-  const doc = memest.answer({ mode: 'fields' });
-  return (doc.ok && doc.fields.find((f) => f.path === 'training.master_weights')?.choices) || [];
-}
-
 /** Fills the form's option lists from the library's enums (its "enums" mode). */
 export function fillFormChoices(enums) {
   $('recompute').replaceChildren(...enums.recompute.map((name) => new Option(name, name)));
@@ -251,7 +242,7 @@ export function fillFormChoices(enums) {
     ...REDUCE_DTYPES.map((name) => new Option(name, name)));
   // the optimizer's storage (1.15): the library's master_weights names (its default, auto,
   // first: left out of the request) and the moments' dtypes ('' = the optimizer's own)
-  $('master-weights').replaceChildren(...masterWeightNames(enums).map((name) => new Option(
+  $('master-weights').replaceChildren(...enums.master_weights.map((name) => new Option(
     name === 'auto' ? 'auto (the framework\'s)' : name, name)));
   $('optimizer-state-dtype').replaceChildren(new Option('default (the optimizer\'s)', ''),
     ...STATE_DTYPES.map((name) => new Option(name, name)));

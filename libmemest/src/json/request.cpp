@@ -84,7 +84,8 @@ ojson enums_mode(const JsonFields& top) {
       {"step_part", MEMEST_ENUM_STEP_PART},
       {"moe_dispatcher", MEMEST_ENUM_MOE_DISPATCHER},
       {"attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL},
-      {"recompute_module", MEMEST_ENUM_RECOMPUTE_MODULE}};
+      {"recompute_module", MEMEST_ENUM_RECOMPUTE_MODULE},
+      {"master_weights", MEMEST_ENUM_MASTER_WEIGHTS}};
   ojson enums = ojson::object();
   for (const auto& [key, which] : kinds) {
     const EnumTable t = enum_table(which);
