@@ -118,13 +118,38 @@ func TestHybridContextParallel(t *testing.T) {
 	if !errors.As(err, &e) || e.Field != "parallel.cp" || e.Code != "unsupported" || !errors.Is(err, memest.ErrUnsupported) {
 		t.Fatalf("cp 2 on a hybrid model under FSDP: got %v", err)
 	}
-	_, err = memest.Request(map[string]any{"mode": "finetune", "model": map[string]any{
-		"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4, "hybrid_override_pattern": "M-*-",
-		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
-		"vocab_size": 100, "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
-		"conv_kernel": 4}, "gpu": "h100-80gb", "finetune": map[string]any{"method": "zero3"}})
-	if !errors.As(err, &e) || e.Field != "model" || !errors.Is(err, memest.ErrUnsupported) {
-		t.Fatalf("fine-tuning a hybrid model: got %v", err)
+	// LLMem cdp, 2 x 256 tokens, no checkpointing, pages of 1 byte: the Mamba-2 layer keeps
+	// 920 bytes per token where attention keeps 384 (tests/unit/test_hybrid.cpp), so
+	// (920 - 384) x 512 = 274432 more kept outputs than the all-attention twin; 1D TP refused.
+	keptOutputs := func(pattern, method string, gpus int) (float64, error) {
+		out, err := memest.Request(map[string]any{"mode": "finetune", "model": map[string]any{
+			"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 4, "hybrid_override_pattern": pattern,
+			"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
+			"vocab_size": 100, "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2,
+			"conv_kernel": 4, "use_bias": false, "use_conv_bias": true, "mlp_bias": false, "attention_bias": false,
+			"tie_word_embeddings": false}, "gpu": "h100-80gb", "parallel": map[string]any{"gpus": gpus},
+			"training": map[string]any{"seq_len": 256},
+			"finetune": map[string]any{"method": method, "batch": 2, "gradient_checkpointing": false,
+				"flash_attention": true, "page_bytes": 1}})
+		if err != nil {
+			return 0, err
+		}
+		return out["parts"].(map[string]any)["m_out"].(float64), nil
+	}
+	hybrid, err := keptOutputs("M-*-", "cdp", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, err := keptOutputs("*-*-", "cdp", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hybrid-twin != 274432 {
+		t.Fatalf("fine-tuning a hybrid: kept outputs %v - %v, want 274432 more", hybrid, twin)
+	}
+	_, err = keptOutputs("M-*-", "tp", 2)
+	if !errors.As(err, &e) || e.Field != "finetune.method" || !errors.Is(err, memest.ErrInvalidArgument) {
+		t.Fatalf("1D TP fine-tuning of a hybrid model: got %v", err)
 	}
 }
 

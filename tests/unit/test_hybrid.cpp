@@ -373,6 +373,42 @@ TEST_CASE("Hybrids outside Megatron: what the eager blocks model, and what they 
                                              {"recompute_every", 2}})) == "training.recompute_every");
 }
 
+TEST_CASE("Fine-tuning a hybrid (LLMem): the Mamba layer's saved tensors instead of the attention's") {
+  // cdp on one GPU, batch 2 x 256 tokens, no checkpointing, FlashAttention, pages of 1 byte.
+  auto finetune = [](const json& model, const json& method) {
+    return json{{"mode", "finetune"}, {"model", model}, {"gpu", "h100-80gb"},
+                {"parallel", {{"gpus", 2}}}, {"training", {{"seq_len", 256}}},
+                {"finetune", {{"method", method}, {"batch", 2}, {"tp", 0},
+                              {"gradient_checkpointing", false}, {"flash_attention", true},
+                              {"page_bytes", 1}}}};
+  };
+  const json hybrid = ok(finetune(tiny_nemotron_h("M-*-"), "cdp"));
+  const json twin = ok(finetune(tiny_nemotron_h("*-*-"), "cdp"));
+  // Layer 0's Mamba-2 (transformers with mamba_ssm's fused kernel) saves 920 bytes per token
+  // (the activations test above); the attention it replaces: Q (2 x 64), K and V (2 x 2 x 32)
+  // and its output (2 x 64) = 384 bytes per token, without scores under FlashAttention. The
+  // same MLP-only and attention-only layers otherwise: (920 - 384) x 512 tokens = 274432.
+  CHECK(hybrid["parts"]["m_out"].get<double>() - twin["parts"]["m_out"].get<double>() == 274432);
+  // the Mamba tensors are chunked and their Linear states rounded as LLMem does the others:
+  // in_proj 64 x 328 and out_proj 128 x 64 (Linear, 2 x 4 bytes each) replace q, k, v and o
+  // (64 x 64, 64 x 32 twice, 64 x 64): (20992 + 8192 - 12288) x 8 = 135168 more bytes of m_os
+  // (conv1d's weight over x, B and C, (128 + 2 x 2 x 16) x 4 = 768, is a Linear in memest's
+  // list too: 768 x 8 = 6144)
+  CHECK(hybrid["parts"]["m_os"].get<double>() - twin["parts"]["m_os"].get<double>() ==
+        135168 + 6144);
+  // 1D TP and DP+TP split heads and MLP columns, not a scan's heads: refused by method, and
+  // auto picks among cdp and zero3
+  CHECK(refused_field(finetune(tiny_nemotron_h("M-*-"), "tp")) == "finetune.method");
+  json dptp = finetune(tiny_nemotron_h("M-*-"), "dp+tp");
+  dptp["parallel"]["gpus"] = 4;
+  dptp["finetune"]["tp"] = 2;
+  CHECK(refused_field(dptp) == "finetune.method");
+  CHECK(ok(finetune(tiny_nemotron_h("*-*-"), "tp"))["ok"] == true);
+  const json choice = ok(finetune(tiny_nemotron_h("M-*-"), "auto"));
+  const std::string picked = choice["selected"].get<std::string>();
+  CHECK((picked == "cdp" || picked == "zero3"));
+}
+
 namespace {
 
 // A tiny Jamba (configuration_jamba.py names): h = 64, 4 layers, attention at i % 2 == 1,

@@ -380,19 +380,10 @@ TEST_CASE("non-finite scan: several hundred valid requests, no null in any respo
                 {"training", {{"seq_len", seq}, {"global_batch", 512}}},
                 {"search", {{"max_tp", 8}, {"max_pp", 4}, {"max_vpp", 1}, {"max_micro_batch", 2},
                             {"include_oom", true}}}});
-      // Fine-tuning (LLMem over the real tensors) answers MoE, latent attention and MTP
-      // models; hybrid layers (Mamba-2, DeltaNet) have no LLMem terms and are refused.
-      const bool hybrid = std::string(m.mixer_pattern).find_first_not_of('A') != std::string::npos ||
-                          std::string(m.mlp_pattern).find('-') != std::string::npos;
-      const json finetune{{"mode", "finetune"}, {"model", id}, {"gpu", "h100-80gb"},
-                          {"parallel", {{"gpus", 8}}}, {"training", {{"seq_len", seq}}}};
-      if (hybrid) {
-        const Answer refused = ask(finetune);
-        CHECK(refused.status == MEMEST_ERR_UNSUPPORTED);
-        CHECK(refused.body["error"]["field"] == "model");
-      } else {
-        scan(finetune);
-      }
+      // Fine-tuning (LLMem over the real tensors) answers MoE, latent attention, MTP and
+      // hybrid models (Algorithm 1 over the methods that apply)
+      scan(json{{"mode", "finetune"}, {"model", id}, {"gpu", "h100-80gb"},
+                {"parallel", {{"gpus", 8}}}, {"training", {{"seq_len", seq}}}});
       continue;
     }
     for (const std::string& gpu : gpus) {

@@ -114,9 +114,22 @@ def test_hybrid_refusals_name_the_field(config):
         memest.pretrain(dense, "h100-80gb", gpus=1, framework="pytorch",
                         adapter={"type": "lora", "targets": ["in_proj"]})
     assert info.value.field == "training.adapter.targets" and "has none" in str(info.value)
-    with pytest.raises(memest.UnsupportedError) as info:
-        memest.finetune(config, "h100-80gb", gpus=1, method="zero3")
-    assert info.value.field == "model"
+    # LLMem's 1D TP splits heads and MLP columns, not a Mamba scan's heads
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.finetune(config, "h100-80gb", gpus=2, method="tp")
+    assert info.value.field == "finetune.method"
+
+
+def test_finetune_keeps_the_mamba_layers_saved_tensors(config):
+    # LLMem cdp, 2 x 256 tokens, no checkpointing: the Mamba-2 layer saves 920 bytes per token
+    # (tests/unit/test_hybrid.cpp) where attention keeps 384, so (920 - 384) x 512 = 274432
+    # more kept outputs than its all-attention twin
+    twin = dict(config, hybrid_override_pattern="*-*-")
+    common = dict(gpus=1, seq_len=256, method="cdp", batch=2, gradient_checkpointing=False,
+                  flash_attention=True, page_bytes=1)
+    hybrid = memest.finetune(config, "h100-80gb", **common)
+    dense = memest.finetune(twin, "h100-80gb", **common)
+    assert hybrid.parts["m_out"] - dense.parts["m_out"] == 274432
 
 
 def test_a_needed_value_that_is_not_finite_is_the_library_error(tmp_path):

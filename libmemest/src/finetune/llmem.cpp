@@ -6,6 +6,7 @@
 #include <string>
 
 #include "activations/activations.hpp"
+#include "activations/mixer_activations.hpp"
 #include "activations/stack_activations.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -84,12 +85,28 @@ double layers_bytes_without_checkpointing(const memest_model& m, const Activatio
   const auto k = activation_coefficients(m, MEMEST_ACTIVATIONS_AUTO);
   const double dense = layer_activation_bytes(m, k, x);
   const double layers = static_cast<double>(m.num_hidden_layers);
-  if (!is_moe(m)) return layers * dense;
+  // Hybrid layers (model/hybrid.hpp) swap the attention share for what their mixer's kernel
+  // saves as transformers runs it (mamba_ssm's fused split-conv1d-scan, fla's chunked delta
+  // rule: mixer_activations.hpp) and drop the share of a block they lack.
+  const double hybrid =
+      hybrid_activation_delta(m, x, layer_mix(m, 0, m.num_hidden_layers),
+                              megatron_block_shares(m, k, x), false);
+  if (!is_moe(m)) return layers * dense + hybrid;
   EagerBlockOptions hf;
   hf.block = EagerBlock::HuggingFace;
   const double sparse = dense - mlp_activation_bytes(m, k, x) + eager_block_bytes(m, x, hf).mlp;
   const double moe_layers = static_cast<double>(moe_layer_count(m));
-  return (layers - moe_layers) * dense + moe_layers * sparse;
+  return (layers - moe_layers) * dense + moe_layers * sparse + hybrid;
+}
+
+// LLMem's 1D TP (and DP+TP) splits attention heads and MLP columns; a state-space or
+// delta-rule mixer's scan over split heads is not part of its model.
+std::string mixers_unsplit(const memest_model& m) {
+  const LayerMix mix = layer_mix(m, 0, m.num_hidden_layers);
+  if (mix.mamba + mix.deltanet + mix.parallel == 0) return "";
+  return " on a model with Mamba / gated DeltaNet / Kimi Delta Attention layers: LLMem's tensor "
+         "parallelism splits attention heads and MLP columns, not a scan's heads (cdp and zero3 "
+         "estimate it)";
 }
 
 }  // namespace
@@ -108,6 +125,8 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
     }
     const std::string experts = experts_indivisible(m, gpus);
     if (!experts.empty()) return "parallel.gpus=" + str(gpus) + experts;
+    const std::string mixers = mixers_unsplit(m);
+    if (!mixers.empty()) return "finetune.method=tp" + mixers;
   }
   if (method == MEMEST_FINETUNE_DP_TP) {
     if (tp < 2 || tp >= gpus) {
@@ -123,6 +142,8 @@ std::string method_unavailable_reason(const memest_model& m, memest_finetune_met
     }
     const std::string experts = experts_indivisible(m, tp);
     if (!experts.empty()) return "finetune.tp=" + str(tp) + experts;
+    const std::string mixers = mixers_unsplit(m);
+    if (!mixers.empty()) return "finetune.method=dp+tp" + mixers;
   }
   return "";
 }
@@ -132,10 +153,8 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   // LLMem (Kim et al.) derives its terms for dense decoders. Mixture-of-experts and latent
   // attention models are estimated with the same terms over their real tensors (every expert
   // is a Linear of its own in Hugging Face's modeling code) and, without checkpointing, the
-  // sparse block's saved tensors as transformers runs it (llmem_parts). Hybrid layers (Mamba-2,
-  // DeltaNet) have no terms here: refused.
-  require_attention_layers(r.model, "model",
-                           "fine-tuning estimates (LLMem's terms cover attention decoders)");
+  // sparse block's saved tensors as transformers runs it (llmem_parts); hybrid layers (Mamba,
+  // gated DeltaNet, KDA) likewise by what their kernels save, under cdp and zero3.
   if (r.model.num_experts + r.model.num_shared_experts > kMaxFinetuneExperts) {
     fail("model.num_experts",
          "fine-tuning estimates at most " + str(kMaxFinetuneExperts) +
@@ -188,7 +207,9 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
     const auto method = r.method == MEMEST_FINETUNE_TP ? MEMEST_FINETUNE_TP : MEMEST_FINETUNE_DP_TP;
     const std::string why = method_unavailable_reason(m, method, r.gpus, r.tp);
     if (!why.empty()) {
-      const std::string field = why.rfind("finetune.tp", 0) == 0 ? "finetune.tp" : "parallel.gpus";
+      const std::string field = why.rfind("finetune.tp", 0) == 0       ? "finetune.tp"
+                                : why.rfind("finetune.method", 0) == 0 ? "finetune.method"
+                                                                       : "parallel.gpus";
       throw Error(MEMEST_ERR_INVALID_ARGUMENT, field, why);
     }
   }

@@ -296,14 +296,4 @@ void validate_hybrid(const memest_model& m, const std::string& prefix) {
   }
 }
 
-void require_attention_layers(const memest_model& m, const std::string& field, const char* what) {
-  if (!is_hybrid(m)) return;
-  fail(field,
-       std::string(what) +
-           " on a hybrid model (Mamba / gated DeltaNet / Kimi Delta Attention layers, or layers "
-           "without an MLP or a mixer, in mixer_pattern / mlp_pattern) is not modelled; the pretrain and search "
-           "modes estimate it, model_states counts its parameters",
-       MEMEST_ERR_UNSUPPORTED);
-}
-
 }  // namespace memest

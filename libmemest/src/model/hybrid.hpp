@@ -102,8 +102,4 @@ LayerParams hybrid_params_delta(const memest_model& m, const LayerMix& mix);
 // Checks the patterns and the mixer dimensions they need (names "<prefix>.<field>").
 void validate_hybrid(const memest_model& m, const std::string& prefix);
 
-// Fine-tuning estimates (LLMem) and adapters model self-attention layers only: a hybrid model
-// is refused there naming `field`.
-void require_attention_layers(const memest_model& m, const std::string& field, const char* what);
-
 }  // namespace memest
