@@ -168,7 +168,7 @@ ojson recompute_modules_value(const std::string& text) {
 }
 
 void add_model_options(CLI::App& cmd, ModelChoice& choice, bool allow_count) {
-  auto* preset = cmd.add_option("-m,--model", choice.preset, "Model preset id (see `memest models`)")
+  auto* preset = cmd.add_option("-m,--model", choice.preset, "Model preset id, or the Hugging Face id of a built-in checkpoint (see `memest models`)")
                      ->capture_default_str();
   auto* config = cmd.add_option("--config", choice.config_path,
                                 "A Hugging Face config.json to use instead of a preset")

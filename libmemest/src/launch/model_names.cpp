@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "core/json_fields.hpp"
-#include "model/presets.hpp"
+#include "model/preset_names.hpp"
 
 namespace memest::launch {
 
@@ -17,74 +17,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-bool is_preset(const std::string& id) {
-  for (const ModelPreset& p : model_presets()) {
-    if (p.id == id) return true;
-  }
-  return false;
-}
-
-// Names whose checkpoints have the same shapes as a preset under another name (the memory is
-// the same; the note says so). Each pair is the checkpoint's config.json against the preset's.
-struct Alias {
-  const char* name;
-  const char* preset;
-  const char* note;
-};
-constexpr Alias kAliases[] = {
-    {"llama-3-8b", "llama-3.1-8b", "same shapes as Llama-3.1-8B (max_position_embeddings 8192)"},
-    {"llama-3-70b", "llama-3.1-70b", "same shapes as Llama-3.1-70B (max_position_embeddings 8192)"},
-    {"llama-3.3-70b", "llama-3.1-70b", "same shapes as Llama-3.1-70B"},
-    {"mistral-7b-v0.1", "mistral-7b", ""},
-    {"mixtral-8x7b-v0.1", "mixtral-8x7b", ""},
-    {"mixtral-8x22b-v0.1", "mixtral-8x22b", ""},
-    {"phi-3.5-mini", "phi-3.5-mini", ""},
-    {"phi-3-mini-4k", "phi-3.5-mini", "same shapes as Phi-3.5-mini (4k context)"},
-    {"phi-3-mini-128k", "phi-3.5-mini", "same shapes as Phi-3.5-mini"},
-    {"olmo-2-1124-7b", "olmo-2-7b", ""},
-    {"glm-4-9b-0414", "glm-4-9b", ""},
-    {"llama-4-scout-17b-16e", "llama-4-scout", ""},
-    {"llama-4-maverick-17b-128e", "llama-4-maverick", ""},
-    {"c4ai-command-r-v01", "command-r", ""},
-    {"dbrx", "dbrx", ""},
-    {"kimi-k2", "kimi-k2", ""},
-    {"olmoe-1b-7b-0924", "olmoe-1b-7b", ""},
-    {"nemotron-h-56b-8k", "nemotron-h-56b", ""},
-    {"nvidia-nemotron-3-nano-30b-a3b", "nemotron-3-nano-30b-a3b", ""},
-    {"qwen3-next-80b-a3b", "qwen3-next-80b-a3b", ""},
-    {"internlm2_5-7b", "internlm2.5-7b", ""},
-    {"gpt2", "gpt2", ""},
-    {"santacoder", "gpt-bigcode-santacoder", ""},
-};
-
-// Suffixes of checkpoint names that do not change the shapes (fine-tuned or quantised
-// releases of the same model), taken off one at a time.
-constexpr const char* kSuffixes[] = {"-hf", "-instruct", "-chat", "-it", "-base", "-bnb-4bit",
-                                     "-unsloth", "-fp8", "-bf16", "-2507", "-0924", "-8k"};
-
-std::optional<ModelMatch> match_name(std::string name) {
-  name = lower(name);
-  if (name.rfind("meta-", 0) == 0) name = name.substr(5);
-  for (int round = 0; round < 6; ++round) {
-    if (is_preset(name)) return ModelMatch{name, "preset"};
-    for (const Alias& a : kAliases) {
-      if (name == a.name) return ModelMatch{a.preset, *a.note ? std::string(a.note) : "preset"};
-    }
-    bool cut = false;
-    for (const char* s : kSuffixes) {
-      const std::string suffix = s;
-      if (name.size() > suffix.size() &&
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        name.resize(name.size() - suffix.size());
-        cut = true;
-        break;
-      }
-    }
-    if (!cut) break;
-  }
-  return std::nullopt;
 }
 
 std::string cache_root(const std::string& hf_home) {
@@ -138,7 +70,9 @@ std::optional<ModelMatch> model_by_hf_id(const std::string& id, const std::strin
   while (!tail.empty() && tail.back() == '/') tail.pop_back();
   const std::size_t slash = tail.find_last_of('/');
   const std::string name = slash == std::string::npos ? tail : tail.substr(slash + 1);
-  if (auto m = match_name(name)) return m;
+  if (auto m = preset_by_checkpoint_name(name)) {
+    return ModelMatch{m->id, m->note.empty() ? "preset" : m->note};
+  }
   return from_cache(id, hf_home);
 }
 

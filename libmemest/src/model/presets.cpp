@@ -12,6 +12,7 @@
 #include "model/hf_config.hpp"
 #include "model/gpu_profile.hpp"
 #include "model/model.hpp"
+#include "model/preset_names.hpp"
 
 namespace memest {
 
@@ -164,7 +165,22 @@ const std::vector<GpuPreset>& gpu_presets() { return gpu_data().presets; }
 memest_gpu default_gpu() { return gpu_data().defaults; }
 
 const ModelPreset& find_model_preset(const std::string& id, const std::string& field) {
-  return find(model_presets(), id, field, "model");
+  const std::vector<ModelPreset>& presets = model_presets();
+  for (const ModelPreset& p : presets) {
+    if (p.id == id) return p;
+  }
+  // a Hugging Face id or checkpoint name whose shapes are a preset's ("Qwen/Qwen3-30B-A3B")
+  if (const auto named = preset_by_checkpoint_name(id)) {
+    for (const ModelPreset& p : presets) {
+      if (p.id == named->id) return p;
+    }
+  }
+  if (id.find('/') != std::string::npos && echo(id) == id) {
+    throw Error(MEMEST_ERR_UNKNOWN_PRESET, field,
+                field + ": \"" + id + "\" is not a built-in checkpoint (the presets are listed "
+                "by {\"mode\": \"presets\"}): give its config.json as the model instead");
+  }
+  return find(presets, id, field, "model");
 }
 
 const GpuPreset& find_gpu_preset(const std::string& id, const std::string& field) {
