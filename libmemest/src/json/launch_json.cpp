@@ -84,7 +84,7 @@ ojson import_mode(const JsonFields& top) {
   try {
     JsonFields req(r.request, "");
     PretrainRequest parsed = parse_pretrain_request(req);
-    estimated = estimate_pretrain(parsed);
+    estimated = estimate_pretrain(parsed, estimate);
   } catch (const Error& e) {
     throw Error(e.status(), e.field(), std::string(e.what()) + origin_note(r.origins, e.field()));
   }
@@ -100,7 +100,7 @@ ojson import_mode(const JsonFields& top) {
 }
 
 ojson emit_for(const PretrainRequest& r, const std::string& format, const std::string& field) {
-  const ojson resolved = estimate_pretrain(r);
+  const ojson resolved = estimate_pretrain(r, false);  // its layout and training only
   const json layout = json::parse(resolved["layout"].dump());
   const json training = json::parse(resolved["training"].dump());
   const json out = launch::emit_launch(layout, training, r.model.num_hidden_layers, format, field);

@@ -110,8 +110,10 @@ ojson pretrain_mode(const JsonFields& top);
 // A pretrain request document as the core's request (validated when estimated); the
 // throughput validator reads its measured cases with it.
 PretrainRequest parse_pretrain_request(const JsonFields& top);
-// The pretrain response of a parsed request (what mode "pretrain" answers).
-ojson estimate_pretrain(const PretrainRequest& r);
+// The pretrain response of a parsed request (what mode "pretrain" answers); without
+// `suggestions` a run that does not fit gets no "suggestions" (their layout search is skipped:
+// launch import validates a request whose estimate it may not return).
+ojson estimate_pretrain(const PretrainRequest& r, bool suggestions = true);
 // Launch files in and out (json/launch_json.cpp): mode "import", mode "emit", and the
 // search's emit of its best layout.
 ojson import_mode(const JsonFields& top);

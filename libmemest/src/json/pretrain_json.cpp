@@ -177,13 +177,13 @@ ojson changed_fields(const PretrainRequest& from, const PretrainRequest& to) {
 
 // What dominates the most loaded stage and, when it does not fit comfortably, what would.
 void add_advice(const PretrainRequest& r, const memest_pretrain_result& res,
-                const memest_stage& peak_stage, ojson& j) {
+                const memest_stage& peak_stage, bool suggestions, ojson& j) {
   ojson parts = ojson::array();
   for (const Part& p : dominant_parts(peak_stage)) {
     parts.push_back({{"part", p.name}, {"bytes", p.bytes}, {"share", p.bytes / res.peak_bytes}});
   }
   j["dominant_parts"] = parts;
-  if (res.peak_verdict == MEMEST_VERDICT_FITS) return;
+  if (res.peak_verdict == MEMEST_VERDICT_FITS || !suggestions) return;
   ojson list = ojson::array();
   for (const Suggestion& s : suggest(r, 5)) {
     ojson item = {{"change", s.change},
@@ -197,7 +197,7 @@ void add_advice(const PretrainRequest& r, const memest_pretrain_result& res,
   j["suggestions"] = list;
 }
 
-ojson pretrain_response(const PretrainRequest& r) {
+ojson pretrain_response(const PretrainRequest& r, bool suggestions) {
   // One stage per pipeline rank: pp <= num_hidden_layers <= 100000 (validated).
   std::vector<memest_stage> stages(
       static_cast<std::size_t>(std::max<int64_t>(1, std::min<int64_t>(r.pp, kMaxLayers))));
@@ -322,7 +322,7 @@ ojson pretrain_response(const PretrainRequest& r) {
     j["trainable_parameters"] = res.trainable_parameters;
     j["adapter"] = adapter_parts_json(stages[static_cast<std::size_t>(res.peak_stage)]);
   }
-  add_advice(r, res, stages[static_cast<std::size_t>(res.peak_stage)], j);
+  add_advice(r, res, stages[static_cast<std::size_t>(res.peak_stage)], suggestions, j);
   return j;
 }
 
@@ -352,11 +352,13 @@ ojson model_states_response(const ModelStatesRequest& r) {
 
 }  // namespace
 
-ojson pretrain_mode(const JsonFields& top) { return pretrain_response(parse_pretrain(top)); }
+ojson pretrain_mode(const JsonFields& top) { return pretrain_response(parse_pretrain(top), true); }
 
 PretrainRequest parse_pretrain_request(const JsonFields& top) { return parse_pretrain(top); }
 
-ojson estimate_pretrain(const PretrainRequest& r) { return pretrain_response(r); }
+ojson estimate_pretrain(const PretrainRequest& r, bool suggestions) {
+  return pretrain_response(r, suggestions);
+}
 
 ojson model_states_mode(const JsonFields& top) {
   return model_states_response(parse_model_states(top));
