@@ -431,8 +431,8 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
   add_enum_choice(cmd, "--adapter", a.type,
                   "Train a LoRA adapter on a frozen base (lora: base in --param-dtype; qlora: "
                   "base linears in NF4); qlora needs --framework pytorch, fsdp or deepspeed; under "
-                  "megatron lora runs with tp/pp/cp/ep and --adapter-dtype equal to the "
-                  "--param-dtype (ms-swift's Megatron LoRA)",
+                  "megatron lora runs with tp/pp/cp/ep, its adapters in the --param-dtype "
+                  "(ms-swift's Megatron LoRA)",
                   MEMEST_ENUM_ADAPTER);
   a.rank = add_integer(cmd, "--lora-rank", a.rank_value, "LoRA rank r (default 8, peft's)");
   a.alpha = add_real(cmd, "--lora-alpha", a.alpha_value, "LoRA alpha (default 8)", Sign::any);
@@ -447,8 +447,8 @@ void add_adapter_options(CLI::App& cmd, AdapterOptions& a) {
                      "all-linear (peft's: every linear but the output layer) (default "
                      "q_proj,v_proj)");
   a.dtype = add_choice(cmd, "--adapter-dtype", a.dtype_value,
-                       "Adapter weights, gradients and optimizer states (default fp32, as peft "
-                       "casts them)", {"fp32", "bf16", "fp16"});
+                       "Adapter weights, gradients and optimizer states (default: fp32, as peft "
+                       "casts them; under megatron the --param-dtype)", {"fp32", "bf16", "fp16"});
   cmd.add_flag("--double-quant", a.double_quant,
                "QLoRA: quantise the absmax statistics too (bnb_4bit_use_double_quant)");
   cmd.add_flag("--quantize-lm-head", a.quantize_lm_head,

@@ -271,6 +271,7 @@ TEST_CASE("adapters: bad adapters are refused, naming the field and the reason")
   refused(r, "training.adapter.double_quant");
   r = lora_request("lora");
   r["training"]["framework"] = "megatron";
+  r["training"]["adapter"]["dtype"] = "fp32";
   // Megatron builds its adapters in params_dtype (test_megatron_lora.cpp): fp32 ones are refused
   CHECK(refused(r, "training.adapter.dtype").find("params_dtype") != std::string::npos);
   r = lora_request("qlora");

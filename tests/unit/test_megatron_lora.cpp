@@ -4,12 +4,14 @@
 // add. Every expected value is worked by hand in the comment above it.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <string>
 
 #include "activations/activations.hpp"
 #include "helpers.hpp"
 #include "model/adapter.hpp"
 #include "model/presets.hpp"
+#include "requests.hpp"
 
 using namespace memest;
 using test::ok;
@@ -153,4 +155,46 @@ TEST_CASE("Megatron LoRA: what it refuses, by field") {
   test::json fsdp = megatron_lora(kAllLinearBf16, 2);
   fsdp["training"]["framework"] = "fsdp";
   CHECK(refused_field(fsdp) == "parallel.tp");
+}
+
+TEST_CASE("Adapter dtype by default: the model's param_dtype under Megatron, fp32 elsewhere (1.16)") {
+  // Llama-3.1-8B, all seven block projections at r 16 over tp 2, on Megatron's fused linears
+  // (A whole and B split on a column-parallel one, A split and B whole on a row-parallel one):
+  // linear_qkv 4096 x 16 + 16 x 6144 / 2 = 114688, linear_proj 2048 x 16 + 16 x 4096 = 98304,
+  // linear_fc1 4096 x 16 + 16 x 28672 / 2 = 294912, linear_fc2 7168 x 16 + 16 x 4096 = 180224:
+  // 688128 per layer and rank, 32 layers = 22020096, bf16: 44040192 bytes on a rank.
+  test::json derived = kAllLinearBf16;
+  derived.erase("dtype");
+  const test::json a = ok(megatron_lora(derived, 2));
+  const test::json b = ok(megatron_lora(kAllLinearBf16, 2));
+  CHECK(a["training"]["adapter"]["dtype"] == "bf16");
+  CHECK(a["stages"][0]["adapter"]["adapter_weights_bytes"] == 44040192.0);
+  CHECK(a["stages"][0] == b["stages"][0]);
+  // outside Megatron the default stays peft's fp32: on one GPU, unfused (q 16 x 8192, k and v
+  // 16 x 5120, o 16 x 8192, gate, up and down 16 x 18432) 1310720 per layer, 41943040 in all,
+  // 4 bytes each
+  test::json pytorch = megatron_lora(derived, 1);
+  pytorch["training"]["framework"] = "pytorch";
+  pytorch["parallel"] = {{"gpus", 1}};
+  const test::json c = ok(pytorch);
+  CHECK(c["training"]["adapter"]["dtype"] == "fp32");
+  CHECK(c["stages"][0]["adapter"]["adapter_weights_bytes"] == 41943040.0 * 4);
+  // the typed API: _init keeps fp32; MEMEST_ADAPTER_BYTES_DERIVE asks for the stack's
+  memest_test::Pretrain p("llama-3.1-8b", "h100-80gb");
+  CHECK(p.r.adapter_bytes == 4.0);
+  p.r.framework = MEMEST_FRAMEWORK_MEGATRON;
+  p.r.tp = 2, p.r.pp = 1, p.r.cp = 1, p.r.gpus = 8, p.r.zero = 1;
+  p.r.seq_len = 4096, p.r.micro_batch = 1, p.r.global_batch = 64;
+  p.r.adapter = MEMEST_ADAPTER_LORA;
+  p.r.lora_rank = 16;
+  p.r.lora_targets = kAllBlockTargets;
+  memest_pretrain_result out = memest_test::sized<memest_pretrain_result>();
+  CHECK(p.run(out) == MEMEST_ERR_INVALID_ARGUMENT);  // fp32 adapters under Megatron
+  CHECK(std::string(memest_last_error_field()) == "training.adapter.dtype");
+  p.r.adapter_bytes = MEMEST_ADAPTER_BYTES_DERIVE;
+  memest_stage stage;
+  std::memset(&stage, 0, sizeof stage);
+  REQUIRE(p.run(out, &stage, 1) == MEMEST_OK);
+  CHECK(stage.adapter_weights_bytes == 44040192.0);
+  CHECK(out.peak_bytes == b["peak_bytes"].get<double>());
 }

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 15
+#define MEMEST_VERSION_MINOR 16
 #define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.15.0"
+#define MEMEST_VERSION_STRING "1.16.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -583,6 +583,12 @@ typedef enum memest_step_part {
  *  derive it unless "grad_dtype" is given; _init keeps 4. */
 #define MEMEST_GRAD_BYTES_DERIVE (-1.0)
 
+/** (1.16) adapter_bytes value asking the library for the stack's adapter dtype: the model's
+ *  param_dtype under megatron (ms-swift's LoraParallelLinear and Megatron-Bridge build the
+ *  adapters from the model config), fp32 elsewhere (peft's autocast_adapter_dtype). Pretraining
+ *  and search JSON requests derive it unless "training.adapter.dtype" is given; _init keeps 4. */
+#define MEMEST_ADAPTER_BYTES_DERIVE (-1.0)
+
 /** Verdict bands of the 4D paper on the estimate: fits <= 80 % of capacity,
  *  tight <= 100 %, oom above. */
 typedef enum memest_verdict {
@@ -768,7 +774,8 @@ typedef struct memest_pretrain_request {
   uint32_t lora_targets;      /* bit (1 << memest_lora_target) per module (default q_proj |
                                  v_proj, peft's default for Llama-style models) */
   double adapter_bytes;       /* bytes per adapter parameter, its gradient and (derived)
-                                 optimizer states: 4 (default, fp32: peft casts adapters up) or 2 */
+                                 optimizer states: 4 (default, fp32: peft casts adapters up) or 2;
+                                 MEMEST_ADAPTER_BYTES_DERIVE (1.16): the stack's */
   int32_t double_quant;       /* qlora: 1 quantises the absmax values too
                                  (bnb_4bit_use_double_quant) */
   /* appended in 1.5: the step-time model */

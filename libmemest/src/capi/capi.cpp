@@ -235,7 +235,8 @@ memest::PretrainRequest to_core(const memest_pretrain_request* request, const ch
   r.adapter.bytes = c.adapter_bytes;
   r.adapter.double_quant = c.double_quant;
   r.adapter.quantize_lm_head = c.quantize_lm_head;
-  memest::resolve_grad_bytes(r);  // MEMEST_GRAD_BYTES_DERIVE: the framework's
+  memest::resolve_grad_bytes(r);     // MEMEST_GRAD_BYTES_DERIVE: the framework's
+  memest::resolve_adapter_bytes(r);  // MEMEST_ADAPTER_BYTES_DERIVE: the stack's
   if (c.pipeline_layout != nullptr) {
     // bounded: a layout longer than validate_fields' limit is refused without reading past it
     constexpr size_t kLongest = 65536;

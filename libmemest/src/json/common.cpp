@@ -95,6 +95,7 @@ TrainingGiven read_training(const JsonFields& top, PretrainRequest& r, const cha
   resolve_grad_bytes(r);
   read_request_fields(training, "training", 1, r);  // moe_capacity_factor
   if (const json* o = training.object("adapter")) read_adapter(*o, r.adapter, r.model);
+  resolve_adapter_bytes(r);
   return given;
 }
 
@@ -124,7 +125,8 @@ void read_adapter(const json& object, Adapter& a, const memest_model& model) {
   a.rank = f.integer_or("rank", a.rank, -(int64_t{1} << 40), int64_t{1} << 40);
   if (auto v = f.number("alpha", -1e300, 1e300)) a.alpha = *v;
   if (auto v = f.number("dropout", -1e300, 1e300)) a.dropout = *v;
-  if (f.has("dtype")) a.bytes = dtype_bytes(f, "dtype", a.bytes);
+  // without a dtype the stack's (plan/stack.hpp resolve_adapter_bytes, after the framework)
+  a.bytes = f.has("dtype") ? dtype_bytes(f, "dtype", a.bytes) : MEMEST_ADAPTER_BYTES_DERIVE;
   if (auto b = f.boolean("double_quant")) a.double_quant = *b;
   if (auto b = f.boolean("quantize_lm_head")) a.quantize_lm_head = *b;
   if (f.has("targets")) {

@@ -83,6 +83,11 @@ void resolve_grad_bytes(PretrainRequest& r) {
   r.precision.grad_bytes = torch_grads ? r.precision.param_bytes : 4.0;
 }
 
+void resolve_adapter_bytes(PretrainRequest& r) {
+  if (r.adapter.bytes != MEMEST_ADAPTER_BYTES_DERIVE) return;
+  r.adapter.bytes = r.stack.framework == MEMEST_FRAMEWORK_MEGATRON ? r.precision.param_bytes : 4.0;
+}
+
 uint32_t recompute_modules_in_effect(const PretrainRequest& r) {
   if (r.stack.framework != MEMEST_FRAMEWORK_MEGATRON || r.recompute != MEMEST_RECOMPUTE_SELECTIVE) {
     return 0;
@@ -681,9 +686,9 @@ void validate_adapter(const PretrainRequest& r) {
     if (a.bytes != r.precision.param_bytes) {
       fail("training.adapter.dtype", "under Megatron the adapters are built in the model's "
                                      "params_dtype (LoraParallelLinear passes the model config to "
-                                     "its Transformer Engine linears): set it to the param_dtype "
-                                     "(bf16 for a bf16 run); the distributed optimizer keeps their "
-                                     "fp32 main copy");
+                                     "its Transformer Engine linears): leave it out or set it to "
+                                     "the param_dtype (bf16 for a bf16 run); the distributed "
+                                     "optimizer keeps their fp32 main copy");
     }
     if (a.targets & (lora_bit(MEMEST_LORA_LM_HEAD) | lora_bit(MEMEST_LORA_EMBED_TOKENS))) {
       fail("training.adapter.targets", "lm_head and embed_tokens under Megatron: its LoRA wraps "

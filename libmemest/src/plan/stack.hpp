@@ -76,6 +76,12 @@ int32_t effective_zero(int32_t framework, int32_t zero);
 // other value stays.
 void resolve_grad_bytes(PretrainRequest& r);
 
+// Resolves adapter.bytes = MEMEST_ADAPTER_BYTES_DERIVE to the stack's adapter dtype: the
+// model's param_dtype under megatron (ms-swift swift/megatron/tuners/lora.py LoraParallelLinear
+// builds its Transformer Engine linears from the model config), fp32 elsewhere (peft
+// tuners/tuners_utils.py autocast_adapter_dtype casts 16-bit adapters up). Any other value stays.
+void resolve_adapter_bytes(PretrainRequest& r);
+
 // The Megatron-Core modules recompute SELECTIVE checkpoints for this request, as bits (1u <<
 // memest_recompute_module): the request's recompute_modules, or Megatron's default core_attn
 // when it gives none (transformer_config.py: recompute_modules None -> ["core_attn"]); 0 when
