@@ -249,7 +249,8 @@ export function fillFormChoices(enums) {
   // LoRA / QLoRA: the adapter types and target names are the library's; the adapter dtypes the
   // JSON request's names
   $('adapter-type').replaceChildren(...enums.adapter.map((name) => new Option(name, name)));
-  $('adapter-dtype').replaceChildren(...DTYPES.map((name) => new Option(name, name)));
+  $('adapter-dtype').replaceChildren(new Option('default (fp32; megatron: param dtype)', ''),
+    ...DTYPES.map((name) => new Option(name, name)));
   $('lora-targets').replaceChildren(...enums.lora_target.map((name) => el('label', { className: 'check' },
     el('input', { type: 'checkbox', value: name, id: `lora-target-${name}`, name: 'lt' }), ` ${name}`)));
   // what selective recomputation checkpoints under megatron: the library's module names

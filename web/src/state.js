@@ -69,7 +69,7 @@ export const DEFAULTS = Object.freeze({
   // LoRA / QLoRA (README "LoRA and QLoRA"): adapter type, rank, alpha, dropout, targets (comma
   // list of the library's lora_target names), adapter dtype, double quantisation. peft's
   // defaults, as the library's; a request carries a field only when the form differs from them.
-  ad: 'none', lr: '8', la: '8', ldo: '0', lt: 'q_proj,v_proj', adt: 'fp32', dq: '0',
+  ad: 'none', lr: '8', la: '8', ldo: '0', lt: 'q_proj,v_proj', adt: '', dq: '0',
   // QLoRA: the (untied) LM head quantised to NF4 too (LitGPT), off as in the library
   qlh: '0',
   // the library's fine-tuning recipe the form's fields were last set from (recipes.js; '' =

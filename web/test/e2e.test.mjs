@@ -1342,3 +1342,45 @@ test('1.15 optimizer storage: master weights remainder on the page is the CLI\'s
   assert.ok((await page.evaluate(() => location.hash)).includes('mw=remainder'), 'the state keeps them for megatron');
   await show('#');
 });
+
+// 1.16: the adapter dtype left at the page's default is left out of the request, and the library
+// derives it: peft's fp32 elsewhere, the model's param_dtype under megatron (Megatron builds the
+// adapters from the model config). Llama-3.1-8B on 8 x H100, tp 2, seq 2048, peft's LoRA
+// defaults (r 8 on q_proj, v_proj): one tp rank's 1835008 adapter parameters in bf16, 3670016 B.
+const MEGATRON_LORA = storageRequest({ framework: 'megatron', param_dtype: 'bf16', adapter: { type: 'lora' } });
+MEGATRON_LORA.parallel = { ...MEGATRON_LORA.parallel, tp: 2 };
+
+test('1.16 adapter dtype default under megatron: no dtype sent, the CLI\'s bf16 adapters; an explicit fp32 refused next to the field', async () => {
+  const want = cli(MEGATRON_LORA);
+  assert.equal(want.ok, true, JSON.stringify(want.error));
+  const stage = want.stages.find((s) => s.stage === want.peak_stage);
+  assert.equal(stage.adapter.trainable_parameters, 1835008);
+  assert.equal(stage.adapter.adapter_weights_bytes, 3670016, 'bf16 adapters: 2 B a parameter');
+  const bf16 = cli({ ...MEGATRON_LORA, training: { ...MEGATRON_LORA.training, adapter: { type: 'lora', dtype: 'bf16' } } });
+  assert.equal(bf16.peak_bytes, want.peak_bytes, 'the derived dtype is the param dtype');
+  const refused = cli({ ...MEGATRON_LORA, training: { ...MEGATRON_LORA.training, adapter: { type: 'lora', dtype: 'fp32' } } });
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error.field, 'training.adapter.dtype');
+  // the form: megatron (the default framework), lora, the adapter dtype at its default
+  await show(hashFor(MEGATRON_LORA, { ad: 'lora', pd: 'bf16' }));
+  await expectHeadline(want, 'megatron lora, the default adapter dtype');
+  assert.equal(await page.inputValue('#framework'), 'megatron');
+  assert.equal(await page.inputValue('#adapter-dtype'), '');
+  assert.equal(await page.$eval('#adapter-dtype option:checked', (o) => o.textContent), 'default (fp32; megatron: param dtype)');
+  assert.deepEqual((await page.$$eval('#adapter-dtype option', (os) => os.map((o) => o.value))).slice(0, 3), ['', 'fp32', 'bf16']);
+  assert.ok(!/[#&]adt=/.test(await page.evaluate(() => location.hash)), 'no adapter dtype in the state, so none in the request');
+  const parts = await page.$$eval('#adapter-parts li', (lis) => Object.fromEntries(lis.map((li) => [li.dataset.part, li.querySelector('.part-value').textContent])));
+  assert.equal(parts.adapter_weights_bytes, `${g2(3670016)} GiB`);
+  assert.equal(await page.getAttribute('#trainable-params', 'data-value'), String(want.trainable_parameters));
+  // an explicit fp32 is sent, and refused under the adapter dtype
+  await change(() => page.selectOption('#adapter-dtype', 'fp32'));
+  await page.waitForFunction(() => location.hash.includes('adt=fp32'));
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
+  assert.equal(await page.textContent('#err-adapter-dtype'), refused.error.message);
+  assert.equal(await page.getAttribute('#adapter-dtype', 'aria-invalid'), 'true');
+  // an old link with adt=fp32 keeps meaning fp32
+  await show(hashFor(MEGATRON_LORA, { ad: 'lora', pd: 'bf16', adt: 'fp32' }), { error: true });
+  assert.equal(await page.inputValue('#adapter-dtype'), 'fp32');
+  assert.equal(await page.textContent('#err-adapter-dtype'), refused.error.message);
+  await show('#');
+});

@@ -55,7 +55,7 @@ test('peft\'s defaults are what the form starts with; the names are the library\
   assert.equal(await page.inputValue('#lora-rank'), '8');
   assert.equal(await page.inputValue('#lora-alpha'), '8');
   assert.equal(await page.inputValue('#lora-dropout'), '0');
-  assert.equal(await page.inputValue('#adapter-dtype'), 'fp32');
+  assert.equal(await page.inputValue('#adapter-dtype'), '', 'the library\'s default (peft\'s fp32 here)');
   assert.deepEqual(await checkedTargets(), ['q_proj', 'v_proj']);
   assert.equal(await page.isVisible('#double-quant'), false, 'double quantisation is qlora\'s');
   // the URL holds only the type (defaults are not sent), and the figures are the library's

@@ -50,11 +50,13 @@ test('LoRA under Megatron set through the form (tp 2, bf16 adapters, rank 16, se
   await change(() => page.fill('#tp', '2'));
   await expectResult('megatron, tp 2, no adapter');
   await change(() => page.selectOption('#adapter-type', 'lora'));
-  // peft's fp32 adapters: Megatron builds them in params_dtype, and the library says so under
-  // the adapter dtype (the page neither hides nor blocks the adapter under megatron)
-  const fp32 = cli({ ...megatronLora, training: { ...megatronLora.training, adapter: { type: 'lora' } } });
+  // the adapter dtype left at its default: the library derives the model's param_dtype under
+  // megatron (ABI 1.16); an explicit fp32 is refused under the adapter dtype
+  await expectResult('megatron lora, the default adapter dtype');
+  const fp32 = cli({ ...megatronLora, training: { ...megatronLora.training, adapter: { type: 'lora', dtype: 'fp32' } } });
   assert.equal(fp32.ok, false);
   assert.equal(fp32.error.field, 'training.adapter.dtype');
+  await change(() => page.selectOption('#adapter-dtype', 'fp32'));
   assert.equal(await page.getAttribute('#status', 'data-state'), 'error');
   assert.equal(await page.textContent('#err-adapter-dtype'), fp32.error.message);
   await change(() => page.selectOption('#adapter-dtype', 'bf16'));
