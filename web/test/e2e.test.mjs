@@ -1367,7 +1367,7 @@ test('1.16 adapter dtype default under megatron: no dtype sent, the CLI\'s bf16 
   assert.equal(await page.inputValue('#framework'), 'megatron');
   assert.equal(await page.inputValue('#adapter-dtype'), '');
   assert.equal(await page.$eval('#adapter-dtype option:checked', (o) => o.textContent), 'default (fp32; megatron: param dtype)');
-  assert.deepEqual((await page.$$eval('#adapter-dtype option', (os) => os.map((o) => o.value))).slice(0, 3), ['', 'fp32', 'bf16']);
+  assert.deepEqual(await page.$$eval('#adapter-dtype option', (os) => os.map((o) => o.value)), ['', 'bf16', 'fp16', 'fp32', 'fp8']);
   assert.ok(!/[#&]adt=/.test(await page.evaluate(() => location.hash)), 'no adapter dtype in the state, so none in the request');
   const parts = await page.$$eval('#adapter-parts li', (lis) => Object.fromEntries(lis.map((li) => [li.dataset.part, li.querySelector('.part-value').textContent])));
   assert.equal(parts.adapter_weights_bytes, `${g2(3670016)} GiB`);
