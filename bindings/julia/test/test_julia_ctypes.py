@@ -392,6 +392,30 @@ def test_1_15_optimizer_storage_through_request(m):
         info.value.field == "training.optimizer_state_dtype"
 
 
+def test_1_16_adapter_dtype_derived_through_request(m):
+    """An adapter without a dtype (1.16) takes the stack's: the model's bf16 under megatron,
+    peft's fp32 elsewhere, on the hand-derived values of tests/unit/test_megatron_lora.cpp:
+    Llama-3.1-8B at r 16 on the seven block linears, tp 2 on Megatron's fused linears: 32 x 688128
+    adapter parameters a rank, 44040192 bytes in bf16; one GPU under pytorch, 32 x 1310720 in fp32:
+    167772160 bytes. fp32 spelled out under megatron is refused by field."""
+    def lora(framework, parallel, **adapter):
+        resp = json.loads(m.request(json.dumps({
+            "mode": "pretrain", "model": "llama-3.1-8b", "gpu": "h100-80gb", "parallel": parallel,
+            "training": {"framework": framework, "seq_len": 4096, "micro_batch": 1,
+                         "global_batch": 64,
+                         "adapter": {"type": "lora", "rank": 16, "targets": [
+                             "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                             "down_proj"], **adapter}}})))
+        return (resp["training"]["adapter"]["dtype"],
+                resp["stages"][0]["adapter"]["adapter_weights_bytes"])
+    tp2 = {"gpus": 8, "tp": 2, "pp": 1, "zero": 1}
+    assert lora("megatron", tp2) == ("bf16", 44040192)
+    assert lora("pytorch", {"gpus": 1}) == ("fp32", 167772160)
+    with pytest.raises(twin.MemestError) as info:
+        lora("megatron", tp2, dtype="fp32")
+    assert info.value.code == "invalid_argument" and info.value.field == "training.adapter.dtype"
+
+
 # ---- launch files: Memest.import_launch and Memest.emit_launch --------------------------------
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "launch")

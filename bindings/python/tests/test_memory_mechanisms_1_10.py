@@ -1,8 +1,9 @@
 """ABI 1.10 through the Python binding: flash-attn's cross-entropy (loss "flash_attn",
 llm-foundry's default), fp8 parameters under Megatron (param_dtype "fp8") and LoRA under Megatron
-with tensor, pipeline and expert parallelism. The expected values are the hand-derived ones of
-tests/unit/test_memory_mechanisms_1_10.cpp and tests/unit/test_megatron_lora.cpp. Run against the
-installed package (scripts/test.d/20-bindings.sh)."""
+with tensor, pipeline and expert parallelism; 1.16's adapter dtype by default (the stack's). The
+expected values are the hand-derived ones of tests/unit/test_memory_mechanisms_1_10.cpp and
+tests/unit/test_megatron_lora.cpp. Run against the installed package
+(scripts/test.d/20-bindings.sh)."""
 import pytest
 
 import memest
@@ -51,8 +52,35 @@ def test_lora_under_megatron_per_rank():
     assert ad["adapter_gradients_bytes"] == 88080384
     assert ad["adapter_optimizer_bytes"] == 66060288
     assert d["trainable_parameters"] == 35651584
-    # peft's fp32 default is refused under Megatron, which builds adapters in params_dtype
+    # fp32 adapters are refused under Megatron, which builds adapters in params_dtype (1.16:
+    # without a dtype the adapter takes the model's, test_adapter_dtype_derived_1_16)
     with pytest.raises(memest.InvalidArgumentError) as info:
         memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=8, tp=2, framework="megatron",
-                        seq_len=4096, micro_batch=1, adapter={"type": "lora"})
+                        seq_len=4096, micro_batch=1, adapter={"type": "lora", "dtype": "fp32"})
     assert info.value.field == "training.adapter.dtype"
+
+
+def test_adapter_dtype_derived_1_16():
+    # 1.16: an adapter without a dtype takes the stack's (tests/unit/test_megatron_lora.cpp).
+    # Under Megatron the model's param_dtype: 32 layers x 688128 adapter parameters a rank over
+    # tp 2 on the fused linears, bf16: 44040192 bytes
+    common = dict(gpus=8, tp=2, pp=1, zero=1, framework="megatron", seq_len=4096,
+                  micro_batch=1, global_batch=64)
+    r = memest.pretrain("llama-3.1-8b", "h100-80gb",
+                        adapter={"type": "lora", "rank": 16, "targets": ALL_LINEAR}, **common)
+    d = r.to_dict()
+    assert d["training"]["adapter"]["dtype"] == "bf16"
+    assert d["stages"][0]["adapter"]["adapter_weights_bytes"] == 44040192
+    # fp32 spelled out is still refused there, by field
+    with pytest.raises(memest.InvalidArgumentError) as info:
+        memest.pretrain("llama-3.1-8b", "h100-80gb",
+                        adapter={"type": "lora", "rank": 16, "dtype": "fp32",
+                                 "targets": ALL_LINEAR}, **common)
+    assert info.value.field == "training.adapter.dtype"
+    assert info.value.code == "invalid_argument"
+    # elsewhere peft's fp32: one GPU under pytorch, unfused, 32 x 1310720 = 41943040 x 4 bytes
+    p = memest.pretrain("llama-3.1-8b", "h100-80gb", gpus=1, tp=1, framework="pytorch",
+                        seq_len=4096, micro_batch=1, global_batch=64,
+                        adapter={"type": "lora", "rank": 16, "targets": ALL_LINEAR}).to_dict()
+    assert p["training"]["adapter"]["dtype"] == "fp32"
+    assert p["stages"][0]["adapter"]["adapter_weights_bytes"] == 167772160

@@ -266,6 +266,24 @@ public class MemestTest {
     // peft's fp32 adapters are refused under Megatron, which builds them in params_dtype
     tl.setAdapter_bytes(4);
     expectError(() -> Memest.pretrain(tl), "invalid_argument", "training.adapter.dtype");
+    // 1.16: MEMEST_ADAPTER_BYTES_DERIVE asks for the stack's adapter dtype, the model's bf16 under
+    // Megatron (the init keeps fp32's 4): the same 44040192 bytes of adapters a rank, the same peak
+    check(new PretrainRequest().getAdapter_bytes() == 4.0, "pretrain_request_init keeps adapter_bytes 4");
+    tl.setAdapter_bytes(MemestNativeConstants.MEMEST_ADAPTER_BYTES_DERIVE);
+    Memest.Pretrain derived = Memest.pretrain(tl);
+    check(derived.stages().get(0).getAdapter_weights_bytes() == 44040192.0,
+        "derived adapter dtype under megatron: " + derived.stages().get(0).getAdapter_weights_bytes());
+    check(derived.result().getPeak_bytes() == jsonNumber(ml, "peak_bytes"), "derived adapter dtype: typed == JSON");
+    // and JSON without "dtype" derives it, echoing bf16; "fp32" spelled out is refused by field
+    String noDtype = megatronLora.replace(" \"dtype\": \"bf16\",", "");
+    check(!noDtype.contains("\"dtype\""), "the adapter without a dtype");
+    String nd = Memest.request(noDtype);
+    check(jsonSection(jsonSection(nd, "training"), "adapter").contains("\"dtype\": \"bf16\""),
+        "derived adapter dtype echoed: " + jsonSection(jsonSection(nd, "training"), "adapter"));
+    check(jsonNumber(nd.substring(nd.indexOf("\"stages\": [")), "adapter_weights_bytes") == 44040192.0,
+        "derived adapter dtype: adapter weights through JSON");
+    expectError(() -> Memest.request(megatronLora.replace("\"bf16\"", "\"fp32\"")), "invalid_argument",
+        "training.adapter.dtype");
 
     // bad input: the exception names the field
     r.setTp(3);
