@@ -14,11 +14,6 @@ namespace memest::launch {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string cache_root(const std::string& hf_home) {
   if (!hf_home.empty()) return hf_home;
   if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) return c;
@@ -95,7 +90,7 @@ std::optional<ModelMatch> model_by_torchtitan_flavor(const std::string& name,
       {"gpt_oss", "20b", "gpt-oss-20b"},       {"gpt_oss", "120b", "gpt-oss-120b"},
   };
   for (const Flavor& f : kFlavors) {
-    if (name == f.name && lower(flavor) == lower(f.flavor)) {
+    if (name == f.name && ascii_lower(flavor) == ascii_lower(f.flavor)) {
       return ModelMatch{f.preset, std::string("torchtitan flavor ") + f.name + " " + f.flavor};
     }
   }

@@ -6,12 +6,12 @@
 
 namespace memest {
 
-namespace {
-
-std::string lower(std::string s) {
+std::string ascii_lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
+
+namespace {
 
 bool is_preset(const std::string& id) {
   for (const ModelPreset& p : model_presets()) {
@@ -65,7 +65,7 @@ std::optional<PresetName> preset_by_checkpoint_name(const std::string& given) {
   while (!name.empty() && name.back() == '/') name.pop_back();
   const std::size_t slash = name.find_last_of('/');
   if (slash != std::string::npos) name = name.substr(slash + 1);
-  name = lower(name);
+  name = ascii_lower(name);
   if (name.rfind("meta-", 0) == 0) name = name.substr(5);
   for (int round = 0; round < 6; ++round) {
     if (is_preset(name)) return PresetName{name, ""};

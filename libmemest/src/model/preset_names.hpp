@@ -18,4 +18,7 @@ struct PresetName {
 // nullopt when no preset or alias has that name.
 std::optional<PresetName> preset_by_checkpoint_name(const std::string& name);
 
+// The name with ASCII letters lower-cased (the comparisons of names above and of launch files').
+std::string ascii_lower(std::string s);
+
 }  // namespace memest

@@ -171,9 +171,7 @@ const ModelPreset& find_model_preset(const std::string& id, const std::string& f
   }
   // a Hugging Face id or checkpoint name whose shapes are a preset's ("Qwen/Qwen3-30B-A3B")
   if (const auto named = preset_by_checkpoint_name(id)) {
-    for (const ModelPreset& p : presets) {
-      if (p.id == named->id) return p;
-    }
+    return find(presets, named->id, field, "model");
   }
   if (id.find('/') != std::string::npos && echo(id) == id) {
     throw Error(MEMEST_ERR_UNKNOWN_PRESET, field,
