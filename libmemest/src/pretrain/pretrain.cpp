@@ -510,12 +510,17 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   }
 
   // Activation offloading (torchtune/training/_activation_offloading.py OffloadActivations;
-  // Megatron-Core cpu_offload): the layers' saved activations go to host memory; one layer's
-  // activations of one micro-batch stay on the GPU as the staging buffer of the copy stream.
+  // Megatron-Core cpu_offload): the layers' saved activations go to host memory; what one
+  // layer saved for one micro-batch stays on the GPU as the staging buffer of the copy stream.
+  // Under checkpointing that is the block's input, not the block: the offload hooks see only
+  // what torch/utils/checkpoint.py saves, and the rebuilt block stays on the GPU (its own
+  // term). (Megatron-Core refuses cpu_offloading with recomputation, so there it is the block.)
   double host_activations = 0, staging = 0;
   if (plan.stack.offload_activations) {
     host_activations = megatron ? in_flight * layers * per_layer : st.layers_bytes;
-    staging = std::min(per_layer, host_activations);
+    const double saved_per_layer =
+        layers > 0 && in_flight > 0 ? host_activations / (in_flight * layers) : 0.0;
+    staging = std::min(saved_per_layer, host_activations);
     activations -= host_activations;
   }
 
