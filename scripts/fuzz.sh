@@ -9,6 +9,7 @@
 #                                             readers of mode "import"); default all three.
 #   FUZZ_RUNS=N scripts/fuzz.sh 3600 typed    stop after N executions (or SECONDS, first)
 #   FUZZ_JOBS=N                               libFuzzer -jobs/-workers (default 1 process)
+#   FUZZ_ASAN=0                               UBSan only, no ASan (build-fuzz-ub/): for long runs
 #
 # Build directory: build-fuzz/. Working corpora grow in build-fuzz/corpus-TARGET/ (seeded from
 # tests/fuzz/corpus*/, never written back); findings (crash-*, leak-*, timeout-*, oom-*) land
@@ -24,16 +25,26 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(request typed launch)
 B=$ROOT/build-fuzz
 JOBS=${FUZZ_JOBS:-1}
+SANITIZE=ON
+FLAGS="-fsanitize=fuzzer-no-link"
+TARGET_SANITIZERS="fuzzer,address"
+if [ "${FUZZ_ASAN:-1}" = 0 ]; then
+  B=$ROOT/build-fuzz-ub
+  SANITIZE=OFF
+  FLAGS="-fsanitize=fuzzer-no-link,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  TARGET_SANITIZERS="fuzzer,undefined"
+fi
 
 command -v clang++ > /dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 1; }
 
 for target in "${TARGETS[@]}"; do
   case "$target" in request | typed | launch) ;; *) echo "fuzz.sh: unknown target $target (request, typed, launch)" >&2; exit 2 ;; esac
 done
-echo "== fuzz: build (clang, libFuzzer, ASan + UBSan) in $B"
+echo "== fuzz: build (clang, libFuzzer, $([ "$SANITIZE" = ON ] && echo "ASan + UBSan" || echo "UBSan")) in $B"
 CC=clang CXX=clang++ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMEST_FUZZ=ON \
-  -DMEMEST_SANITIZE=ON -DMEMEST_BUILD_CLI=OFF -DMEMEST_BUILD_TESTS=ON \
-  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" > /dev/null
+  -DMEMEST_SANITIZE="$SANITIZE" -DMEMEST_FUZZ_SANITIZERS="$TARGET_SANITIZERS" \
+  -DMEMEST_BUILD_CLI=OFF -DMEMEST_BUILD_TESTS=ON \
+  -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" > /dev/null
 cmake --build "$B" -j 2 --target "${TARGETS[@]/#/memest_fuzz_}" > /dev/null
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
