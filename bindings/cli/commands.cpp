@@ -78,7 +78,7 @@ void apply_recipe_flags(const PretrainOptions& o, ojson& request) {
 }
 
 constexpr const char* kDefaultLayoutNote =
-    " (the default applies where tp x cp x pp divides --gpus; elsewhere, e.g. --gpus 1, an unset "
+    " (the default applies where tp x cp x pp, and etp x ep x pp, divide --gpus; elsewhere, e.g. --gpus 1, an unset "
     "--tp, --cp or --pp is 1)";
 
 void add_layout_options(CLI::App& cmd, PretrainOptions& o) {
@@ -122,12 +122,17 @@ bool layout_divides(int64_t gpus, int64_t tp, int64_t cp, int64_t pp) {
 }
 
 // The default layout (tp 4, cp 1, pp 2: the README's example on 8 GPUs) is kept where it
-// divides --gpus; elsewhere (one GPU, two, six...) each of --tp, --cp and --pp that the command
-// line leaves unset is 1, so that `memest pretrain --gpus 1` estimates one GPU instead of
-// refusing a layout nobody asked for. A value given on the command line is kept as given: when
-// it does not divide, the library's refusal names it.
+// divides --gpus, for the expert layers too (etp x ep x pp, etp unset being tp: the library's
+// PretrainRequest::expert_tp); elsewhere (one GPU, two, six, --ep 8 on 8 GPUs...) each of
+// --tp, --cp and --pp that the command line leaves unset is 1, so that `memest pretrain
+// --gpus 1` estimates one GPU instead of refusing a layout nobody asked for. A value given on
+// the command line is kept as given: when it does not divide, the library's refusal names it.
 void fit_default_layout(PretrainOptions& o) {
-  if (layout_divides(o.run.gpus, o.tp, o.cp, o.pp)) return;
+  const int64_t etp = o.etp > 0 ? o.etp : o.tp;
+  if (layout_divides(o.run.gpus, o.tp, o.cp, o.pp) &&
+      (o.ep <= 1 || layout_divides(o.run.gpus, etp, o.ep, o.pp))) {
+    return;
+  }
   if (o.tp_flag->count() == 0) o.tp = 1;
   if (o.cp_flag->count() == 0) o.cp = 1;
   if (o.pp_flag->count() == 0) o.pp = 1;

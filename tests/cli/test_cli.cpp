@@ -467,7 +467,7 @@ TEST_CASE("finetune: the table names the GPU count asked for, also when LLMem se
   CHECK(fit.out.find("fine-tuning (LLMem) on 2 x NVIDIA A100 SXM 80GB") != std::string::npos);
 }
 
-TEST_CASE("pretrain: the default layout (tp 4, pp 2) falls back to tp = cp = pp = 1 where it does not divide --gpus, set values stay") {
+TEST_CASE("pretrain: the default layout (tp 4, pp 2) falls back to tp = cp = pp = 1 where it does not divide --gpus or the expert fold, set values stay") {
   const auto layout = [](const std::string& args) {
     const Run r = run("pretrain " + args + " --format json");
     INFO(args << ": " << r.err);
@@ -486,6 +486,11 @@ TEST_CASE("pretrain: the default layout (tp 4, pp 2) falls back to tp = cp = pp 
   // a value set on the command line is kept; only the unset ones fall back
   CHECK(layout("--gpus 4 --tp 4") == std::vector<int64_t>{4, 4, 1, 1});
   CHECK(layout("--gpus 2 --pp 2") == std::vector<int64_t>{2, 1, 1, 2});
+  // the expert layers fold the same GPUs into etp x ep x pp (etp unset is tp): Mixtral with
+  // --ep 8 on 8 GPUs is tp = pp = 1 (was "not divisible by etp*ep*pp=64"); --ep 2 on 16 GPUs
+  // keeps the default (4 x 2 x 2 divides 16)
+  CHECK(layout("--model mixtral-8x7b --ep 8") == std::vector<int64_t>{8, 1, 1, 1});
+  CHECK(layout("--model mixtral-8x7b --gpus 16 --ep 2") == std::vector<int64_t>{16, 4, 1, 2});
   // set explicitly, the layout is the user's: the library refuses it, naming the count
   const Run set = run("pretrain --gpus 1 --tp 4 --pp 2 --format json");
   CHECK(set.rc == 2);
