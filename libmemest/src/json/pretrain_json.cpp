@@ -52,11 +52,6 @@ PretrainRequest parse_pretrain(const JsonFields& top) {
   return r;
 }
 
-// A dtype's name by its bytes per element.
-const char* dtype_name(double bytes) {
-  return bytes == 4 ? "fp32" : bytes == 1 ? "fp8" : "bf16";
-}
-
 // training.master_weights and training.optimizer_state_dtype in effect: auto resolved as a
 // derived K resolves it (plan/stack.hpp derived_optimizer_bytes); with K given whole, as given.
 ojson master_weights_json(const PretrainRequest& r) {

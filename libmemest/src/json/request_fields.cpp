@@ -9,6 +9,7 @@
 
 #include "core/enums.hpp"
 #include "core/limits.hpp"
+#include "core/units.hpp"
 #include "plan/stack.hpp"
 
 namespace memest {
@@ -218,7 +219,6 @@ void read_recompute_modules(const JsonFields& f, PretrainRequest& r) {
   }
 }
 
-const char* dtype_text(double bytes) { return bytes == 4 ? "fp32" : bytes == 1 ? "fp8" : "bf16"; }
 
 constexpr int64_t kBig = int64_t{1} << 40;  // real limits are checked by the estimator
 constexpr double kBucketMax = 1e15;
@@ -316,7 +316,7 @@ std::vector<RequestField> build() {
           if (j.has("reduce_dtype")) r.stack.reduce_bytes = dtype_bytes(j, "reduce_dtype", 4);
         };
         f.value = [](const R& r) {
-          return r.stack.reduce_bytes > 0 ? ojson(dtype_text(r.stack.reduce_bytes)) : ojson("default");
+          return r.stack.reduce_bytes > 0 ? ojson(dtype_name(r.stack.reduce_bytes)) : ojson("default");
         };
         f.example = "bf16";
         return with_c(f, &C::reduce_bytes, stack(&S::reduce_bytes));
@@ -369,7 +369,7 @@ std::vector<RequestField> build() {
           }
         };
         f.value = [](const R& r) {
-          return r.stack.optimizer_state_bytes > 0 ? ojson(dtype_text(r.stack.optimizer_state_bytes))
+          return r.stack.optimizer_state_bytes > 0 ? ojson(dtype_name(r.stack.optimizer_state_bytes))
                                                    : ojson("default");
         };
         f.example = "bf16";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace memest::launch {
 
@@ -19,7 +20,6 @@ bool get_bool(const json& o, const char* key) {
 std::string get_str(const json& o, const char* key, const std::string& fallback) {
   return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : fallback;
 }
-std::string dtype_of(double bytes) { return bytes == 4 ? "fp32" : bytes == 1 ? "fp8" : "bf16"; }
 
 struct Out {
   json settings = json::array();
@@ -114,7 +114,7 @@ json megatron(const json& l, const json& t, int64_t layers, const std::string& f
       o.add("--recompute-modules", modules);
     }
   }
-  const std::string p = dtype_of(t.value("param_bytes", 2.0));
+  const std::string p = dtype_name(t.value("param_bytes", 2.0));
   if (p == "bf16") o.add("--bf16", true);
   if (get_bool(t, "fp8")) o.add("--fp8-format", "hybrid");
   if (get_bool(t, "fp4")) o.add("--fp4-format", "e2m1");
@@ -217,7 +217,7 @@ json deepspeed(const json& l, const json& t, const std::string& field) {
   const json off = t.value("offload", json::object());
   if (get_bool(off, "optimizer")) ds["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
   if (get_bool(off, "params")) ds["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
-  const std::string p = dtype_of(t.value("param_bytes", 2.0));
+  const std::string p = dtype_name(t.value("param_bytes", 2.0));
   if (p == "bf16") ds["bf16"] = {{"enabled", true}};
   // how the optimizer stores K (deepspeed/runtime/precision_config.py): a 16-bit master of the
   // weights' dtype, bf16 moments beside a bf16 master; the others have no DeepSpeed key
