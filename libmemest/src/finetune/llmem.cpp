@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "activations/activations.hpp"
 #include "activations/mixer_activations.hpp"
@@ -111,41 +112,47 @@ std::string mixers_unsplit(const memest_model& m) {
 
 }  // namespace
 
-std::string method_unavailable_reason(const memest_model& m, memest_finetune_method method,
-                                      int64_t gpus, int64_t tp) {
+MethodUnavailable method_unavailable_reason(const memest_model& m, memest_finetune_method method,
+                                            int64_t gpus, int64_t tp) {
+  const auto gpus_field = [](std::string why) { return MethodUnavailable{"parallel.gpus", std::move(why)}; };
+  const auto tp_field = [](std::string why) { return MethodUnavailable{"finetune.tp", std::move(why)}; };
+  const auto method_field = [](std::string why) { return MethodUnavailable{"finetune.method", std::move(why)}; };
   if (method == MEMEST_FINETUNE_TP) {
-    if (gpus < 2) return "1D tensor parallelism needs at least 2 GPUs";
+    if (gpus < 2) return gpus_field("1D tensor parallelism needs at least 2 GPUs");
     if (m.num_attention_heads % gpus != 0) {
-      return "parallel.gpus=" + str(gpus) + " does not divide num_attention_heads=" +
-             str(m.num_attention_heads) + " (1D TP splits every layer over all GPUs)";
+      return gpus_field("parallel.gpus=" + str(gpus) + " does not divide num_attention_heads=" +
+                        str(m.num_attention_heads) + " (1D TP splits every layer over all GPUs)");
     }
     if (m.intermediate_size % gpus != 0) {
-      return "parallel.gpus=" + str(gpus) + " does not divide intermediate_size=" +
-             str(m.intermediate_size);
+      return gpus_field("parallel.gpus=" + str(gpus) + " does not divide intermediate_size=" +
+                        str(m.intermediate_size));
     }
     const std::string experts = experts_indivisible(m, gpus);
-    if (!experts.empty()) return "parallel.gpus=" + str(gpus) + experts;
+    if (!experts.empty()) return gpus_field("parallel.gpus=" + str(gpus) + experts);
     const std::string mixers = mixers_unsplit(m);
-    if (!mixers.empty()) return "finetune.method=tp" + mixers;
+    if (!mixers.empty()) return method_field("finetune.method=tp" + mixers);
   }
   if (method == MEMEST_FINETUNE_DP_TP) {
     if (tp < 2 || tp >= gpus) {
-      return "finetune.tp=" + str(tp) + " must be between 2 and gpus-1 (DP+TP needs both)";
+      return tp_field("finetune.tp=" + str(tp) + " must be between 2 and gpus-1 (DP+TP needs both)");
     }
-    if (gpus % tp != 0) return "finetune.tp=" + str(tp) + " does not divide parallel.gpus=" + str(gpus);
+    if (gpus % tp != 0) {
+      return tp_field("finetune.tp=" + str(tp) + " does not divide parallel.gpus=" + str(gpus));
+    }
     if (m.num_attention_heads % tp != 0) {
-      return "finetune.tp=" + str(tp) + " does not divide num_attention_heads=" +
-             str(m.num_attention_heads);
+      return tp_field("finetune.tp=" + str(tp) + " does not divide num_attention_heads=" +
+                      str(m.num_attention_heads));
     }
     if (m.intermediate_size % tp != 0) {
-      return "finetune.tp=" + str(tp) + " does not divide intermediate_size=" + str(m.intermediate_size);
+      return tp_field("finetune.tp=" + str(tp) + " does not divide intermediate_size=" +
+                      str(m.intermediate_size));
     }
     const std::string experts = experts_indivisible(m, tp);
-    if (!experts.empty()) return "finetune.tp=" + str(tp) + experts;
+    if (!experts.empty()) return tp_field("finetune.tp=" + str(tp) + experts);
     const std::string mixers = mixers_unsplit(m);
-    if (!mixers.empty()) return "finetune.method=dp+tp" + mixers;
+    if (!mixers.empty()) return method_field("finetune.method=dp+tp" + mixers);
   }
-  return "";
+  return {};
 }
 
 FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
@@ -205,13 +212,8 @@ FinetuneInputs finetune_inputs(const FinetuneRequest& r) {
   if (r.method == MEMEST_FINETUNE_TP || r.method == MEMEST_FINETUNE_DP_TP ||
       (r.method == MEMEST_FINETUNE_AUTO && r.tp != 0)) {
     const auto method = r.method == MEMEST_FINETUNE_TP ? MEMEST_FINETUNE_TP : MEMEST_FINETUNE_DP_TP;
-    const std::string why = method_unavailable_reason(m, method, r.gpus, r.tp);
-    if (!why.empty()) {
-      const std::string field = why.rfind("finetune.tp", 0) == 0       ? "finetune.tp"
-                                : why.rfind("finetune.method", 0) == 0 ? "finetune.method"
-                                                                       : "parallel.gpus";
-      throw Error(MEMEST_ERR_INVALID_ARGUMENT, field, why);
-    }
+    const MethodUnavailable why = method_unavailable_reason(m, method, r.gpus, r.tp);
+    if (!why.empty()) throw Error(MEMEST_ERR_INVALID_ARGUMENT, why.field, why.reason);
   }
 
   in.capacity = validate_gpu(r.gpu, "gpu", true);

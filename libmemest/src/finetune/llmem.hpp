@@ -50,9 +50,15 @@ double peak_dp_tp(const memest_finetune_parts& p, double gpus, double tp);
 double method_peak(const FinetuneInputs& in, memest_finetune_method method, double batch,
                    double gpus, double tp);
 
-// Why `method` cannot run on `gpus` GPUs with tensor-parallel size `tp` ("" if it can).
-std::string method_unavailable_reason(const memest_model& m, memest_finetune_method method,
-                                      int64_t gpus, int64_t tp);
+// Why `method` cannot run on `gpus` GPUs with tensor-parallel size `tp`, and the request
+// field to blame (both empty if it can).
+struct MethodUnavailable {
+  std::string field;
+  std::string reason;
+  bool empty() const { return reason.empty(); }
+};
+MethodUnavailable method_unavailable_reason(const memest_model& m, memest_finetune_method method,
+                                            int64_t gpus, int64_t tp);
 
 // Algorithm 1's last step: the highest score wins, ties in the order CDP, ADP, TP, DP+TP;
 // CPU offloading (batch 0) when every score is 0.

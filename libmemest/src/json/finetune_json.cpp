@@ -94,7 +94,8 @@ ojson finetune_response(const FinetuneRequest& r) {
     ojson row = {{"method", method_name(o.method)}, {"applicable", o.applicable == 1}};
     if (!o.applicable) {
       row["reason"] = method_unavailable_reason(r.model, static_cast<memest_finetune_method>(o.method),
-                                                r.gpus, o.method == MEMEST_FINETUNE_DP_TP ? r.tp : o.tp);
+                                                r.gpus, o.method == MEMEST_FINETUNE_DP_TP ? r.tp : o.tp)
+                          .reason;
     } else {
       row["tp"] = o.tp;
       row["dp"] = o.dp;
