@@ -518,9 +518,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   double host_activations = 0, staging = 0;
   if (plan.stack.offload_activations) {
     host_activations = megatron ? in_flight * layers * per_layer : st.layers_bytes;
-    const double saved_per_layer =
-        layers > 0 && in_flight > 0 ? host_activations / (in_flight * layers) : 0.0;
-    staging = std::min(saved_per_layer, host_activations);
+    staging = layers > 0 && in_flight > 0 ? host_activations / (in_flight * layers) : 0.0;
     activations -= host_activations;
   }
 
