@@ -142,6 +142,7 @@ const (
 	AttentionAuto   = int(C.MEMEST_ATTENTION_AUTO)   // by framework: megatron fused, the others flash2
 	AttentionFlash2 = int(C.MEMEST_ATTENTION_FLASH2) // FlashAttention-2 (gpu.fa2_attention_efficiency)
 	AttentionFused  = int(C.MEMEST_ATTENTION_FUSED)  // the GPU's best fused kernels (cuDNN, FA3)
+	AttentionTriton = int(C.MEMEST_ATTENTION_TRITON) // 1.17: a Triton FlashAttention kernel (llm-foundry MPT)
 )
 
 // Parts of a training step's time (memest_step_part, 1.5; their names:
@@ -295,7 +296,8 @@ type PretrainRequest struct {
 	// (the default) or MoeDispatcherDeepEP.
 	MoeDispatcher int
 	// Which attention kernels run in the step time (1.5): AttentionAuto (the default: megatron
-	// fused, the other frameworks flash2), AttentionFlash2 or AttentionFused.
+	// fused, the other frameworks flash2), AttentionFlash2, AttentionFused or AttentionTriton
+	// (1.17).
 	AttentionKernel int
 	// The precision policy and the loss beside the stored dtypes (1.6). ReduceBytes: bytes per
 	// element of the gradient reduction (FSDP's reduce_dtype: 4, 2; 0 = GradBytes, the

@@ -489,6 +489,26 @@ def convert(row):
         training["loss"] = "flash_attn"
         assumed.append("loss: flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn "
                        "fused_crossentropy (llmfoundry/models/mpt/modeling_mpt.py)")
+        # Every benchmark table was run by scripts/train/benchmarking/submit_benchmarks.py, whose
+        # --attn_impl defaults to triton (at 300cc5c58 for the A100 tables, b2a43a147 for the
+        # H100 ones, 5e85bd62d for the H100 large-scale one): MPT's ALiBi attention in the Triton
+        # FlashAttention kernel (llmfoundry/models/layers/attention.py triton_flash_attn_fn) on
+        # setup.py's triton-pre-mlir fork (branch triton_pre_mlir_sm90)
+        # ... except where the large-scale H100 table's sweep.py (5e85bd62d) passes --attn_impl
+        # flash: its 1b, 3b, 7b and 70b runs use flash-attn 2.4.2 (setup.py gpu-flash2) with
+        # ALiBi as alibi_slopes; 13b and 30b keep triton
+        large_scale_flash = ("Large Scale" in row["source_file"] and
+                             row["model"]["name"].split("-")[-1] in ("1b", "3b", "7b", "70b"))
+        if large_scale_flash:
+            training["attention_kernel"] = "flash2"
+            assumed.append("attention: FlashAttention-2 (flash-attn 2.4.2) with ALiBi slopes: "
+                           "scripts/train/benchmarking/sweep.py at 5e85bd62d passes --attn_impl flash "
+                           "for this model")
+        else:
+            training["attention_kernel"] = "triton"
+            assumed.append("attention: Triton FlashAttention with ALiBi (submit_benchmarks.py --attn_impl "
+                           "default triton, not overridden by the table's sweep, at 300cc5c58, "
+                           "b2a43a147, 5e85bd62d)")
     if src == "nemo-dgxc":
         # NVIDIA's performance recipes reduce gradients in bf16: Megatron's main grads in bf16
         # (grad_reduce_in_fp32=False, --grad-reduce-in-bf16), not its fp32 default under --bf16.

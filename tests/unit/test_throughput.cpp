@@ -341,3 +341,37 @@ TEST_CASE("Attention kernels: FlashAttention-2 on Hopper below the fused kernels
   const test::Answer a100_flash2 = test::request(r);
   CHECK(part(a100_flash2.body, "compute") == doctest::Approx(part(a100_fused.body, "compute")));
 }
+
+TEST_CASE("Attention kernels: Triton's FlashAttention at its share of FlashAttention-2's (1.17)") {
+  // llm-foundry's MPT with attn_impl triton on 8 x A100 80GB under FSDP: the same request with
+  // flash2 and with triton differs in the attention's rate alone.
+  test::json r = {{"mode", "pretrain"}, {"model", "llama-3.1-8b"}, {"gpu", "a100-80gb"},
+                  {"parallel", {{"gpus", 8}, {"zero", 3}}},
+                  {"training", {{"framework", "fsdp"}, {"seq_len", 8192}, {"micro_batch", 1},
+                                {"global_batch", 8}, {"recompute", "full"},
+                                {"attention_kernel", "flash2"}}}};
+  const test::Answer flash2 = test::request(r);
+  r["training"]["attention_kernel"] = "triton";
+  const test::Answer triton = test::request(r);
+  REQUIRE(flash2.status == MEMEST_OK);
+  REQUIRE(triton.status == MEMEST_OK);
+  CHECK(triton.body["training"]["attention_kernel"] == "triton");
+  // 32 layers x (forward + backward 2.5) x causal forward FLOPs 2 s^2 a d at 312 TFLOP/s x
+  // 8192/(8192 + 512) x 128/144: FlashAttention-2 at the A100's 0.76, Triton at 0.49 of it.
+  const double flops = 32 * 3.5 * 2 * 8192.0 * 8192 * 4096;
+  const double rate = 312e12 * (8192.0 / (8192 + 512)) * (128.0 / 144);
+  const double slower = part(triton.body, "compute") - part(flash2.body, "compute");
+  CHECK(slower == doctest::Approx(flops / rate * (1 / (0.49 * 0.76) - 1 / 0.76)));
+  // A profile's triton_attention_efficiency replaces the share: at FlashAttention-2's own value
+  // the two kernels take the same time.
+  r["gpu"] = {{"preset", "a100-80gb"}, {"triton_attention_efficiency", 0.76}};
+  const test::Answer same = test::request(r);
+  REQUIRE(same.status == MEMEST_OK);
+  CHECK(part(same.body, "compute") == doctest::Approx(part(flash2.body, "compute")));
+  // ... and is echoed, and checked like every efficiency
+  CHECK(same.body["gpu"]["profile"]["triton_attention_efficiency"].get<double>() == doctest::Approx(0.76));
+  r["gpu"] = {{"preset", "a100-80gb"}, {"triton_attention_efficiency", 1.5}};
+  const test::Answer bad = test::request(r);
+  CHECK(bad.status != MEMEST_OK);
+  CHECK(bad.body["error"]["field"] == "gpu.triton_attention_efficiency");
+}

@@ -366,8 +366,9 @@ def pretrain(model: ModelSpec, gpu: GpuSpec, *, gpus: Optional[int] = None,
     enums()["moe_dispatcher"] ("alltoall" by default, "deepep"); it changes the step's ep_comm
     when ep spans nodes (r.moe_dispatcher echoes it). attention_kernel: which attention kernels
     run, a name of enums()["attention_kernel"] ("auto" by default: megatron "fused", the other
-    frameworks "flash2"); it changes the step's compute on Hopper GPUs (r.attention_kernel
-    echoes the kernels in effect, never "auto").
+    frameworks "flash2"; "triton", 1.17: a Triton FlashAttention kernel such as llm-foundry's MPT
+    runs); it changes the step's compute (r.attention_kernel echoes the kernels in effect, never
+    "auto").
 
     The precision policy and the loss beside the stored dtypes (1.6; each echoed in the
     response's training block): reduce_dtype (FSDP's MixedPrecisionPolicy reduce_dtype, "fp32",

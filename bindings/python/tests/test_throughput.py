@@ -164,3 +164,19 @@ def test_attention_kernel_on_search_and_unknown_name():
     with pytest.raises(memest.MemestError) as info:
         memest.pretrain("llama-3.1-8b", "h100-80gb", attention_kernel="flash3", **ATTN)
     assert info.value.field == "training.attention_kernel"
+
+
+def test_attention_kernel_triton_at_its_share_of_flash2():
+    """1.17: a Triton FlashAttention kernel (llm-foundry's MPT) on an A100: the compute grows by
+    the attention's FLOPs at 0.49 x 0.76 of the peak instead of 0.76 (hand-derived as in
+    tests/unit/test_throughput.cpp), the memory does not move."""
+    kw = dict(framework="fsdp", gpus=8, zero=3, seq_len=8192, micro_batch=1, global_batch=8,
+              recompute="full")
+    flash2 = memest.pretrain("llama-3.1-8b", "a100-80gb", attention_kernel="flash2", **kw)
+    triton = memest.pretrain("llama-3.1-8b", "a100-80gb", attention_kernel="triton", **kw)
+    assert triton.attention_kernel == "triton" and "triton" in memest.enums()["attention_kernel"]
+    flops = 32 * 3.5 * 2 * 8192.0 * 8192 * 4096
+    rate = 312e12 * (8192 / (8192 + 512)) * (128 / 144)
+    slower = triton.throughput.step["compute"] - flash2.throughput.step["compute"]
+    assert slower == pytest.approx(flops / rate * (1 / (0.49 * 0.76) - 1 / 0.76), rel=1e-6)
+    assert triton.peak_bytes == flash2.peak_bytes

@@ -54,11 +54,11 @@ extern "C" {
 #endif
 
 #define MEMEST_VERSION_MAJOR 1
-#define MEMEST_VERSION_MINOR 16
-#define MEMEST_VERSION_PATCH 1
+#define MEMEST_VERSION_MINOR 17
+#define MEMEST_VERSION_PATCH 0
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.16.1"
+#define MEMEST_VERSION_STRING "1.17.0"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);
@@ -344,6 +344,10 @@ typedef struct memest_gpu {
                                     too): not */
   double peak_fp4_tflops;        /* dense FP4 Tensor Core peak, TFLOP/s (0: twice the FP8 peak
                                     when fp4 is 1) */
+  /* ---- appended in 1.17: Triton's FlashAttention kernels ---- */
+  double triton_attention_efficiency; /* attention_efficiency of a Triton FlashAttention kernel
+                                         (attention_kernel TRITON); 0 (default): the library's
+                                         share of FlashAttention-2's on the same GPU */
 } memest_gpu;
 
 /** Fills the first `struct_size` bytes of *gpu with defaults (no capacity, 8 GPUs per node,
@@ -547,7 +551,10 @@ typedef enum memest_attention_kernel {
   MEMEST_ATTENTION_FLASH2 = 1, /* FlashAttention-2's kernels: gpu.fa2_attention_efficiency */
   MEMEST_ATTENTION_FUSED = 2,  /* the GPU's best fused kernels (cuDNN, FlashAttention-3, XLA's
                                   cuDNN flash attention): gpu.attention_efficiency */
-  MEMEST_ATTENTION_KERNEL_COUNT = 3
+  MEMEST_ATTENTION_TRITON = 3, /* (1.17) a Triton FlashAttention kernel (llm-foundry's MPT
+                                  attn_impl "triton", ALiBi as a bias): gpu.
+                                  triton_attention_efficiency */
+  MEMEST_ATTENTION_KERNEL_COUNT = 4
 } memest_attention_kernel;
 
 /** comm_overlap value (the default): what the training stack overlaps by itself: megatron
@@ -650,7 +657,8 @@ typedef enum memest_enum {
   MEMEST_ENUM_OVERLAP = 13,         /* (1.5) memest_overlap: "dp", "tp", "pp", "ep" */
   MEMEST_ENUM_STEP_PART = 14,       /* (1.5) memest_step_part: "compute", "recompute", ... */
   MEMEST_ENUM_MOE_DISPATCHER = 15,  /* (1.5) memest_moe_dispatcher: "alltoall", "deepep" */
-  MEMEST_ENUM_ATTENTION_KERNEL = 16, /* (1.5) memest_attention_kernel: "auto", "flash2", "fused" */
+  MEMEST_ENUM_ATTENTION_KERNEL = 16, /* (1.5) memest_attention_kernel: "auto", "flash2", "fused",
+                                        "triton" (1.17) */
   MEMEST_ENUM_RECOMPUTE_MODULE = 17, /* (1.11) memest_recompute_module: "core_attn", "moe_act", ... */
   MEMEST_ENUM_MASTER_WEIGHTS = 18,  /* (1.15) memest_master_weights: "auto", "fp32", ... */
   MEMEST_ENUM_COUNT = 19

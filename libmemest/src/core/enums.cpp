@@ -35,7 +35,7 @@ constexpr const char* kLoraTarget[] = {"q_proj",   "k_proj",  "v_proj",  "o_proj
 constexpr const char* kCompile[] = {"none", "all", "model", "loss"};
 constexpr const char* kOverlap[] = {"dp", "tp", "pp", "ep"};
 constexpr const char* kMoeDispatcher[] = {"alltoall", "deepep"};
-constexpr const char* kAttentionKernel[] = {"auto", "flash2", "fused"};
+constexpr const char* kAttentionKernel[] = {"auto", "flash2", "fused", "triton"};
 constexpr const char* kStepPart[] = {"compute", "recompute", "bubble",    "tp_comm",   "cp_comm",
                                      "dp_comm", "pp_comm",   "ep_comm", "optimizer", "offload"};
 // Megatron-Core's own spellings (transformer_config.py recompute_modules)

@@ -380,7 +380,7 @@ std::vector<RequestField> build() {
                  "how MoE layers send tokens between expert-parallel ranks"),
       enumerated("training.attention_kernel", MEMEST_ENUM_ATTENTION_KERNEL, &C::attention_kernel,
                  stack(&S::attention_kernel), "--attention-kernel",
-                 "whose attention kernels run (auto: megatron fused, the others flash2)"),
+                 "whose attention kernels run (auto: megatron fused, the others flash2; triton: a Triton FlashAttention kernel, llm-foundry MPT's attn_impl triton)"),
       custom("training.comm_overlap", "\"default\", \"none\" or a list of overlap names",
              &C::comm_overlap, stack(&S::comm_overlap), "--comm-overlap", ojson::array({"tp"}),
              read_comm_overlap,

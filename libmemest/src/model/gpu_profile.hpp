@@ -50,6 +50,8 @@ constexpr GpuProfileField kGpuProfileFields[] = {
     // appended in 1.9: NVFP4 training (0 or 1) and its peak
     {"fp4", &memest_gpu::fp4, 1, 0, 1},
     {"peak_fp4_tflops", &memest_gpu::peak_fp4_tflops, 1, 0, 1e6, kMinPositivePeakTflops},
+    // appended in 1.17: Triton's FlashAttention kernels (0: derived, throughput.cpp)
+    {"triton_attention_efficiency", &memest_gpu::triton_attention_efficiency, 1, 0, 1, 1e-3},
 };
 
 // The profile every preset starts from (data/gpus.json "defaults"), no capacity.

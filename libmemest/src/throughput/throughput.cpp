@@ -37,6 +37,18 @@ int32_t attention_kernel_in_effect(int32_t requested, int32_t framework) {
   return framework == MEMEST_FRAMEWORK_MEGATRON ? MEMEST_ATTENTION_FUSED : MEMEST_ATTENTION_FLASH2;
 }
 
+double attention_efficiency_of(const memest_gpu& g, int32_t kernel) {
+  // FlashAttention-2's kernels reach a lower share of a Hopper's peak than its fused ones
+  // (FlashAttention-3 paper, Shah et al. 2024: 35 % against 75 %).
+  const double flash2 = g.fa2_attention_efficiency > 0 ? g.fa2_attention_efficiency : g.attention_efficiency;
+  switch (kernel) {
+    case MEMEST_ATTENTION_FLASH2: return flash2;
+    case MEMEST_ATTENTION_TRITON:
+      return g.triton_attention_efficiency > 0 ? g.triton_attention_efficiency : kTritonShareOfFlash2 * flash2;
+    default: return g.attention_efficiency;
+  }
+}
+
 uint32_t overlap_bits(const Plan& plan) {
   return overlap_bits(plan.stack.comm_overlap, plan.framework, plan.zero);
 }
@@ -85,12 +97,8 @@ struct Context {
 
   explicit Context(const Plan& p)
       : plan(p), m(*p.model), g(*p.gpu), dev(device_rates(*p.gpu)), overlap(overlap_bits(p)) {
-    // FlashAttention-2's kernels reach a lower share of a Hopper's peak than its fused ones
-    // (FlashAttention-3 paper, Shah et al. 2024: 35 % against 75 %).
-    if (attention_kernel_in_effect(p.stack.attention_kernel, p.framework) == MEMEST_ATTENTION_FLASH2 &&
-        p.gpu->fa2_attention_efficiency > 0) {
-      dev.attention_efficiency = p.gpu->fa2_attention_efficiency;
-    }
+    dev.attention_efficiency =
+        attention_efficiency_of(*p.gpu, attention_kernel_in_effect(p.stack.attention_kernel, p.framework));
     const ActivationLayout& x = p.layout;
     s = x.seq_len, b = x.micro_batch, t = x.tp, c = x.cp;
     ep = static_cast<double>(p.ep), etp = static_cast<double>(p.etp);

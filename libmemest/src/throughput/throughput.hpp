@@ -65,6 +65,20 @@ uint32_t overlap_bits(int32_t comm_overlap, int32_t framework, int32_t zero);
 // which FSDP, DeepSpeed and plain PyTorch runs of Hugging Face models call, FlashAttention-2's.
 int32_t attention_kernel_in_effect(int32_t requested, int32_t framework);
 
+// A Triton FlashAttention kernel's speed as a share of FlashAttention-2's on the same GPU
+// (llm-foundry's MPT `attn_impl: triton`, llmfoundry/models/layers/attention.py
+// triton_flash_attn_fn, ALiBi added as a bias inside the kernel). Both issue Ampere's mma.sync
+// (the pre-MLIR Triton fork it pins has no Hopper wgmma, nor has FlashAttention-2), so one share
+// serves every GPU. Fitted on llm-foundry's A100 and H100 rows (tests/calibration/
+// validate_throughput.cpp); the FlashAttention-2 paper (Dao 2023, section 4.1) measured
+// FlashAttention-2 1.3-2.5x as fast as the Triton kernel, a share of 0.40-0.77.
+constexpr double kTritonShareOfFlash2 = 0.49;
+
+// The attention_efficiency (memest_gpu) of `kernel` (never AUTO) on `g`: the GPU's best fused
+// kernels' own, FlashAttention-2's where slower (fa2_attention_efficiency), Triton's
+// (triton_attention_efficiency, or kTritonShareOfFlash2 of FlashAttention-2's).
+double attention_efficiency_of(const memest_gpu& g, int32_t kernel);
+
 // Seconds of host <-> GPU transfers per step for what is offloaded (PCIe, no overlap).
 double offload_seconds(const Plan& plan, double params, double microbatches);
 // Seconds of one MoE layer's expert-parallel all-to-alls (dispatch + combine, forward and
