@@ -116,6 +116,15 @@ test('attention kernels: a select of the library\'s names, in the URL, and the C
   const compute = await page.$eval('#step-parts li[data-part="compute"]', (li) => Number(li.dataset.seconds));
   assert.equal(compute, want.throughput.step.compute);
   assert.ok((await page.evaluate(() => location.hash)).includes('ak=flash2'), 'the kernels are in the URL');
+  // 1.17: Triton's FlashAttention kernel (llm-foundry's MPT), slower than flash2, as the CLI has it
+  assert.ok(names.includes('triton'), `the library names triton: ${names}`);
+  const triton = cliPretrain([...ARGS, '--attention-kernel', 'triton']);
+  assert.equal(triton.ok, true, `the CLI answers: ${JSON.stringify(triton.error)}`);
+  await show(`#${HASH}&ak=triton`);
+  await expectResult('attention kernels: triton');
+  const tritonCompute = await page.$eval('#step-parts li[data-part="compute"]', (li) => Number(li.dataset.seconds));
+  assert.equal(tritonCompute, triton.throughput.step.compute);
+  assert.ok(tritonCompute > compute, `triton ${tritonCompute} s over flash2 ${compute} s`);
   await show('#');
 });
 

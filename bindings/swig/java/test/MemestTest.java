@@ -753,6 +753,14 @@ public class MemestTest {
         + " \"parallel\": {\"gpus\": 8}, \"training\": {\"seq_len\": 8192, \"global_batch\": 8,"
         + " \"framework\": \"fsdp\", \"attention_kernel\": \"" + fusedName + "\"}}");
     check(jsonNumber(attnJson, "compute") == fused.getCompute_seconds(), "typed == JSON compute");
+    // 1.17: a Triton FlashAttention kernel (llm-foundry's MPT) at its share of FlashAttention-2's
+    attn.setAttention_kernel(memest_attention_kernel.MEMEST_ATTENTION_TRITON);
+    PretrainResult triton = Memest.pretrain(attn).result();
+    check(Memest.enumNames(memest_enum.MEMEST_ENUM_ATTENTION_KERNEL)
+        .get(memest_attention_kernel.MEMEST_ATTENTION_TRITON).equals("triton"), "triton's name");
+    check(triton.getCompute_seconds() > flash2.getCompute_seconds(),
+        "triton raises compute over flash2: " + triton.getCompute_seconds() + " vs " + flash2.getCompute_seconds());
+    check(triton.getPeak_bytes() == flash2.getPeak_bytes(), "triton leaves memory alone");
 
     // search: fp8 off and on, the breakdown of every entry, ties with the best
     PretrainRequest base = Memest.pretrainRequest("llama-3.1-8b", "h100-80gb");
