@@ -14,8 +14,9 @@
 // for every GPU (the dimension at which tile and wave quantisation halve a GEMM's efficiency
 // along it), and the share of FlashAttention-2's speed a Triton FlashAttention kernel reaches
 // (throughput.hpp kTritonShareOfFlash2; llm-foundry's rows). The A100's attention_efficiency is
-// FlashAttention-2's published one (data/gpus.json), not fitted: no A100 row runs it. Exits non-zero when a case is refused, when the refit moves away from the shipped
-// presets or the library's tie margin, or when the leave-one-source-out bounds fail.
+// FlashAttention-2's published one (data/gpus.json), not fitted: no A100 row runs it. Exits
+// non-zero when a case is refused, when the refit moves away from the shipped presets or the
+// library's tie margin, or when the leave-one-source-out bounds fail.
 //
 //   memest_validate_throughput [tests/data/measured/throughput-given.json]
 #include <algorithm>

@@ -552,8 +552,8 @@ typedef enum memest_attention_kernel {
   MEMEST_ATTENTION_FUSED = 2,  /* the GPU's best fused kernels (cuDNN, FlashAttention-3, XLA's
                                   cuDNN flash attention): gpu.attention_efficiency */
   MEMEST_ATTENTION_TRITON = 3, /* (1.17) a Triton FlashAttention kernel (llm-foundry's MPT
-                                  attn_impl "triton", ALiBi as a bias): gpu.
-                                  triton_attention_efficiency */
+                                  with attn_impl "triton", ALiBi as a bias):
+                                  gpu.triton_attention_efficiency */
   MEMEST_ATTENTION_KERNEL_COUNT = 4
 } memest_attention_kernel;
 
