@@ -75,8 +75,11 @@ for target in "${TARGETS[@]}"; do
   rc=$?
   set -e
   elapsed=$(( $(date +%s) - start ))
-  # With -jobs the statistics are in the workers' fuzz-N.log files.
-  execs=$({ cat "$log" "$B"/fuzz-[0-9]*.log 2>/dev/null || true; } |
+  # With -jobs the statistics are in the workers' fuzz-N.log files (the main log echoes them:
+  # read one or the other, not both).
+  stat_logs=("$log")
+  [ "$JOBS" -gt 1 ] && stat_logs=("$B"/fuzz-[0-9]*.log)
+  execs=$({ cat "${stat_logs[@]}" 2>/dev/null || true; } |
           { grep 'stat::number_of_executed_units' || true; } | awk '{s += $2} END {print s + 0}')
   count=$(find "$findings" -type f | wc -l)
   tail -n 3 "$log" | sed 's/^/   /'
