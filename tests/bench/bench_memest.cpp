@@ -206,7 +206,7 @@ void BM_Search405B(benchmark::State& state) {
                                  std::to_string(top[0].zero)
                            : "no layout fits");
 }
-BENCHMARK(BM_Search405B)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Search405B)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The same search under FSDP2: zero 2 and 3, every recompute option including op_selective.
 void BM_Search405BFsdp(benchmark::State& state) {
@@ -226,7 +226,7 @@ void BM_Search405BFsdp(benchmark::State& state) {
   SearchRun run;
   run_searches(state, r, run);
 }
-BENCHMARK(BM_Search405BFsdp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Search405BFsdp)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The full search of a mixture-of-experts model: DeepSeek-V3 on 2048 H100-80GB GPUs, sequence
 // 4096, 15360 sequences per step (the report's batch), ZeRO 1; expert parallelism enumerated
@@ -249,7 +249,7 @@ void BM_SearchDeepSeekV3(benchmark::State& state) {
                                  std::to_string(top[0].micro_batch)
                            : "no layout fits");
 }
-BENCHMARK(BM_SearchDeepSeekV3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SearchDeepSeekV3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A search whose request holds a long pipeline layout string (parsed once per thread, not once
 // per candidate: plan/plan.cpp parse_pipeline_layout): DeepSeek-V3's 61 layers and its MTP
@@ -268,7 +268,7 @@ void BM_SearchPipelineLayout(benchmark::State& state) {
   SearchRun run;
   run_searches(state, r, run);
 }
-BENCHMARK(BM_SearchPipelineLayout)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SearchPipelineLayout)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

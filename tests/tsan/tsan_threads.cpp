@@ -355,6 +355,7 @@ const std::vector<std::function<std::string()>>& tasks() {
       [] { return pretrain_task("gpt2", "v100-16gb", 4, 1, 1, 4096, MEMEST_RECOMPUTE_NONE); },             // seq > positions
       [] { return pretrain_task("llama-3.1-8b", "a100-40gb", 8, 1, 1, 8192, 7); },                         // recompute 7
       [] { return search_task(64, false, false); },
+      [] { return search_task(512, false, false); },  // 128 GPUs or more: the search's own threads
       [] { return search_task(8, true, false); },
       [] { return search_task(8, false, true); },  // missing global batch
       [] { return finetune_task("opt-1.3b", MEMEST_FINETUNE_ZERO3, 4, 8, 1e9, 0); },

@@ -4,9 +4,11 @@
 // multi-token-prediction modules sit. Every expected value is derived by hand in the comments.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "helpers.hpp"
+#include "requests.hpp"
 #include "plan/plan.hpp"
 
 namespace {
@@ -282,4 +284,68 @@ TEST_CASE("Qwen3-235B's 94 layers over 16 stages, stage by stage and searched") 
   REQUIRE(s["results"].size() == 1);
   CHECK(s["results"][0]["layout"]["first_stage_layers"] == 5);
   CHECK(s["results"][0]["layout"]["last_stage_layers"] == 5);
+}
+
+TEST_CASE("The search's peak is the heaviest of every stage, when middle stages differ") {
+  // The search computes one stage per shape of middle stage (pretrain/pretrain.cpp
+  // peak_memory); memest_pretrain computes them all. Each layout below has a middle stage
+  // unlike the second: the search (typed, this layout alone) must give the same peak and
+  // estimate.
+  struct Case {
+    const char* name;
+    const char* model;
+    int64_t gpus, tp, pp, ep, seq_len, global_batch;
+    int32_t recompute;
+    const char* pipeline_layout;
+    int32_t peak_stage;  // -1: not checked
+  };
+  const Case cases[] = {
+      // a layout string whose third stage holds 16 of the 32 layers (4 + 4 + 16 + 8): the
+      // heaviest, though neither the second nor the last (1.17.0's shortcut missed it)
+      {"llama-3.1-8b, E t*4 | t*4 | t*16 | t*8 L", "llama-3.1-8b", 32, 2, 4, 1, 4096, 256,
+       MEMEST_RECOMPUTE_NONE, "Et*4|t*4|t*16|t*8L", 2},
+      // DeepSeek-V3: three dense leading layers, then MoE layers, over 16 uneven stages
+      {"deepseek-v3, pp 16", "deepseek-v3", 1024, 1, 16, 64, 4096, 4096, MEMEST_RECOMPUTE_FULL,
+       nullptr, -1},
+      // Nemotron-H's Mamba / attention / MLP pattern over 4 stages
+      {"nemotron-h-56b, pp 4", "nemotron-h-56b", 64, 8, 4, 1, 8192, 256, MEMEST_RECOMPUTE_NONE,
+       nullptr, -1},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    memest_test::Pretrain p(c.model, "h100-80gb");
+    p.r.gpus = c.gpus, p.r.tp = c.tp, p.r.pp = c.pp, p.r.ep = c.ep;
+    p.r.seq_len = c.seq_len, p.r.global_batch = c.global_batch, p.r.micro_batch = 1;
+    p.r.recompute = c.recompute;
+    p.r.pipeline_layout = c.pipeline_layout;
+    p.r.uneven_pipeline = c.pipeline_layout ? 0 : 1;  // a layout string sets every stage
+    memest_stage stages[16];
+    memest_pretrain_result single;
+    const memest_status st = p.run(single, stages, 16);
+    const std::string error = memest_last_error();
+    CAPTURE(error);
+    REQUIRE(st == MEMEST_OK);
+    double heaviest = 0;
+    for (int64_t i = 0; i < c.pp; ++i) heaviest = std::max(heaviest, stages[i].peak_bytes);
+    CHECK(single.peak_bytes == heaviest);
+    if (c.peak_stage >= 0) CHECK(single.peak_stage == c.peak_stage);
+
+    memest_layout layout = memest_test::sized<memest_layout>();
+    layout.tp = c.tp, layout.cp = 1, layout.pp = c.pp, layout.vpp = 1, layout.micro_batch = 1;
+    layout.recompute = c.recompute, layout.zero = 1, layout.ep = c.ep, layout.etp = 0;
+    memest_search_request r;
+    REQUIRE(memest_search_request_init(&r, sizeof r) == MEMEST_OK);
+    r.base = &p.r;
+    r.layouts = &layout;
+    r.layout_count = 1;
+    r.include_oom = 1;
+    r.uneven_pipeline = p.r.uneven_pipeline;
+    memest_search_result res = memest_test::sized<memest_search_result>();
+    memest_search_entry top[1];
+    REQUIRE(memest_search(&r, &res, top, sizeof top[0], 1, nullptr, 0) == MEMEST_OK);
+    REQUIRE(res.count == 1);
+    CHECK(top[0].peak_bytes == single.peak_bytes);
+    CHECK(top[0].estimate_bytes == single.estimate_bytes);
+  }
 }

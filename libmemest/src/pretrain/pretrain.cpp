@@ -1,6 +1,7 @@
 #include "pretrain/pretrain.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -615,29 +616,63 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   return s;
 }
 
-double peak_memory(const Plan& plan, int32_t* peak_stage) {
-  // The most loaded stage is the first, the second or the last: middle stages hold the same
-  // layers with fewer micro-batches in flight the later they come (both schedules), and no
-  // embedding or LM head; the second stands for them (it can pass a first stage that an
-  // uneven pipeline made one layer lighter). So three stages suffice.
-  // A mixture-of-experts model can hold a different number of MoE layers per stage (dense
-  // leading layers, a layer step): every stage is computed.
+double peak_memory(const Plan& plan, int32_t* peak_stage, double stop_above,
+                   double* estimate_bytes) {
+  // Stages that hold the same layers (as many, as many MoE layers, the same hybrid mixers, the
+  // MTP modules or not) differ only in the micro-batches they keep in flight, fewer the later
+  // they come (both schedules: microbatches_in_flight): of such middle stages the earliest is
+  // the most loaded and stands for the rest. The first and the last stage (embedding, LM head)
+  // are computed apart. A plain pipeline thus needs three stages; an MoE model's dense leading
+  // layers, a hybrid pattern or a --pipeline-model-parallel-layout a few more.
+  const memest_model& m = *plan.model;
   int32_t best = 0;
-  double peak = stage_memory(plan, 0, true).peak_bytes;
+  const memest_stage first = stage_memory(plan, 0, true);
+  double peak = first.peak_bytes;
+  if (estimate_bytes) {
+    // Eq. 18's number: the first stage with the paper's p micro-batches in flight, the same
+    // stage unless the iteration has fewer micro-batches than that
+    *estimate_bytes = microbatches_in_flight(plan, 0, false) == microbatches_in_flight(plan, 0, true)
+                          ? first.total_bytes
+                          : stage_memory(plan, 0, false).total_bytes;
+  }
   auto consider = [&](int64_t i) {
-    if (i <= 0 || i >= plan.pp) return;
     const double p = stage_memory(plan, i, true).peak_bytes;
     if (p > peak) {
       peak = p;
       best = static_cast<int32_t>(i);
     }
   };
-  if (is_moe(*plan.model)) {
-    for (int64_t i = 1; i < plan.pp; ++i) consider(i);
-  } else {
-    consider(1);
-    if (plan.pp - 1 != 1) consider(plan.pp - 1);  // pp = 2: the second stage is the last
+  struct Shape {
+    int64_t layers, moe_layers;
+    LayerMix mix;
+    bool mtp;
+    bool operator==(const Shape& o) const {
+      return layers == o.layers && moe_layers == o.moe_layers && mix.mamba == o.mix.mamba &&
+             mix.deltanet == o.mix.deltanet && mix.parallel == o.mix.parallel &&
+             mix.no_mixer == o.mix.no_mixer && mix.no_mlp == o.mix.no_mlp && mtp == o.mtp;
+    }
+  };
+  std::array<Shape, 8> seen{};  // shapes already computed (fixed size: no allocation)
+  std::size_t seen_count = 0;
+  const bool mtp = trains_mtp(plan);
+  const bool moe = is_moe(m);
+  const bool pattern = has_mixer_pattern(m) || has_mlp_pattern(m);
+  // one kind of layer, an even split: every middle stage has the second's shape
+  const int64_t middle_end = moe || pattern || mtp || !plan.layers.rank.empty()
+                                 ? plan.pp - 1
+                                 : std::min<int64_t>(2, plan.pp - 1);
+  for (int64_t i = 1; i < middle_end && !(peak > stop_above); ++i) {
+    const Shape shape{plan.layers.of(i, plan.pp),
+                      moe ? stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i) : 0,
+                      pattern ? stage_layer_mix(m, plan.layers, plan.pp, plan.vpp, i) : LayerMix{},
+                      mtp && i == plan.layers.mtp_stage(plan.pp)};
+    if (std::find(seen.begin(), seen.begin() + seen_count, shape) != seen.begin() + seen_count) {
+      continue;
+    }
+    if (seen_count < seen.size()) seen[seen_count++] = shape;  // beyond 8 shapes: computed
+    consider(i);
   }
+  if (plan.pp > 1 && !(peak > stop_above)) consider(plan.pp - 1);
   if (peak_stage) *peak_stage = best;
   return peak;
 }

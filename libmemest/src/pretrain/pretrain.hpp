@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "memest/memest.h"
 #include "plan/plan.hpp"
@@ -12,8 +13,13 @@ namespace memest {
 
 // Memory of stage i. `cap` limits micro-batches in flight to those an iteration has.
 memest_stage stage_memory(const Plan& plan, int64_t i, bool cap);
-// The most loaded stage's peak_bytes (first, second or last stage), without allocating.
-double peak_memory(const Plan& plan, int32_t* peak_stage);
+// The most loaded stage's peak_bytes, without allocating. It returns as soon as a stage's peak
+// exceeds `stop_above` (a search that drops layouts over a limit needs no more): the value is
+// then that stage's, a lower bound of the peak, and *peak_stage its index. `estimate_bytes`
+// (when not null) receives stage_memory(plan, 0, false).total_bytes, the paper's estimate.
+double peak_memory(const Plan& plan, int32_t* peak_stage,
+                   double stop_above = std::numeric_limits<double>::infinity(),
+                   double* estimate_bytes = nullptr);
 
 // Validates the request (throws memest::Error naming the field), then computes the result
 // and up to `stage_capacity` stages (full-size structs; the C API copies them out).

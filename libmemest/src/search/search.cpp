@@ -1,9 +1,13 @@
 #include "search/search.hpp"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <string>
+#include <thread>
 
 #include "core/enums.hpp"
 #include "core/error.hpp"
@@ -64,6 +68,25 @@ bool better(const memest_search_entry& a, const memest_search_entry& b) {
   return a.compile < b.compile;
 }
 
+// Keeps `e` in `list` if it is among the best `capacity` (the list stays best first).
+void keep_best(std::vector<memest_search_entry>& list, const memest_search_entry& e, uint32_t capacity) {
+  if (capacity == 0) return;
+  if (list.size() == capacity && !better(e, list.back())) return;
+  if (list.size() < capacity) list.push_back(e);  // grows to at most `capacity`
+  std::size_t pos = list.size() - 1;              // the last slot is free (or the worst)
+  while (pos > 0 && better(e, list[pos - 1])) {
+    list[pos] = list[pos - 1];
+    --pos;
+  }
+  list[pos] = e;
+}
+
+// The (tp, cp, pp) cells of the space, handed out one at a time to the threads of a search:
+// every thread walks the same cells in the same order and takes those it claimed.
+struct Cells {
+  std::atomic<uint64_t> next{0};
+};
+
 // The search's state: one request copy mutated per candidate, and the top-k list.
 struct Search {
   PretrainRequest candidate;
@@ -82,20 +105,11 @@ struct Search {
 
   void insert(const memest_search_entry& e) {
     ++out->ranked;
-    std::vector<memest_search_entry>& list = out->entries;
-    if (capacity == 0) return;
-    if (list.size() == capacity && !better(e, list.back())) return;
-    if (list.size() < capacity) list.push_back(e);  // grows to at most `capacity`
-    std::size_t pos = list.size() - 1;              // the last slot is free (or the worst)
-    while (pos > 0 && better(e, list[pos - 1])) {
-      list[pos] = list[pos - 1];
-      --pos;
-    }
-    list[pos] = e;
+    keep_best(out->entries, e, capacity);
   }
 
   // The block times of recent block shapes (throughput/throughput.hpp layer_times): candidates
-  // that differ only in pp, vpp or dp share them. Direct-mapped, fixed size (no allocation).
+  // that differ only in pp, vpp or dp share them. Direct-mapped, fixed size (allocated once per search).
   struct BlockKey {
     int64_t tp = 0, cp = 0, micro_batch = 0, ep = 0, etp = -1;
     int32_t recompute = -1, zero = -1, fp8 = -1, compile = -1;
@@ -113,14 +127,15 @@ struct Search {
       return static_cast<std::size_t>(h % slots);
     }
   };
-  static constexpr std::size_t kBlockCache = 256;
-  std::array<std::pair<BlockKey, LayerTimes>, kBlockCache> blocks{};
+  static constexpr std::size_t kBlockCache = 4096;  // a mixture-of-experts search meets thousands
+  std::vector<std::pair<BlockKey, LayerTimes>> blocks;  // sized on first use
 
   const LayerTimes& block_times(const Plan& plan, const Layout& l) {
     // The ZeRO stage changes the block times only through DeepSpeed's overlap default.
     const int32_t zero = plan.framework == MEMEST_FRAMEWORK_DEEPSPEED ? plan.zero : -1;
     const BlockKey key{l.tp, l.cp, l.micro_batch, l.ep, plan.etp, l.recompute, zero,
                        candidate.stack.fp8, candidate.stack.compile};
+    if (blocks.empty()) blocks.resize(kBlockCache);
     auto& [k, times] = blocks[key.slot(kBlockCache)];
     if (!(k == key)) {
       k = key;
@@ -172,7 +187,11 @@ struct Search {
     memest_search_entry e;
     std::memset(&e, 0, sizeof e);
     e.struct_size = sizeof e;
-    e.peak_bytes = peak_memory(plan, nullptr);
+    // Without OOM layouts in the list, the first stage over the limit settles it.
+    double estimate = 0;
+    e.peak_bytes = peak_memory(plan, nullptr,
+                               include_oom ? std::numeric_limits<double>::infinity() : peak_limit,
+                               &estimate);
     // the safe side: beyond the request's probability of OOM counts as out of memory
     e.oom_predicted = e.peak_bytes > peak_limit;
     if (e.oom_predicted) {
@@ -188,7 +207,7 @@ struct Search {
     e.zero = layout.zero;
     e.dp = plan.dp;
     e.num_microbatches = plan.num_microbatches;
-    e.estimate_bytes = stage_memory(plan, 0, false).total_bytes;
+    e.estimate_bytes = estimate;
     e.capacity_bytes = r.gpu.memory_bytes;
     e.verdict = verdict_for(e.estimate_bytes, e.capacity_bytes);
     e.peak_verdict = peak_verdict_for(e.peak_bytes, e.capacity_bytes);
@@ -332,8 +351,10 @@ void rank_shortlist(const SearchRequest& r, Search& s) {
 // Enumerates every layout of the space: divisors of the GPUs for tp, cp, pp (up to the
 // maxima), vpp up to max_vpp, micro-batches dividing the global batch (up to the pretraining
 // limit), the allowed recompute and ZeRO options.
-void enumerate_space(const SearchRequest& r, Search& s) {
+void enumerate_space(const SearchRequest& r, Search& s, Cells* cells) {
   const PretrainRequest& base = r.base;
+  uint64_t cell = 0;  // this (tp, cp, pp) cell's index, and the next this thread claimed
+  uint64_t mine = cells ? cells->next.fetch_add(1) : 0;
   int64_t divs[kMaxGpuDivisors];
   const int nd = divisors(base.gpus, divs, kMaxGpuDivisors);
   int64_t batch_divs[kMaxBatchDivisors];
@@ -397,6 +418,10 @@ void enumerate_space(const SearchRequest& r, Search& s) {
         if (static_cast<double>(tp) * static_cast<double>(cp) * static_cast<double>(pp) >
             static_cast<double>(base.gpus)) {
           break;
+        }
+        if (cells) {  // another thread's cell: skipped here, counted there
+          if (cell++ != mine) continue;
+          mine = cells->next.fetch_add(1);
         }
         const uint64_t per_tcp_all = per_tcp * static_cast<uint64_t>(expert_options);
         if (base.gpus % (tp * cp * pp) != 0) {  // counted whole, not visited
@@ -494,6 +519,63 @@ std::vector<std::pair<int32_t, int32_t>> search_options(const SearchRequest& r) 
   return out;
 }
 
+// Threads a search uses: up to the cores (at most 8) for a cluster of 128 GPUs or more, whose
+// space runs to thousands of layouts; one for smaller ones (a thread costs more than their
+// whole search) and where the build has no threads (WebAssembly without pthreads).
+unsigned search_threads(const SearchRequest& r) {
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  (void)r;
+  return 1;
+#else
+  if (r.base.gpus < 128) return 1;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+#endif
+}
+
+// Enumerates the space over search_threads(r) threads, each with its own request copy, block
+// cache and best list, then merges their counts and lists into s's outcome. Each (tp, cp, pp)
+// cell goes to one thread, and `better` orders distinct layouts totally, so the result is the
+// single thread's, entry for entry. (A thread skips composing a layout whose upper bound is
+// below its own list's last: that is at or below the merged list's last, so it could not have
+// entered the merged list either.)
+void enumerate_in_threads(const SearchRequest& r, Search& s, uint32_t capacity) {
+  const unsigned n = search_threads(r);
+  if (n <= 1) {
+    enumerate_space(r, s, nullptr);
+    return;
+  }
+#if !(defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__))
+  Cells cells;
+  std::vector<SearchOutcome> outs(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (unsigned k = 0; k < n; ++k) {
+    threads.emplace_back([&, k] {
+      try {
+        Search t = s;
+        t.out = &outs[k];
+        enumerate_space(r, t, &cells);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  SearchOutcome& out = *s.out;
+  for (const SearchOutcome& o : outs) {
+    out.candidates += o.candidates;
+    out.evaluated += o.evaluated;
+    out.ranked += o.ranked;
+    for (std::size_t i = 0; i < out.pruned.size(); ++i) out.pruned[i] += o.pruned[i];
+    for (const memest_search_entry& e : o.entries) keep_best(out.entries, e, capacity);
+  }
+#endif
+}
+
 void mark_ties(SearchOutcome& out) {
   out.tie_margin = kThroughputTieMargin;
   if (out.entries.empty() || out.entries[0].oom_predicted) return;
@@ -523,7 +605,7 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   if (!r.layouts.empty()) {
     rank_shortlist(r, s);
   } else {
-    enumerate_space(r, s);
+    enumerate_in_threads(r, s, capacity);
   }
   mark_ties(out);
   return out;
