@@ -76,7 +76,7 @@ StackActivationTerms stack_activation_terms(const Plan& plan, double layers, dou
     double linear = dense_layers * layer.sharded / t;
     if (moe_layers > 0) {
       const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.num_experts);
-      linear += moe_layers * (moe_layer_parts(m).base.sharded / t + router);
+      linear += moe_layers * (plan.moe_parts.base.sharded / t + router);
     }
     r.weight_copies = autocast_weight_copies_bytes(linear + (last ? edge.lm_head / t : 0.0));
   }
@@ -105,7 +105,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   double params = dense_layers * (layer.sharded / t + layer.replicated);
   double expert_params = 0;
   if (moe_count > 0) {
-    const MoeLayerParts moe = moe_layer_parts(m);
+    const MoeLayerParts& moe = plan.moe_parts;
     params += moe_layers * (moe.base.sharded / t + moe.base.replicated);
     expert_params += moe_layers * moe.routed / expert_split;
   }
@@ -142,7 +142,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
       const LayerParams extra = mtp_extra_params(m);
       double own = extra.sharded / t + extra.replicated;
       if (is_moe_layer(m, m.num_hidden_layers + j)) {
-        const MoeLayerParts moe = moe_layer_parts(m);
+        const MoeLayerParts& moe = plan.moe_parts;
         own += moe.base.sharded / t + moe.base.replicated;
         expert_params += moe.routed / expert_split;
         mtp_params += moe.routed / expert_split;
@@ -279,7 +279,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // an MoE block with all its experts (ep = 1 outside megatron).
   double block = layer.sharded / t + layer.replicated;
   if (moe_count > 0) {
-    const MoeLayerParts moe = moe_layer_parts(m);
+    const MoeLayerParts& moe = plan.moe_parts;
     block = std::max(block, moe.base.sharded / t + moe.base.replicated + moe.routed / expert_split);
   }
   // DDP buckets every gradient, the experts' too (under megatron no DDP bucket is counted)
@@ -616,15 +616,55 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   return s;
 }
 
-double peak_memory(const Plan& plan, int32_t* peak_stage, double stop_above,
-                   double* estimate_bytes) {
+MiddleStages middle_stages(const Plan& plan) {
   // Stages that hold the same layers (as many, as many MoE layers, the same hybrid mixers, the
   // MTP modules or not) differ only in the micro-batches they keep in flight, fewer the later
   // they come (both schedules: microbatches_in_flight): of such middle stages the earliest is
-  // the most loaded and stands for the rest. The first and the last stage (embedding, LM head)
-  // are computed apart. A plain pipeline thus needs three stages; an MoE model's dense leading
-  // layers, a hybrid pattern or a --pipeline-model-parallel-layout a few more.
+  // the most loaded and stands for the rest. A plain pipeline needs one (the second); an MoE
+  // model's dense leading layers, a hybrid pattern or a --pipeline-model-parallel-layout a few
+  // more.
   const memest_model& m = *plan.model;
+  struct Shape {
+    int64_t layers, moe_layers;
+    LayerMix mix;
+    bool mtp;
+    bool operator==(const Shape& o) const {
+      return layers == o.layers && moe_layers == o.moe_layers && mix.mamba == o.mix.mamba &&
+             mix.deltanet == o.mix.deltanet && mix.parallel == o.mix.parallel &&
+             mix.no_mixer == o.mix.no_mixer && mix.no_mlp == o.mix.no_mlp && mtp == o.mtp;
+    }
+  };
+  std::array<Shape, MiddleStages::kMax> seen{};
+  MiddleStages out;
+  const bool mtp = trains_mtp(plan);
+  const bool moe = is_moe(m);
+  const bool pattern = has_mixer_pattern(m) || has_mlp_pattern(m);
+  // one kind of layer, an even split: every middle stage has the second's shape
+  const int64_t end = moe || pattern || mtp || !plan.layers.rank.empty()
+                          ? plan.pp - 1
+                          : std::min<int64_t>(2, plan.pp - 1);
+  for (int64_t i = 1; i < end; ++i) {
+    const Shape shape{plan.layers.of(i, plan.pp),
+                      moe ? stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i) : 0,
+                      pattern ? stage_layer_mix(m, plan.layers, plan.pp, plan.vpp, i) : LayerMix{},
+                      mtp && i == plan.layers.mtp_stage(plan.pp)};
+    if (std::find(seen.begin(), seen.begin() + out.count, shape) != seen.begin() + out.count) {
+      continue;
+    }
+    if (out.count == MiddleStages::kMax) {  // more shapes than kept: every stage from here on
+      out.all_from = i;
+      break;
+    }
+    seen[out.count] = shape;
+    out.stage[out.count++] = i;
+  }
+  return out;
+}
+
+double peak_memory(const Plan& plan, int32_t* peak_stage, double stop_above,
+                   double* estimate_bytes, const MiddleStages* middle) {
+  // The first and the last stage (embedding, LM head) apart, and the middle stages that stand
+  // for the others (middle_stages).
   int32_t best = 0;
   const memest_stage first = stage_memory(plan, 0, true);
   double peak = first.peak_bytes;
@@ -636,43 +676,20 @@ double peak_memory(const Plan& plan, int32_t* peak_stage, double stop_above,
                           : stage_memory(plan, 0, false).total_bytes;
   }
   auto consider = [&](int64_t i) {
+    if (peak > stop_above) return;
     const double p = stage_memory(plan, i, true).peak_bytes;
     if (p > peak) {
       peak = p;
       best = static_cast<int32_t>(i);
     }
   };
-  struct Shape {
-    int64_t layers, moe_layers;
-    LayerMix mix;
-    bool mtp;
-    bool operator==(const Shape& o) const {
-      return layers == o.layers && moe_layers == o.moe_layers && mix.mamba == o.mix.mamba &&
-             mix.deltanet == o.mix.deltanet && mix.parallel == o.mix.parallel &&
-             mix.no_mixer == o.mix.no_mixer && mix.no_mlp == o.mix.no_mlp && mtp == o.mtp;
-    }
-  };
-  std::array<Shape, 8> seen{};  // shapes already computed (fixed size: no allocation)
-  std::size_t seen_count = 0;
-  const bool mtp = trains_mtp(plan);
-  const bool moe = is_moe(m);
-  const bool pattern = has_mixer_pattern(m) || has_mlp_pattern(m);
-  // one kind of layer, an even split: every middle stage has the second's shape
-  const int64_t middle_end = moe || pattern || mtp || !plan.layers.rank.empty()
-                                 ? plan.pp - 1
-                                 : std::min<int64_t>(2, plan.pp - 1);
-  for (int64_t i = 1; i < middle_end && !(peak > stop_above); ++i) {
-    const Shape shape{plan.layers.of(i, plan.pp),
-                      moe ? stage_moe_layers(m, plan.layers, plan.pp, plan.vpp, i) : 0,
-                      pattern ? stage_layer_mix(m, plan.layers, plan.pp, plan.vpp, i) : LayerMix{},
-                      mtp && i == plan.layers.mtp_stage(plan.pp)};
-    if (std::find(seen.begin(), seen.begin() + seen_count, shape) != seen.begin() + seen_count) {
-      continue;
-    }
-    if (seen_count < seen.size()) seen[seen_count++] = shape;  // beyond 8 shapes: computed
-    consider(i);
+  const MiddleStages own = middle ? MiddleStages{} : middle_stages(plan);
+  const MiddleStages& stages = middle ? *middle : own;
+  for (std::size_t k = 0; k < stages.count; ++k) consider(stages.stage[k]);
+  if (stages.all_from > 0) {
+    for (int64_t i = stages.all_from; i + 1 < plan.pp; ++i) consider(i);
   }
-  if (plan.pp > 1 && !(peak > stop_above)) consider(plan.pp - 1);
+  if (plan.pp > 1) consider(plan.pp - 1);
   if (peak_stage) *peak_stage = best;
   return peak;
 }

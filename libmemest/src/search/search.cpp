@@ -144,8 +144,44 @@ struct Search {
     return times;
   }
 
+  // check_layout's refusal of the last (tp, cp, pp, vpp, ep, etp) that failed on those alone
+  // (every reason but the micro-batch's, which it checks last): the next candidates that
+  // differ only in micro-batch, recompute, ZeRO, fp8 or compile fail alike, uncounted again.
+  struct CellKey {
+    int64_t tp = 0, cp = 0, pp = 0, vpp = 0, ep = 0, etp = 0;
+    bool operator==(const CellKey& o) const {
+      return tp == o.tp && cp == o.cp && pp == o.pp && vpp == o.vpp && ep == o.ep && etp == o.etp;
+    }
+  };
+  CellKey refused_cell;
+  LayoutIssue refused_issue = LayoutIssue::None;
+
   // Each layout under every fp8 / compile option the request tries (1.5).
   std::vector<std::pair<int32_t, int32_t>> options;
+
+  // The middle stages that stand for the rest (pretrain/pretrain.hpp middle_stages) of recent
+  // pipeline splits: one model per search, so the split (pp, vpp and its stages' layers) decides
+  // them. Direct-mapped, fixed size.
+  struct SplitKey {
+    int64_t pp = 0, vpp = 0, first = -1, middle = 0, last = 0;
+    bool operator==(const SplitKey& o) const {
+      return pp == o.pp && vpp == o.vpp && first == o.first && middle == o.middle && last == o.last;
+    }
+  };
+  static constexpr std::size_t kSplitCache = 64;
+  std::array<std::pair<SplitKey, MiddleStages>, kSplitCache> splits{};
+
+  const MiddleStages& middle_of(const Plan& plan) {
+    const SplitKey key{plan.pp, plan.vpp, plan.layers.first, plan.layers.middle, plan.layers.last};
+    const uint64_t h = static_cast<uint64_t>(key.pp) * 1000003u + static_cast<uint64_t>(key.vpp) * 8191u +
+                       static_cast<uint64_t>(key.first) * 131u + static_cast<uint64_t>(key.last);
+    auto& [k, stages] = splits[h % kSplitCache];
+    if (!(k == key)) {
+      k = key;
+      stages = middle_stages(plan);
+    }
+    return stages;
+  }
   void evaluate(const Layout& layout) {
     for (const auto& [fp8, compile] : options) {
       candidate.stack.fp8 = fp8;
@@ -169,11 +205,20 @@ struct Search {
       prune(MEMEST_PRUNE_EQUIVALENT);
       return;
     }
+    const CellKey cell{layout.tp, layout.cp, layout.pp, layout.vpp, layout.ep, layout.etp};
+    if (refused_issue != LayoutIssue::None && cell == refused_cell) {
+      prune(prune_reason(refused_issue));
+      return;
+    }
     PretrainRequest& r = candidate;
     r.set_layout(layout);
     LayoutCheck check;
     const LayoutIssue issue = check_layout(r, check);
     if (issue != LayoutIssue::None) {
+      if (issue != LayoutIssue::GlobalBatch && issue != LayoutIssue::InterleavedMicrobatches) {
+        refused_cell = cell;
+        refused_issue = issue;
+      }
       prune(prune_reason(issue));
       return;
     }
@@ -191,7 +236,7 @@ struct Search {
     double estimate = 0;
     e.peak_bytes = peak_memory(plan, nullptr,
                                include_oom ? std::numeric_limits<double>::infinity() : peak_limit,
-                               &estimate);
+                               &estimate, &middle_of(plan));
     // the safe side: beyond the request's probability of OOM counts as out of memory
     e.oom_predicted = e.peak_bytes > peak_limit;
     if (e.oom_predicted) {
@@ -594,7 +639,7 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   // A shortlist is ranked as given; the enumeration counts selective-as-none once.
   const bool none_in_space =
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
-  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, 0.0, ModelTerms{}, {}, {}};
+  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, 0.0, ModelTerms{}, {}, {}, LayoutIssue::None, {}, {}};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
   s.peak_limit = r.max_oom_probability >= 1
