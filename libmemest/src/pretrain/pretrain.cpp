@@ -671,9 +671,8 @@ double peak_memory(const Plan& plan, int32_t* peak_stage, double stop_above,
   if (estimate_bytes) {
     // Eq. 18's number: the first stage with the paper's p micro-batches in flight, the same
     // stage unless the iteration has fewer micro-batches than that
-    *estimate_bytes = microbatches_in_flight(plan, 0, false) == microbatches_in_flight(plan, 0, true)
-                          ? first.total_bytes
-                          : stage_memory(plan, 0, false).total_bytes;
+    const bool same = microbatches_in_flight(plan, 0, false) == microbatches_in_flight(plan, 0, true);
+    *estimate_bytes = same ? first.total_bytes : stage_memory(plan, 0, false).total_bytes;
   }
   auto consider = [&](int64_t i) {
     if (peak > stop_above) return;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "core/enums.hpp"
@@ -69,7 +70,8 @@ bool better(const memest_search_entry& a, const memest_search_entry& b) {
 }
 
 // Keeps `e` in `list` if it is among the best `capacity` (the list stays best first).
-void keep_best(std::vector<memest_search_entry>& list, const memest_search_entry& e, uint32_t capacity) {
+void keep_best(std::vector<memest_search_entry>& list, const memest_search_entry& e,
+               uint32_t capacity) {
   if (capacity == 0) return;
   if (list.size() == capacity && !better(e, list.back())) return;
   if (list.size() < capacity) list.push_back(e);  // grows to at most `capacity`
@@ -109,7 +111,8 @@ struct Search {
   }
 
   // The block times of recent block shapes (throughput/throughput.hpp layer_times): candidates
-  // that differ only in pp, vpp or dp share them. Direct-mapped, fixed size (allocated once per search).
+  // that differ only in pp, vpp or dp share them. Direct-mapped, fixed size (allocated once per
+  // search).
   struct BlockKey {
     int64_t tp = 0, cp = 0, micro_batch = 0, ep = 0, etp = -1;
     int32_t recompute = -1, zero = -1, fp8 = -1, compile = -1;
@@ -173,7 +176,8 @@ struct Search {
 
   const MiddleStages& middle_of(const Plan& plan) {
     const SplitKey key{plan.pp, plan.vpp, plan.layers.first, plan.layers.middle, plan.layers.last};
-    const uint64_t h = static_cast<uint64_t>(key.pp) * 1000003u + static_cast<uint64_t>(key.vpp) * 8191u +
+    const uint64_t h = static_cast<uint64_t>(key.pp) * 1000003u +
+                       static_cast<uint64_t>(key.vpp) * 8191u +
                        static_cast<uint64_t>(key.first) * 131u + static_cast<uint64_t>(key.last);
     auto& [k, stages] = splits[h % kSplitCache];
     if (!(k == key)) {
@@ -593,19 +597,26 @@ void enumerate_in_threads(const SearchRequest& r, Search& s, uint32_t capacity) 
   Cells cells;
   std::vector<SearchOutcome> outs(n);
   std::vector<std::exception_ptr> errors(n);
+  auto work = [&](unsigned k) {
+    try {
+      Search t = s;
+      t.out = &outs[k];
+      enumerate_space(r, t, &cells);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  };
+  // The caller's thread is worker 0; a thread the system refuses leaves its cells to the others.
   std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (unsigned k = 0; k < n; ++k) {
-    threads.emplace_back([&, k] {
-      try {
-        Search t = s;
-        t.out = &outs[k];
-        enumerate_space(r, t, &cells);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
+  threads.reserve(n - 1);
+  for (unsigned k = 1; k < n; ++k) {
+    try {
+      threads.emplace_back(work, k);
+    } catch (const std::system_error&) {
+      break;
+    }
   }
+  work(0);
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
@@ -639,7 +650,8 @@ SearchOutcome run_search(const SearchRequest& r, uint32_t capacity) {
   // A shortlist is ranked as given; the enumeration counts selective-as-none once.
   const bool none_in_space =
       r.layouts.empty() && (r.recompute_mask & (1u << MEMEST_RECOMPUTE_NONE)) != 0;
-  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, 0.0, ModelTerms{}, {}, {}, LayoutIssue::None, {}, {}};
+  Search s{r.base, &out, capacity, r.include_oom == 1, none_in_space, 0u, 0.0, ModelTerms{},
+           {}, {}, LayoutIssue::None, {}, {}};
   s.candidate.uneven_pipeline = r.uneven_pipeline;
   s.zero_mask = r.layouts.empty() ? r.zero_mask : 0u;  // a shortlist is ranked as given
   s.peak_limit = r.max_oom_probability >= 1
