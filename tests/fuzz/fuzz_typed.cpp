@@ -317,7 +317,13 @@ void apply(State& s, uint8_t field, Reader& in) {
                           &s.gpu.fragmentation, &s.gpu.gemm_efficiency, &s.gpu.gemm_half_tokens,
                           &s.gpu.attention_efficiency, &s.gpu.cp_attention_penalty,
                           &s.gpu.tp_bandwidth_gbps, &s.gpu.intra_node_gbps, &s.gpu.inter_node_gbps,
-                          &s.gpu.pipeline_stage_seconds};
+                          &s.gpu.pipeline_stage_seconds,
+                          // appended in 1.2 .. 1.17 (the step-time model's profile)
+                          &s.gpu.pcie_gbps, &s.gpu.fp8, &s.gpu.peak_fp8_tflops, &s.gpu.hbm_gbps,
+                          &s.gpu.gemm_half_dim, &s.gpu.attention_half_seq,
+                          &s.gpu.kernel_overhead_us, &s.gpu.intra_node_latency_us,
+                          &s.gpu.inter_node_latency_us, &s.gpu.fp8_gemm_efficiency,
+                          &s.gpu.fa2_attention_efficiency, &s.gpu.triton_attention_efficiency};
       *fields[which % (sizeof fields / sizeof fields[0])] = in.number();
       break;
     }

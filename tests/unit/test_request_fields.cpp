@@ -16,6 +16,7 @@
 #include "helpers.hpp"
 #include "json/modes.hpp"
 #include "json/request_fields.hpp"
+#include "model/gpu_profile.hpp"
 
 using namespace memest;
 
@@ -284,4 +285,32 @@ TEST_CASE("request fields: docs/json-reference.md carries the registry's table")
   }
   // run with MEMEST_UPDATE_DOCS=1 after changing a row
   CHECK(text.substr(from + begin.size(), to - from - begin.size()) == table);
+}
+
+TEST_CASE("request fields: the JSON fuzzer's dictionary holds every key, profile field and name") {
+  // tests/fuzz/request.dict feeds fuzz_request (scripts/fuzz.sh) the request vocabulary: every
+  // registry row's key, every GPU profile field and every enumeration's names, so that the
+  // fuzzer reaches a field added later without guessing its spelling.
+  const std::string path = std::string(MEMEST_TEST_DATA) + "/../fuzz/request.dict";
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::set<std::string> entries;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 6 && line.rfind("\"\\\"", 0) == 0) {
+      entries.insert(line.substr(3, line.size() - 6));
+    }
+  }
+  auto held = [&](const std::string& word) {
+    CAPTURE(word);
+    CHECK(entries.count(word) == 1);
+  };
+  for (const RequestField& f : rows()) held(f.key());
+  for (const GpuProfileField& g : kGpuProfileFields) held(g.key);
+  for (uint32_t kind = 0; kind < MEMEST_ENUM_COUNT; ++kind) {
+    const auto which = static_cast<memest_enum>(kind);
+    for (uint32_t v = 0; v < memest_enum_count(which); ++v) {
+      const char* name = memest_enum_name(which, static_cast<int32_t>(v));
+      if (name != nullptr) held(name);
+    }
+  }
 }
