@@ -532,8 +532,13 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
                                plan.framework == MEMEST_FRAMEWORK_PYTORCH;
   if (frees_gradients && plan.pp == 1 && plan.num_microbatches <= 1 &&
       !plan.stack.optimizer_in_backward) {
+    // Under DDP with gradient_as_bucket_view the gradients are views of the reducer's buckets
+    // (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets allocates bucket.gradients
+    // for the reducer's lifetime): zero_grad(set_to_none=True) drops the views, not the memory,
+    // so the gradients stay through the forward and are not part of the backward-end set.
+    const bool gradients_persist = ddp && plan.stack.ddp_gradient_as_bucket_view == 1;
     const double forward_end = activations - st.recompute + std::max(loss_logits, 0.0);
-    const double backward_end = states.gradients + st.recompute;
+    const double backward_end = (gradients_persist ? 0.0 : states.gradients) + st.recompute;
     phase_overlap = -std::min(forward_end, backward_end);
   } else if (last && loss_logits > 0 && st.recompute > 0) {
     // Otherwise the loss and the rebuilt block still never coexist: the loss's temporaries die
