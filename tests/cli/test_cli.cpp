@@ -200,7 +200,7 @@ TEST_CASE("--help on every subcommand, --version, exit 0") {
   }
   const Run v = run("--version");
   CHECK(v.rc == 0);
-  CHECK(v.out.find("memest 1.17.1") != std::string::npos);
+  CHECK(v.out.find("memest 1.17.2") != std::string::npos);
 }
 
 TEST_CASE("CSV and JSON carry the same numbers") {

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -414,6 +415,51 @@ TEST_CASE("hardening: a shortlist stride off the layout's alignment — expert-g
   moe["parallel"]["pp"] = 2;
   moe["parallel"]["etp"] = 1;
   CHECK(refused_field(moe) == "parallel.ep");
+}
+
+TEST_CASE("hardening: a struct_size that cuts a field in two is refused (fuzz_typed finding)") {
+  // fuzz_typed found it (tests/fuzz/corpus_typed/finding_struct_size_cuts_pointer.bin): the
+  // search's base request with struct_size ending 3 bytes into pipeline_layout. The library
+  // read those 3 bytes of the caller's pointer over the default's zeros and strlen'd the
+  // resulting address (SIGSEGV). A layout ends after a field, never inside one.
+  memest_test::Pretrain base("llama-3.1-8b", "a100-40gb");
+  base.r.gpus = 8;
+  base.r.global_batch = 64;
+  base.r.pp = 2;
+  const char* layout = "Et*16|t*16L";
+  base.r.pipeline_layout = layout;
+  base.r.struct_size = static_cast<uint32_t>(offsetof(memest_pretrain_request, pipeline_layout) + 3);
+  memest_pretrain_result pr = memest_test::sized<memest_pretrain_result>();
+  CHECK(memest_pretrain(&base.r, &pr, nullptr, sizeof(memest_stage), 0) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(std::string(memest_last_error_field()) == "request.struct_size");
+  CHECK(std::string(memest_last_error()).find("ends inside the pointer pipeline_layout") !=
+        std::string::npos);
+  memest_search_request r;
+  REQUIRE(memest_search_request_init(&r, sizeof r) == MEMEST_OK);
+  r.base = &base.r;
+  memest_search_result res = memest_test::sized<memest_search_result>();
+  memest_search_entry top[2];
+  CHECK(memest_search(&r, &res, top, sizeof top[0], 2, nullptr, 0) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(std::string(memest_last_error_field()) == "base.struct_size");
+  // a layout ending just before the pointer (no pipeline_layout: the default) or just after it
+  // (the caller's pointer, whole) is read as the caller wrote it
+  base.r.struct_size = static_cast<uint32_t>(offsetof(memest_pretrain_request, pipeline_layout));
+  CHECK(memest_pretrain(&base.r, &pr, nullptr, sizeof(memest_stage), 0) == MEMEST_OK);
+  base.r.struct_size =
+      static_cast<uint32_t>(offsetof(memest_pretrain_request, pipeline_layout) + sizeof(void*));
+  CHECK(memest_pretrain(&base.r, &pr, nullptr, sizeof(memest_stage), 0) == MEMEST_OK);
+  // the search's own appended pointer, the shortlist, the same way
+  base.r.struct_size = sizeof base.r;
+  r.struct_size = static_cast<uint32_t>(offsetof(memest_search_request, layouts) + 1);
+  CHECK(memest_search(&r, &res, top, sizeof top[0], 2, nullptr, 0) == MEMEST_ERR_STRUCT_SIZE);
+  CHECK(std::string(memest_last_error_field()) == "request.struct_size");
+  // and an _init function asked for such a size writes nothing
+  memest_pretrain_request fresh;
+  std::memset(&fresh, 0xA5, sizeof fresh);
+  CHECK(memest_pretrain_request_init(
+            &fresh, static_cast<uint32_t>(offsetof(memest_pretrain_request, pipeline_layout) + 4)) ==
+        MEMEST_ERR_STRUCT_SIZE);
+  CHECK(fresh.struct_size == 0xA5A5A5A5u);
 }
 
 TEST_CASE("activation offloading: the copy stream stages what one layer saved") {

@@ -55,10 +55,10 @@ extern "C" {
 
 #define MEMEST_VERSION_MAJOR 1
 #define MEMEST_VERSION_MINOR 17
-#define MEMEST_VERSION_PATCH 1
+#define MEMEST_VERSION_PATCH 2
 #define MEMEST_VERSION_NUMBER \
   (MEMEST_VERSION_MAJOR * 10000 + MEMEST_VERSION_MINOR * 100 + MEMEST_VERSION_PATCH)
-#define MEMEST_VERSION_STRING "1.17.1"
+#define MEMEST_VERSION_STRING "1.17.2"
 
 /** Returns the library's version number (MAJOR*10000 + MINOR*100 + PATCH) at run time. */
 MEMEST_API uint32_t memest_version_number(void);

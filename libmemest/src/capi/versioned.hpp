@@ -48,7 +48,30 @@ inline void require(const void* p, const std::string& name) {
   if (!p) throw Error(MEMEST_ERR_NULL_POINTER, name, name + ": NULL pointer");
 }
 
-// Refuses a struct_size this library cannot read or write.
+// The pointer fields appended after a struct's 1.0 layout, which a struct_size can end inside.
+// A size that does would read the pointer's first bytes from the caller and the rest from the
+// defaults: an address nobody wrote (fuzz_typed found it with pipeline_layout). Every pointer
+// appended to a public struct gets a row here.
+struct PointerField {
+  std::size_t offset;
+  const char* name;
+};
+template <typename T>
+struct AppendedPointers {
+  static constexpr PointerField fields[1] = {{0, nullptr}};  // none
+};
+template <>
+struct AppendedPointers<memest_pretrain_request> {
+  static constexpr PointerField fields[1] = {
+      {offsetof(memest_pretrain_request, pipeline_layout), "pipeline_layout"}};
+};
+template <>
+struct AppendedPointers<memest_search_request> {
+  static constexpr PointerField fields[1] = {{offsetof(memest_search_request, layouts), "layouts"}};
+};
+
+// Refuses a struct_size this library cannot read or write: below the 1.0 layout, above this
+// version's, or ending inside a pointer (a layout ends after a field, never inside one).
 template <typename T>
 void check_size(uint64_t size, const std::string& field) {
   const std::size_t min = FirstLayout<T>::size;
@@ -58,6 +81,15 @@ void check_size(uint64_t size, const std::string& field) {
                     MEMEST_VERSION_STRING + ") knows: between " + std::to_string(min) + " and " +
                     std::to_string(sizeof(T)) +
                     " (set it to sizeof, or call the struct's _init function)");
+  }
+  for (const PointerField& p : AppendedPointers<T>::fields) {
+    if (p.name != nullptr && size > p.offset && size < p.offset + sizeof(void*)) {
+      throw Error(MEMEST_ERR_STRUCT_SIZE, field + ".struct_size",
+                  field + ".struct_size: " + std::to_string(size) + " ends inside the pointer " +
+                      p.name + " (bytes " + std::to_string(p.offset) + " to " +
+                      std::to_string(p.offset + sizeof(void*)) +
+                      "): no layout does (set it to sizeof, or call the struct's _init function)");
+    }
   }
 }
 
