@@ -444,7 +444,7 @@ export class Memest {
 
   /**
    * The bands of the headline verdict (`peak_verdict`: the overhead model's peak against
-   * capacity), as {@link Memest#verdictBands} gives the paper's: e.g. {fits: 0.85, tight: 1.0}
+   * capacity), as {@link Memest#verdictBands} gives the paper's: e.g. {fits: 0.89, tight: 1.0}
    * (from 1.6 fits is derived from the measured error: a probability of OOM of at most 5 %).
    * @returns {Record<string, number>}
    */

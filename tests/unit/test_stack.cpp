@@ -164,6 +164,25 @@ TEST_CASE("framework buffers: FSDP2, DDP, DeepSpeed") {
   // a smaller reduce_bucket_size (1e8): ZeRO-2 bucket 2e8.
   st.ds_reduce_bucket_size = 1e8;
   CHECK(deepspeed_buffer_bytes(1e9, 2e8, 0, 2, p, st) == 2e8);
+  st.ds_reduce_bucket_size = 0;
+  // The ipg buffer is torch.empty(reduce_bucket_size) whatever the stage holds: a 4e6-parameter
+  // stage (LoRA adapters) under ZeRO-2 still gets 5e8 * 2 = 1e9 bytes. Under ZeRO-3 in fp32
+  // the reduce-scatter copies only what it reduces: 5e8 * 4 + 4e6 * 4 + (gathered 2e8 + 5e7
+  // prefetched) * 4 = 2e9 + 1.6e7 + 1e9 = 3.016e9.
+  CHECK(deepspeed_buffer_bytes(4e6, 2e8, 0, 2, p, st) == 1e9);
+  Precision fp32;
+  fp32.param_bytes = 4;
+  CHECK(deepspeed_buffer_bytes(4e6, 2e8, 0, 3, fp32, st) == 3.016e9);
+  // offload_param: the gather copies the partition to the GPU first, 4.1e9 bytes of the
+  // embedding on one rank (BLOOM-7b1's 1.03e9 fp32), 1.025e9 over 4 ranks; nothing without
+  // offload_param or below stage 3.
+  CHECK(deepspeed_offload_gather_copy_bytes(st, 3, 4.1e9, 1) == 0);
+  st.offload_params = 1;
+  CHECK(deepspeed_offload_gather_copy_bytes(st, 3, 4.1e9, 1) == 4.1e9);
+  CHECK(deepspeed_offload_gather_copy_bytes(st, 3, 4.1e9, 4) == 1.025e9);
+  CHECK(deepspeed_offload_gather_copy_bytes(st, 2, 4.1e9, 1) == 0);
+  st.framework = MEMEST_FRAMEWORK_FSDP;
+  CHECK(deepspeed_offload_gather_copy_bytes(st, 3, 4.1e9, 1) == 0);
 }
 
 TEST_CASE("torchtitan's uneven interleaved split: 126 layers over pp 8 x vpp 2") {

@@ -322,14 +322,18 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
       case MEMEST_FRAMEWORK_DEEPSPEED: {
         const double reduce = plan.stack.ds_reduce_bucket_size > 0 ? plan.stack.ds_reduce_bucket_size
                                                                     : kDsReduceBucketSize;
-        if (plan.zero >= 1) framework_buffers = std::min(reduce, trainable) * ab;
+        // the ipg buffer is allocated whole, in the adapters' dtype (states/stack_states.hpp)
+        if (plan.zero >= 1) framework_buffers = reduce * ab;
         // ZeRO-3 gathers whole modules, the (tied) embedding too: see the full-model case below
         const double embedding_bytes =
             (first || last ? edge.word_embedding : 0.0) * plan.precision.param_bytes;
         if (plan.zero == 3) {
-          // the module being run and the next one prefetched
-          framework_buffers =
-              2 * framework_buffers + base_block_bytes + std::max(base_block_bytes, embedding_bytes);
+          // the reduce-scatter's flat copy of the adapters' gradients, the module being run
+          // and the next one prefetched, and with offload_param the partition's copy
+          const double largest = std::max(base_block_bytes, embedding_bytes);
+          framework_buffers += std::min(reduce, trainable) * ab + base_block_bytes + largest +
+                               deepspeed_offload_gather_copy_bytes(plan.stack, plan.zero, largest,
+                                                                   sin.shard_group);
         }
         break;
       }
@@ -362,8 +366,12 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
       double gathered_module = block;
       if (first || last) gathered_module = std::max(gathered_module, edge.word_embedding / t);
       if (last) gathered_module = std::max(gathered_module, edge.lm_head / t);
-      framework_buffers = deepspeed_buffer_bytes(params, gathered_module, persistent, plan.zero,
-                                                 plan.precision, plan.stack);
+      framework_buffers =
+          deepspeed_buffer_bytes(params, gathered_module, persistent, plan.zero, plan.precision,
+                                 plan.stack) +
+          deepspeed_offload_gather_copy_bytes(plan.stack, plan.zero,
+                                              gathered_module * plan.precision.param_bytes,
+                                              sin.shard_group);
       break;
     }
     default: break;

@@ -138,14 +138,21 @@ double deepspeed_buffer_bytes(double stage_params, double block_params, double p
                               int32_t zero, const Precision& precision, const Stack& st) {
   if (zero == 0) return 0;
   const double reduce = st.ds_reduce_bucket_size > 0 ? st.ds_reduce_bucket_size : kDsReduceBucketSize;
-  const double ipg = std::min(reduce, stage_params) * precision.param_bytes;
+  const double ipg = reduce * precision.param_bytes;  // allocated whole
   if (zero < 3) return ipg;
+  const double scattered = std::min(reduce, stage_params) * precision.param_bytes;
   const double prefetch =
       st.ds_prefetch_bucket_size > 0 ? st.ds_prefetch_bucket_size : kDsPrefetchBucketSize;
   const double live =
       st.ds_max_live_parameters > 0 ? st.ds_max_live_parameters : kDsMaxLiveParameters;
   const double gathered = std::min(live, block_params + std::min(prefetch, block_params));
-  return 2 * ipg + 2 * gathered + persistent_params * precision.param_bytes;
+  return ipg + scattered + (gathered + persistent_params) * precision.param_bytes;
+}
+
+double deepspeed_offload_gather_copy_bytes(const Stack& st, int32_t zero, double gathered_bytes,
+                                           double shard_group) {
+  if (st.framework != MEMEST_FRAMEWORK_DEEPSPEED || zero != 3 || !st.offload_params) return 0;
+  return gathered_bytes / std::max(1.0, shard_group);
 }
 
 }  // namespace memest

@@ -118,16 +118,28 @@ double deepspeed_fp16_step_temporary_bytes(const Stack& st, int32_t zero, double
 double ddp_bucket_bytes(double params, double grad_bytes, bool ddp, bool bucket_view);
 
 // DeepSpeed (runtime/zero/config.py defaults; stage_1_and_2.py, stage3.py):
-//  stage 1/2: contiguous_gradients' ipg buffer of reduce_bucket_size elements (5e8) in the
-//    gradient dtype, bounded by the stage's parameters (a bucket is never larger than what is
-//    reduced); stage 2 reduces as gradients arrive, stage 1 at the end through the same buffer.
-//  stage 3: the ipg buffer (overlap_comm on by default: two of them), plus the gathered
-//    parameters alive at once: the current block and up to stage3_prefetch_bucket_size (5e7)
-//    prefetched, never more than stage3_max_live_parameters (1e9), in bf16 (2 bytes), plus the
-//    persistent parameters (tensors of <= stage3_param_persistence_threshold, 1e5, elements: the
-//    norms) kept whole: `persistent_params` * param_bytes.
+//  stage 1/2: contiguous_gradients' ipg buffer, `torch.empty(reduce_bucket_size)` (5e8
+//    elements) in the parameters' dtype, allocated whole whatever the stage holds
+//    (stage_1_and_2.py backward; overlap_comm, off by default below stage 3, would double it).
+//  stage 3: the same buffer (stage3.py `__ipg_bucket_flat_buffer`), plus the flat copy of
+//    what one bucket reduces that reduce_scatter_coalesced concatenates
+//    (runtime/comm/coalesced_collectives.py: min(reduce_bucket_size, stage_params)), plus the
+//    gathered parameters alive at once: the current block and up to
+//    stage3_prefetch_bucket_size (5e7) prefetched, never more than stage3_max_live_parameters
+//    (1e9), in the parameters' dtype, plus the persistent parameters (tensors of <=
+//    stage3_param_persistence_threshold, 1e5, elements: the norms) kept whole:
+//    `persistent_params` * param_bytes.
 double deepspeed_buffer_bytes(double stage_params, double block_params, double persistent_params,
                               int32_t zero, const Precision& precision, const Stack& stack);
+
+// DeepSpeed ZeRO-3 with offload_param: a gather first copies this rank's partition from the
+// host to the GPU and all-gathers from that copy (runtime/zero/partition_parameters.py
+// all_gather_coalesced: `param.ds_tensor.to(<device>)`, torch.cat of the copies for several
+// parameters), so while a module is in flight its partition is there twice: the largest
+// gathered module's bytes / shard_group more. 0 without offload_param, below stage 3 or
+// outside DeepSpeed (a partition already on the GPU is not copied).
+double deepspeed_offload_gather_copy_bytes(const Stack& st, int32_t zero, double gathered_bytes,
+                                           double shard_group);
 
 // Defaults of the bucket fields (0 in a request).
 constexpr double kDdpBucketMiB = 25;
