@@ -306,6 +306,29 @@ TEST_CASE("deepspeed: ZeRO-Offload streams gradients to the host — ZeRO-3 gath
   CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() == 2194731776.0);
 }
 
+TEST_CASE("deepspeed: LoRA under ZeRO-3 with offload_param — the whole ipg buffer and the partition's copy") {
+  // The 2-layer model above with fp32 weights on one GPU, LoRA r 8 on q_proj and v_proj in
+  // fp32: 2 * 8 * (1024 + 1024) = 32768 adapter parameters a layer, 65536 trainable. The ipg
+  // buffer is torch.empty(5e8) in the adapters' dtype: 2e9 bytes; the reduce-scatter copies
+  // what it reduces, 65536 * 4 = 262144; the gathered block 16779264 * 4 = 67117056 and the
+  // embedding, the largest module, 256901120 * 4 = 1027604480, which offload_param's gather
+  // first copies to the GPU whole (one rank): 1027604480 more. 4122588160 in all.
+  test::json ds = pretrain("llama-3.1-8b", "deepspeed", 1);
+  ds["parallel"]["zero"] = 3;
+  ds["model"] = {{"hidden_size", 1024}, {"num_hidden_layers", 2}, {"num_attention_heads", 16},
+                 {"intermediate_size", 4096}, {"vocab_size", 250880}, {"tie_word_embeddings", true}};
+  ds["training"]["param_dtype"] = "fp32";
+  ds["training"]["adapter"] = {{"type", "lora"}, {"rank", 8}, {"targets", {"q_proj", "v_proj"}},
+                               {"dtype", "fp32"}};
+  ds["training"]["offload"] = {{"params", true}, {"optimizer", true}};
+  const test::json r = ok(ds);
+  CHECK(r["trainable_parameters"].get<double>() == 65536.0);
+  CHECK(r["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() == 4122588160.0);
+  // without offload_param the partition is on the GPU already: no copy
+  ds["training"]["offload"]["params"] = false;
+  CHECK(ok(ds)["stages"][0]["stack"]["framework_buffer_bytes"].get<double>() == 3094983680.0);
+}
+
 TEST_CASE("the peak's band and the probability of OOM") {
   const double s = MEMEST_PEAK_ERROR_SIGMA;
   CHECK(oom_probability(80, 80) == doctest::Approx(0.5));
