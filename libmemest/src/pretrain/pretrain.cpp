@@ -289,6 +289,8 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
   // documented default -- does not wrap one process (the HF Trainer, accelerate and torchtune
   // wrap only when the world is larger).
   const bool ddp = ddp_wrapped(plan);
+  // gradient_as_bucket_view: the gradients are views of DDP's buckets (no second copy)
+  const bool bucket_view = plan.stack.ddp_gradient_as_bucket_view == 1;
   double framework_buffers = 0;
   if (plan.adapter.enabled()) {
     // Only parameters that require a gradient are bucketed or reduce-scattered (DDP's reducer
@@ -311,13 +313,11 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
           framework_buffers = (adapter_block + (plan.stack.fsdp_use_orig_params == 1 ? block : 0.0)) * ab;
           if (plan.zero == 3) framework_buffers += 2 * (base_block_bytes + adapter_block * ab);
         } else {
-          framework_buffers = ddp_bucket_bytes(trainable, ab, ddp,
-                                               plan.stack.ddp_gradient_as_bucket_view == 1);
+          framework_buffers = ddp_bucket_bytes(trainable, ab, ddp, bucket_view);
         }
         break;
       case MEMEST_FRAMEWORK_PYTORCH:
-        framework_buffers = ddp_bucket_bytes(trainable, ab, ddp,
-                                             plan.stack.ddp_gradient_as_bucket_view == 1);
+        framework_buffers = ddp_bucket_bytes(trainable, ab, ddp, bucket_view);
         break;
       case MEMEST_FRAMEWORK_DEEPSPEED: {
         const double reduce = plan.stack.ds_reduce_bucket_size > 0 ? plan.stack.ds_reduce_bucket_size
@@ -346,11 +346,10 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
                                                   plan.stack.reduce_dtype_bytes(plan.precision.grad_bytes),
                                                   fsdp_gather_bytes(plan.stack, plan.precision.param_bytes))
                               : ddp_bucket_bytes(bucketed, plan.precision.grad_bytes, ddp,
-                                                 plan.stack.ddp_gradient_as_bucket_view == 1);
+                                                 bucket_view);
       break;
     case MEMEST_FRAMEWORK_PYTORCH:
-      framework_buffers = ddp_bucket_bytes(bucketed, plan.precision.grad_bytes, ddp,
-                                           plan.stack.ddp_gradient_as_bucket_view == 1);
+      framework_buffers = ddp_bucket_bytes(bucketed, plan.precision.grad_bytes, ddp, bucket_view);
       break;
     case MEMEST_FRAMEWORK_DEEPSPEED: {
       const double threshold = plan.stack.ds_param_persistence_threshold > 0
@@ -544,7 +543,7 @@ memest_stage stage_memory(const Plan& plan, int64_t i, bool cap) {
     // (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets allocates bucket.gradients
     // for the reducer's lifetime): zero_grad(set_to_none=True) drops the views, not the memory,
     // so the gradients stay through the forward and are not part of the backward-end set.
-    const bool gradients_persist = ddp && plan.stack.ddp_gradient_as_bucket_view == 1;
+    const bool gradients_persist = ddp && bucket_view;
     const double forward_end = activations - st.recompute + std::max(loss_logits, 0.0);
     const double backward_end = (gradients_persist ? 0.0 : states.gradients) + st.recompute;
     phase_overlap = -std::min(forward_end, backward_end);
